@@ -1,0 +1,39 @@
+"""memvault: long-term memory made of plain markdown files in a git repository."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from memvault.errors import (  # noqa: E402
+    DreamRunning,
+    ExitCode,
+    InvalidInput,
+    LLMError,
+    MemvaultError,
+    NotAVault,
+    NotFound,
+    RemoteError,
+    SyncConflict,
+    VaultBusy,
+)
+from memvault.facts import Fact  # noqa: E402
+from memvault.tombstones import Tombstone  # noqa: E402
+from memvault.vault import FactView, Vault  # noqa: E402
+
+__all__ = [
+    "DreamRunning",
+    "ExitCode",
+    "Fact",
+    "FactView",
+    "InvalidInput",
+    "LLMError",
+    "MemvaultError",
+    "NotAVault",
+    "NotFound",
+    "RemoteError",
+    "SyncConflict",
+    "Tombstone",
+    "Vault",
+    "VaultBusy",
+    "__version__",
+]

@@ -1,0 +1,88 @@
+"""The `memvault` Typer application and its one error boundary."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+import typer
+from typer import _click as click
+from typer.core import TyperGroup
+
+from memvault import __version__
+from memvault.errors import ExitCode, MemvaultError
+
+
+class MemvaultGroup(TyperGroup):
+    """Turns memvault errors into one line on stderr (JSON with --json) and their exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        wants_json = "--json" in [*ctx._protected_args, *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except MemvaultError as e:
+            _fail(type(e).__name__, str(e), e.exit_code, wants_json)
+        except KeyboardInterrupt:
+            _fail("Interrupted", "interrupted", ExitCode.INTERRUPTED, wants_json)
+        except click.UsageError as e:
+            if not wants_json:
+                raise
+            _fail("UsageError", e.format_message(), ExitCode.USAGE, wants_json)
+        except (typer.Exit, click.exceptions.Exit, click.Abort, click.ClickException):
+            raise
+        except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
+            if os.environ.get("MEMVAULT_DEBUG"):
+                traceback.print_exc()
+            detail = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
+            _fail("InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)",
+                  ExitCode.ERROR, wants_json)
+
+
+def _fail(kind: str, message: str, code: int, wants_json: bool) -> None:
+    message = " ".join(message.split()) if "\n" in message else message
+    if wants_json:
+        sys.stderr.write(json.dumps({"error": {"type": kind, "message": message, "exit_code": int(code)}}) + "\n")
+    else:
+        sys.stderr.write(f"memvault: {message}\n")
+    raise typer.Exit(int(code))
+
+
+app = typer.Typer(
+    cls=MemvaultGroup,
+    name="memvault",
+    help="Long-term memory for agents and people: markdown facts in git, hybrid search, nightly consolidation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"memvault {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Long-term memory for agents and people: markdown facts in git, hybrid search, nightly consolidation.
+
+    Example: memvault add "Alice prefers green tea" --category preference --tag alice
+    """
+
+
+def _register() -> None:
+    # Explicit registration, in the order `--help` lists the commands.
+    from memvault.cli import facts_cmd, vault_cmd
+
+    vault_cmd.register(app)
+    facts_cmd.register(app)
+
+
+_register()

@@ -1,0 +1,200 @@
+"""Fact commands: add, show, recent, history, forget."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
+from memvault.errors import InvalidInput, NotFound
+
+CategoryOption = Annotated[Optional[str], typer.Option("--category", "-c", help="Only facts of this category.")]
+TagOption = Annotated[Optional[str], typer.Option("--tag", "-t", help="Only facts with this tag.")]
+SinceOption = Annotated[Optional[str], typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")]
+UntilOption = Annotated[Optional[str], typer.Option("--until", help="Up to this time (a date includes the whole day).")]
+
+
+def add(
+    text: Annotated[Optional[str], typer.Argument(help="The fact, in plain words.", show_default=False)] = None,
+    category: Annotated[str, typer.Option("--category", "-c", help="fact, preference, correction, entity, decision, relationship, principle, commitment, moment, skill or event.")] = "fact",
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag (repeatable).")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="Who or what said it: agent or session id.")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", help="Conversation or session id, for threading.")] = None,
+    importance: Annotated[Optional[float], typer.Option("--importance", help="0..1; raises the fact in search and MEMORY.md.")] = None,
+    at: Annotated[Optional[str], typer.Option("--at", help="When it happened (ISO 8601 date or datetime); backdates into that day's log.")] = None,
+    stdin: Annotated[bool, typer.Option("--stdin", help="Read one fact per line (plain text or a JSON object); one commit.")] = False,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Remember a fact: append it to its day's log and commit. Prints the new fact id.
+
+    Nothing is merged or deduplicated: adding the same text twice gives two facts.
+    With --stdin each line is plain text or {"text", "category", "tags", "source", "session",
+    "importance", "at"}; the whole batch is checked first and a bad line writes nothing.
+
+    Example: memvault add "Alice moved to Lyon" --category event --tag alice --at 2026-11-02
+    """
+    if stdin and text is not None:
+        raise InvalidInput("give either TEXT or --stdin, not both")
+    if stdin:
+        drafts, line_numbers = _read_stdin_facts()
+        vault = open_vault(vault_path)
+        try:
+            facts = vault.add_many(drafts)
+        except InvalidInput as e:
+            item = getattr(e, "item", None)
+            if item is None:
+                raise
+            raise InvalidInput(f"line {line_numbers[item - 1]}: {str(e).split(': ', 1)[1]}") from None
+    else:
+        if text is None:
+            raise InvalidInput("missing TEXT (or use --stdin)")
+        vault = open_vault(vault_path)
+        facts = [vault.add(text, category=category, tags=tag or (), source=source, session=session,
+                           importance=importance, at=at)]
+    if json_:
+        emit_json(facts[0].to_dict() if not stdin else [f.to_dict() for f in facts])
+    else:
+        for fact in facts:
+            echo(fact.id)
+
+
+def _read_stdin_facts() -> tuple[list[dict], list[int]]:
+    drafts: list[dict] = []
+    line_numbers: list[int] = []
+    for number, raw in enumerate(sys.stdin.read().split("\n"), start=1):
+        line = raw[:-1] if raw.endswith("\r") else raw
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InvalidInput(f"line {number}: invalid JSON ({e.msg} at column {e.colno})") from None
+            if not isinstance(item, dict):
+                raise InvalidInput(f"line {number}: expected a JSON object")
+        else:
+            item = {"text": line}
+        drafts.append(item)
+        line_numbers.append(number)
+    if not drafts:
+        raise InvalidInput("no facts on standard input")
+    return drafts, line_numbers
+
+
+def show(
+    fact_id: Annotated[str, typer.Argument(metavar="ID", help="The fact id printed by `add`.")],
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Show one fact with all its fields. A forgotten fact says when and why it was forgotten.
+
+    Example: memvault show 01jdq5x8k2m7v3qa --json
+    """
+    view = open_vault(vault_path).show(fact_id)
+    if view.forgotten:
+        t = view.forgotten
+        raise NotFound(f"fact {fact_id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
+    if json_:
+        emit_json(view.fact.to_dict())
+        return
+    fact = view.fact
+    echo(fact.text)
+    echo("")
+    echo(f"id:         {fact.id}")
+    echo(f"at:         {fact.at.isoformat()}")
+    echo(f"category:   {fact.category}")
+    if fact.tags:
+        echo(f"tags:       {', '.join(fact.tags)}")
+    for label, value in (("source", fact.source), ("session", fact.session), ("importance", fact.importance)):
+        if value is not None:
+            echo(f"{label + ':':<11} {value}")
+    echo(f"log:        {fact.path}")
+
+
+def recent(
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many facts at most.")] = 20,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    category: CategoryOption = None,
+    tag: TagOption = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="Only facts from this source.")] = None,
+    session: Annotated[Optional[str], typer.Option("--session", help="Only facts from this session.")] = None,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """List facts, newest first. Forgotten facts never appear.
+
+    Example: memvault recent --since 7d --tag alice
+    """
+    from memvault.dates import parse_bound
+
+    vault = open_vault(vault_path)
+    facts = vault.recent(
+        limit,
+        since=parse_bound(since, vault.tz) if since else None,
+        until=parse_bound(until, vault.tz, end=True, option="--until") if until else None,
+        category=category, tag=tag, source=source, session=session,
+    )
+    if json_:
+        emit_json([f.to_dict() for f in facts])
+        return
+    for fact in facts:
+        echo(format_fact_line(fact))
+
+
+def format_fact_line(fact) -> str:
+    first = fact.text.split("\n", 1)[0]
+    more = " …" if "\n" in fact.text else ""
+    tags = "".join(f" #{t}" for t in fact.tags)
+    return f"{fact.at.strftime('%Y-%m-%d %H:%M')}  {fact.id}  [{fact.category}] {first}{more}{tags}"
+
+
+def history(
+    fact_id: Annotated[str, typer.Argument(metavar="ID", help="The fact id.")],
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """The git commits that touched a fact: when it was added, consolidated, forgotten.
+
+    Example: memvault history 01jdq5x8k2m7v3qa
+    """
+    commits = open_vault(vault_path).history(fact_id)
+    if json_:
+        emit_json(commits)
+        return
+    for c in commits:
+        echo(f"{c['at']}  {c['commit'][:10]}  {c['message']}")
+
+
+def forget(
+    fact_id: Annotated[str, typer.Argument(metavar="ID", help="The fact id.")],
+    reason: Annotated[Optional[str], typer.Option("--reason", "-r", help="Why, for the audit trail.")] = None,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Forget a fact: a committed tombstone hides it from listing, search and dream for good.
+
+    The log line itself is kept, so git history stays auditable. Forgetting twice changes nothing.
+
+    Example: memvault forget 01jdq5x8k2m7v3qa --reason "wrong person"
+    """
+    vault = open_vault(vault_path)
+    tombstone = vault.forget(fact_id, reason)
+    already = tombstone is None
+    if already:
+        tombstone = vault.tombstones()[fact_id.strip()]
+    if json_:
+        emit_json({"id": tombstone.id, "already_forgotten": already, "tombstone": tombstone.to_dict()})
+    elif already:
+        notice(f"fact {tombstone.id} was already forgotten at {tombstone.at}; nothing changed")
+    else:
+        echo(f"forgot {tombstone.id}")
+
+
+def register(app: typer.Typer) -> None:
+    for command in (add, show, recent, history, forget):
+        app.command()(command)

@@ -1,0 +1,126 @@
+"""Vault settings: memvault.toml, overridden by MEMVAULT_* environment variables."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memvault.errors import InvalidInput
+
+CONFIG_FILE = "memvault.toml"
+DEFAULT_EMBED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+CATEGORIES = (
+    "fact",
+    "preference",
+    "correction",
+    "entity",
+    "decision",
+    "relationship",
+    "principle",
+    "commitment",
+    "moment",
+    "skill",
+    "event",
+)
+DEFAULT_ZONES = ("0_Inbox", "people", "projects", "preferences", "topics", "events")
+
+
+@dataclass(frozen=True)
+class DreamConfig:
+    max_days: int = 14
+    max_retries: int = 3
+    memory_max_lines: int = 200
+    memory_max_bytes: int = 16_000
+    zones: tuple[str, ...] = DEFAULT_ZONES
+
+
+@dataclass(frozen=True)
+class Config:
+    timezone: str = "local"
+    categories: tuple[str, ...] = CATEGORIES
+    lock_timeout: float = 10.0
+    embed_model: str = DEFAULT_EMBED_MODEL
+    embed_model_path: str | None = None
+    llm_model: str | None = None
+    api_base: str | None = None
+    dream: DreamConfig = field(default_factory=DreamConfig)
+
+    @property
+    def tz(self) -> tzinfo:
+        return resolve_timezone(self.timezone)
+
+    @property
+    def zones(self) -> tuple[str, ...]:
+        return self.dream.zones
+
+
+def resolve_timezone(name: str) -> tzinfo:
+    """An IANA zone by name; "local" means the host's zone (TZ, then /etc/localtime)."""
+    if name and name != "local":
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError) as e:
+            raise InvalidInput(f"unknown timezone {name!r} in {CONFIG_FILE}") from e
+    for candidate in (os.environ.get("TZ", "").lstrip(":"), _etc_localtime_name()):
+        if candidate:
+            try:
+                return ZoneInfo(candidate)
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    # Last resort: a fixed offset is right today, if not across a DST change.
+    return datetime.now().astimezone().tzinfo  # type: ignore[return-value]
+
+
+def _etc_localtime_name() -> str | None:
+    try:
+        target = os.path.realpath("/etc/localtime")
+    except OSError:
+        return None
+    marker = "/zoneinfo/"
+    return target.split(marker, 1)[1] if marker in target else None
+
+
+def load_config(root: Path) -> Config:
+    """Read <root>/memvault.toml, then apply environment overrides."""
+    path = root / CONFIG_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        data = {}
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidInput(f"{path}: invalid TOML: {e}") from e
+    vault = data.get("vault", {})
+    embedding = data.get("embedding", {})
+    llm = data.get("llm", {})
+    dream = data.get("dream", {})
+    try:
+        dream_config = DreamConfig(
+            max_days=_positive_int(dream.get("max_days", 14), "dream.max_days"),
+            max_retries=_positive_int(dream.get("max_retries", 3), "dream.max_retries"),
+            memory_max_lines=_positive_int(dream.get("memory_max_lines", 200), "dream.memory_max_lines"),
+            memory_max_bytes=_positive_int(dream.get("memory_max_bytes", 16_000), "dream.memory_max_bytes"),
+            zones=tuple(dream.get("zones", DEFAULT_ZONES)),
+        )
+        config = Config(
+            timezone=str(vault.get("timezone", "local")),
+            categories=tuple(vault.get("categories", CATEGORIES)),
+            lock_timeout=float(os.environ.get("MEMVAULT_LOCK_TIMEOUT") or vault.get("lock_timeout", 10.0)),
+            embed_model=os.environ.get("MEMVAULT_EMBED_MODEL") or embedding.get("model") or DEFAULT_EMBED_MODEL,
+            embed_model_path=os.environ.get("MEMVAULT_EMBED_MODEL_PATH") or embedding.get("path") or None,
+            llm_model=os.environ.get("MEMVAULT_MODEL") or llm.get("model") or None,
+            api_base=os.environ.get("MEMVAULT_API_BASE") or llm.get("api_base") or None,
+            dream=dream_config,
+        )
+    except (TypeError, ValueError) as e:
+        raise InvalidInput(f"{path}: {e}") from e
+    return config
+
+
+def _positive_int(value: object, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value

@@ -1,0 +1,67 @@
+"""Parsing the dates people and agents type: ISO 8601, `today`, `yesterday`, `7d`, `12h`, `2w`."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, time, timedelta, tzinfo
+
+from memvault.errors import InvalidInput
+
+_RELATIVE = re.compile(r"^(\d+)\s*(m|min|h|d|w)$")
+_UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_at(value: str, tz: tzinfo, now: datetime | None = None) -> datetime:
+    """When a fact happened: an ISO date (midnight) or datetime; naive times are in the vault's zone."""
+    moment = _parse_iso(value, tz, option="--at")
+    now = now or datetime.now(tz)
+    # A small allowance for clock skew between machines; beyond it, a future date is a typo.
+    if moment > now + timedelta(days=1):
+        raise InvalidInput(f"--at {value!r} is in the future; facts record what already happened")
+    return moment
+
+
+def parse_bound(value: str, tz: tzinfo, *, end: bool = False, now: datetime | None = None,
+                option: str = "--since") -> datetime:
+    """A filter bound. Dates cover whole days: `--until 2026-11-01` includes that day."""
+    text = value.strip().lower()
+    now = now or datetime.now(tz)
+    if text in ("now",):
+        return now
+    if text in ("today", "yesterday"):
+        day = now.date() - timedelta(days=1 if text == "yesterday" else 0)
+        return _day_bound(day, tz, end)
+    match = _RELATIVE.match(text)
+    if match:
+        amount, unit = int(match.group(1)), _UNITS[match.group(2)]
+        return now - timedelta(**{unit: amount})
+    moment = _parse_iso(value, tz, option=option)
+    if _is_date_only(value):
+        return _day_bound(moment.date(), tz, end)
+    return moment
+
+
+def _day_bound(day: date, tz: tzinfo, end: bool) -> datetime:
+    if end:
+        return datetime.combine(day, time.max, tz)
+    return datetime.combine(day, time.min, tz)
+
+
+def _is_date_only(value: str) -> bool:
+    return re.fullmatch(r"\s*\d{4}-\d{2}-\d{2}\s*", value) is not None
+
+
+def _parse_iso(value: str, tz: tzinfo, *, option: str) -> datetime:
+    text = value.strip()
+    try:
+        if _is_date_only(text):
+            return datetime.combine(date.fromisoformat(text), time.min, tz)
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        raise InvalidInput(
+            f"{option} {value!r} is not a date: use ISO 8601 (2026-11-01, 2026-11-01T09:30, "
+            "2026-11-01T09:30+01:00), or today, yesterday, 7d, 12h, 2w"
+        ) from None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=tz)
+    return moment.astimezone(tz)

@@ -1,0 +1,62 @@
+"""Errors raised by memvault, each carrying the exit code the CLI returns for it."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes; documented in the README and stable for scripts."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    NOT_FOUND = 3
+    BUSY = 4
+    LLM = 5
+    DREAM_RUNNING = 6
+    SYNC_CONFLICT = 7
+    REMOTE = 8
+    INTERRUPTED = 130
+
+
+class MemvaultError(Exception):
+    """Base class: a one-line message meant for the user, and an exit code."""
+
+    exit_code = ExitCode.ERROR
+
+
+class InvalidInput(MemvaultError):
+    """The user (or agent) gave a value memvault cannot accept; nothing was written."""
+
+    exit_code = ExitCode.USAGE
+
+
+class NotFound(MemvaultError):
+    exit_code = ExitCode.NOT_FOUND
+
+
+class NotAVault(NotFound):
+    """A path was given (or discovered) that holds no memvault vault."""
+
+
+class VaultBusy(MemvaultError):
+    """Another process held the vault lock for longer than we were willing to wait."""
+
+    exit_code = ExitCode.BUSY
+
+
+class LLMError(MemvaultError):
+    exit_code = ExitCode.LLM
+
+
+class DreamRunning(MemvaultError):
+    exit_code = ExitCode.DREAM_RUNNING
+
+
+class SyncConflict(MemvaultError):
+    exit_code = ExitCode.SYNC_CONFLICT
+
+
+class RemoteError(MemvaultError):
+    exit_code = ExitCode.REMOTE

@@ -1,0 +1,263 @@
+"""Facts and the daily log format.
+
+A fact is one markdown list item in the log of the day it happened. The text comes first so the
+file reads naturally; the metadata rides in an HTML comment that markdown viewers hide:
+
+    - Alice prefers green tea. <!-- mv {"id":"01jdq5x8k2m7v3qa","at":"2026-11-22T18:47:07+01:00",...} -->
+      further lines of the same fact are indented by two spaces
+
+Only "\\n" splits lines, and every text line is prefixed, so any text (blank lines, "## ", "---",
+"- ", carriage returns, unicode) round-trips exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Iterable
+
+from memvault.errors import InvalidInput
+
+META_OPEN = " <!-- mv "
+META_CLOSE = " -->"
+INDENT = "  "
+MAX_TEXT_BYTES = 1024 * 1024
+MAX_LABEL_CHARS = 200
+_TAG = re.compile(r"^[^\s,#\x00-\x1f\x7f]+$")
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+ID_PATTERN = re.compile(r"^[0-9a-hjkmnp-tv-z]{16}$")
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    text: str
+    at: datetime
+    category: str = "fact"
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    session: str | None = None
+    importance: float | None = None
+    path: str = ""
+    line: int = 0
+
+    @property
+    def day(self) -> date:
+        return self.at.date()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "at": self.at.isoformat(),
+            "category": self.category,
+            "tags": list(self.tags),
+            "source": self.source,
+            "session": self.session,
+            "importance": self.importance,
+            "path": self.path,
+        }
+
+
+@dataclass(frozen=True)
+class ParseProblem:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class FactDraft:
+    """What a caller asks to remember, before it gets an id and a place in a log."""
+
+    text: str
+    category: str = "fact"
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    source: str | None = None
+    session: str | None = None
+    importance: float | None = None
+    at: datetime | str | None = None
+
+
+def new_fact_id(now_ns: int | None = None) -> str:
+    """16 chars of lowercase Crockford base32: 55 bits of microseconds, then 25 random bits.
+
+    Ids sort by creation time, which keeps `git log` and listings in a sensible order, and the
+    random tail keeps parallel writers from ever colliding in practice.
+    """
+    micros = (now_ns if now_ns is not None else time.time_ns()) // 1000
+    value = ((micros & ((1 << 55) - 1)) << 25) | secrets.randbits(25)
+    chars = []
+    for _ in range(16):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def validate_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise InvalidInput("fact text must be a string")
+    if not text.strip():
+        raise InvalidInput("fact text is empty")
+    if "\x00" in text:
+        raise InvalidInput("fact text contains a NUL character")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise InvalidInput(f"fact text is larger than {MAX_TEXT_BYTES // 1024} KiB")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("fact text is not valid unicode (lone surrogate)") from None
+    return text
+
+
+def validate_category(category: object, allowed: Iterable[str]) -> str:
+    allowed = tuple(allowed)
+    if category not in allowed:
+        raise InvalidInput(f"unknown category {category!r}; use one of: {', '.join(allowed)}")
+    return category  # type: ignore[return-value]
+
+
+def validate_tags(tags: object) -> tuple[str, ...]:
+    if tags is None:
+        return ()
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
+        raise InvalidInput("tags must be a list of strings")
+    for tag in tags:
+        if not isinstance(tag, str) or not _TAG.match(tag) or len(tag) > MAX_LABEL_CHARS:
+            raise InvalidInput(f"invalid tag {tag!r}: tags are single words without spaces, commas or '#'")
+    return tuple(tags)
+
+
+def validate_label(value: object, name: str) -> str | None:
+    """source and session: short single-line identifiers."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{name} must be a non-empty string")
+    if len(value) > MAX_LABEL_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidInput(f"{name} must be one line of at most {MAX_LABEL_CHARS} characters")
+    return value
+
+
+def validate_importance(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInput(f"importance must be a number between 0 and 1, got {value!r}")
+    if math.isnan(value) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(f"importance must be between 0 and 1, got {value}")
+    return float(value)
+
+
+def format_item(fact: Fact) -> str:
+    """The fact as a log item, ending with a newline."""
+    meta: dict[str, Any] = {"id": fact.id, "at": fact.at.isoformat(), "category": fact.category}
+    if fact.tags:
+        meta["tags"] = list(fact.tags)
+    if fact.source is not None:
+        meta["source"] = fact.source
+    if fact.session is not None:
+        meta["session"] = fact.session
+    if fact.importance is not None:
+        meta["importance"] = fact.importance
+    # "<" and ">" never appear raw in the JSON, so " -->" can only be the comment's end.
+    encoded = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    encoded = encoded.replace("<", "\\u003c").replace(">", "\\u003e")
+    first, *rest = fact.text.split("\n")
+    lines = [f"- {first}{META_OPEN}{encoded}{META_CLOSE}"]
+    lines.extend(INDENT + line for line in rest)
+    return "\n".join(lines) + "\n"
+
+
+def log_header(day: date) -> str:
+    return f"# {day.isoformat()}\n\n"
+
+
+def parse_log(content: str, path: str) -> tuple[list[Fact], list[ParseProblem]]:
+    """Every fact in a daily log, plus the lines that look like items but do not parse."""
+    facts: list[Fact] = []
+    problems: list[ParseProblem] = []
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.startswith("- "):
+            if line.strip() and not line.startswith("#") and not line.startswith(INDENT):
+                problems.append(ParseProblem(path, i + 1, "line is not a fact item"))
+            i += 1
+            continue
+        start = i
+        i += 1
+        continuation: list[str] = []
+        blank_run: list[str] = []
+        # An item continues over indented lines; blank lines count only when more indented
+        # lines follow (an editor may strip the two spaces of an empty text line).
+        while i < len(lines) and (lines[i].startswith(INDENT) or lines[i] == ""):
+            if lines[i] == "":
+                blank_run.append("")
+            else:
+                continuation.extend(blank_run)
+                blank_run = []
+                continuation.append(lines[i][len(INDENT):])
+            i += 1
+        # Blank lines left in blank_run separate items; they belong to no fact.
+        try:
+            facts.append(_parse_item(line, continuation, path, start + 1))
+        except ValueError as e:
+            problems.append(ParseProblem(path, start + 1, str(e)))
+    return facts, problems
+
+
+def _parse_item(first: str, continuation: list[str], path: str, line_no: int) -> Fact:
+    cut = first.rfind(META_OPEN)
+    if cut < 0 or not first.endswith(META_CLOSE):
+        raise ValueError("fact item has no memvault metadata comment")
+    encoded = first[cut + len(META_OPEN): -len(META_CLOSE)]
+    try:
+        meta = json.loads(encoded)
+        fact_id = meta["id"]
+        at = datetime.fromisoformat(meta["at"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"unreadable fact metadata ({e.__class__.__name__})") from None
+    if not isinstance(fact_id, str) or not fact_id or at.tzinfo is None:
+        raise ValueError("fact metadata needs an id and a timezone-aware time")
+    text = "\n".join([first[2:cut], *continuation])
+    tags = meta.get("tags") or ()
+    importance = meta.get("importance")
+    return Fact(
+        id=fact_id,
+        text=text,
+        at=at,
+        category=str(meta.get("category") or "fact"),
+        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
+        source=meta.get("source"),
+        session=meta.get("session"),
+        importance=float(importance) if isinstance(importance, (int, float)) else None,
+        path=path,
+        line=line_no,
+    )
+
+
+def fsync_append(path: os.PathLike[str] | str, data: str) -> None:
+    """Append and flush to stable storage before anyone commits or reports success."""
+    raw = data.encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(raw)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,450 @@
+"""The vault: a directory of markdown files under git, and the operations on it.
+
+Every mutation runs under one vault-wide file lock, is journaled before the files change, and ends
+as exactly one commit. A process killed midway leaves the journal behind; the next command that
+opens the vault repairs the tree from it (see `transaction`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from filelock import FileLock, Timeout
+
+from memvault import facts as factlog
+from memvault.config import CONFIG_FILE, Config, load_config
+from memvault.dates import parse_at
+from memvault.errors import InvalidInput, NotAVault, NotFound, VaultBusy
+from memvault.facts import Fact, FactDraft, ParseProblem
+from memvault.tombstones import TOMBSTONES_FILE, Tombstone, read_tombstones, text_hash
+
+STATE_DIR = ".memvault"
+LOGS_DIR = "logs"
+WIKI_DIR = "wiki"
+JOURNAL_FILE = "journal.json"
+_LOG_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
+_WATERMARK = re.compile(r"\bwatermark=(\d{4}-\d{2}-\d{2})\b")
+
+
+@dataclass(frozen=True)
+class FactView:
+    """A fact as `show` presents it: the fact, and its tombstone if it was forgotten."""
+
+    fact: Fact
+    forgotten: Tombstone | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.fact.to_dict()
+        data["forgotten"] = self.forgotten.to_dict() if self.forgotten else None
+        return data
+
+
+def default_vault_path() -> Path:
+    from platformdirs import user_data_path
+
+    return user_data_path("memvault", appauthor=False) / "vault"
+
+
+def is_vault(path: Path) -> bool:
+    return (path / CONFIG_FILE).is_file() and (path / ".git").exists()
+
+
+def template_root() -> Path:
+    """The files `init` copies: packaged in a wheel, or vault-template/ of a source checkout."""
+    package = Path(__file__).parent
+    for candidate in (package / "vault_template", package.parent / "vault-template"):
+        if (candidate / CONFIG_FILE).is_file():
+            return candidate
+    raise FileNotFoundError("memvault's vault template is missing from this installation")
+
+
+class Vault:
+    def __init__(self, root: Path):
+        root = Path(root).resolve()
+        if not is_vault(root):
+            raise NotAVault(f"{root} is not a memvault vault (no {CONFIG_FILE} and .git); create one with `memvault init {root}`")
+        self.root = root
+        self.config: Config = load_config(root)
+        self.created = False
+        self.recovered: list[str] = []
+
+    # -- finding and creating ---------------------------------------------------------------
+
+    @classmethod
+    def init(cls, path: os.PathLike[str] | str) -> "Vault":
+        """Create a vault from the template, with its own git repository and a first commit."""
+        from memvault.gitstore import GitStore
+
+        root = Path(path).expanduser().resolve()
+        if is_vault(root):
+            return cls(root)  # idempotent: `created` stays False
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise InvalidInput(f"{root} is not empty and is not a vault; choose an empty or new directory")
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(template_root(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        store = GitStore.init(root)
+        store.commit(["."], "init: new memvault vault")
+        vault = cls(root)
+        vault.created = True
+        return vault
+
+    @classmethod
+    def open(cls, path: os.PathLike[str] | str | None = None, *, create_default: bool = True) -> "Vault":
+        """Find the vault: explicit path > MEMVAULT_VAULT > enclosing vault of cwd > default vault."""
+        explicit = path or os.environ.get("MEMVAULT_VAULT")
+        if explicit:
+            vault = cls(Path(explicit).expanduser())
+        else:
+            found = find_enclosing_vault(Path.cwd())
+            if found:
+                vault = cls(found)
+            else:
+                default = default_vault_path()
+                if is_vault(default):
+                    vault = cls(default)
+                elif create_default:
+                    vault = cls.init(default)
+                else:
+                    raise NotAVault(f"no vault here and no default vault at {default}; run `memvault init`")
+        vault.recover()
+        return vault
+
+    # -- paths ----------------------------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        path = self.root / STATE_DIR
+        path.mkdir(exist_ok=True)
+        return path
+
+    @property
+    def tz(self):
+        return self._tz
+
+    @cached_property
+    def _tz(self):
+        return self.config.tz
+
+    @cached_property
+    def git(self):
+        from memvault.gitstore import GitStore
+
+        return GitStore(self.root)
+
+    def log_path(self, day: date) -> Path:
+        return self.root / LOGS_DIR / f"{day.year:04d}" / f"{day.isoformat()}.md"
+
+    def relpath(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def log_files(self) -> list[Path]:
+        """Daily logs, oldest day first."""
+        found = []
+        logs = self.root / LOGS_DIR
+        if logs.is_dir():
+            for year in logs.iterdir():
+                if year.is_dir():
+                    found.extend(p for p in year.iterdir() if _LOG_NAME.match(p.name))
+        return sorted(found, key=lambda p: p.name)
+
+    @staticmethod
+    def day_of(path: Path) -> date:
+        return date.fromisoformat(path.stem)
+
+    # -- locking and transactions ------------------------------------------------------------
+
+    def _lock_path(self, name: str) -> Path:
+        locks = self.state_dir / "locks"
+        locks.mkdir(exist_ok=True)
+        return locks / name
+
+    @contextmanager
+    def write_lock(self, timeout: float | None = None) -> Iterator[None]:
+        """The one vault-wide write lock (an OS lock: it dies with its process)."""
+        wait = self.config.lock_timeout if timeout is None else timeout
+        lock = FileLock(self._lock_path("write.lock"))
+        try:
+            lock.acquire(timeout=wait)
+        except Timeout:
+            raise VaultBusy(
+                f"vault busy: another memvault process held the write lock of {self.root} for over {wait:g} s"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @contextmanager
+    def transaction(self, kind: str, paths: Iterable[str], message: str) -> Iterator[None]:
+        """Journal a write (call with the write lock held); the journal outlives a killed process.
+
+        kind "append": leftovers are committed by the next command (the data was already durable).
+        kind "replace": leftovers are discarded, restoring `paths` from HEAD (all-or-nothing writes).
+        """
+        if kind not in ("append", "replace"):
+            raise ValueError(kind)
+        journal = self.state_dir / JOURNAL_FILE
+        _atomic_write(journal, json.dumps({"kind": kind, "paths": sorted(paths), "message": message}))
+        yield
+        journal.unlink(missing_ok=True)
+
+    def recover(self) -> list[str]:
+        """Repair what an interrupted command left behind; returns what was done (for a notice)."""
+        journal = self.root / STATE_DIR / JOURNAL_FILE
+        if not journal.exists():
+            return []
+        try:
+            with self.write_lock(timeout=0):
+                self.recovered = self._recover_locked()
+        except VaultBusy:
+            pass  # a live writer holds the lock; its journal is not a leftover
+        return self.recovered
+
+    def _recover_locked(self) -> list[str]:
+        journal = self.state_dir / JOURNAL_FILE
+        try:
+            entry = json.loads(journal.read_text(encoding="utf-8"))
+            kind, paths, message = entry["kind"], list(entry["paths"]), str(entry["message"])
+        except FileNotFoundError:
+            return []
+        except (ValueError, KeyError, TypeError):
+            journal.unlink(missing_ok=True)
+            return []
+        done: list[str] = []
+        if kind == "append":
+            sha = self.git.commit(paths, f"recover: {message} (interrupted, committed by the next command)")
+            if sha:
+                done.append(f"committed the leftover change of an interrupted command: {message}")
+        else:
+            if self.git.status(*paths):
+                self._restore_from_head(paths)
+                done.append(f"rolled back the unfinished change of an interrupted command: {message}")
+        journal.unlink(missing_ok=True)
+        return done
+
+    def _restore_from_head(self, paths: list[str]) -> None:
+        tracked = set(self.git.run("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines())
+        if tracked:
+            self.git.run("checkout", "HEAD", "--", *sorted(tracked))
+        self.git.run("clean", "-fdq", "--", *paths)
+
+    # -- writing facts ------------------------------------------------------------------------
+
+    def add(self, text: str, *, category: str = "fact", tags: Iterable[str] = (), source: str | None = None,
+            session: str | None = None, importance: float | None = None,
+            at: datetime | str | None = None) -> Fact:
+        """Remember one fact: appended to its day's log and committed."""
+        draft = FactDraft(text=text, category=category, tags=tuple(tags), source=source, session=session,
+                          importance=importance, at=at)
+        return self.add_many([draft])[0]
+
+    def add_many(self, drafts: Iterable[FactDraft | Mapping[str, Any]]) -> list[Fact]:
+        """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing."""
+        now = datetime.now(self.tz)
+        drafts = list(drafts)
+        new: list[Fact] = []
+        for number, draft in enumerate(drafts, start=1):
+            try:
+                new.append(self._materialize(draft, now))
+            except InvalidInput as e:
+                if len(drafts) == 1:
+                    raise
+                error = InvalidInput(f"item {number}: {e}")
+                error.item = number  # type: ignore[attr-defined]
+                raise error from None
+        if not new:
+            raise InvalidInput("nothing to add: no facts given")
+        by_path: dict[str, list[Fact]] = defaultdict(list)
+        for fact in new:
+            by_path[fact.path].append(fact)
+        message = _add_message(new)
+        with self.write_lock():
+            self._recover_locked()
+            with self.transaction("append", by_path, message):
+                for rel, items in by_path.items():
+                    path = self.root / rel
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    header = "" if path.exists() else factlog.log_header(items[0].day)
+                    factlog.fsync_append(path, header + "".join(factlog.format_item(f) for f in items))
+                self.git.commit(sorted(by_path), message)
+        return new
+
+    def _materialize(self, draft: FactDraft | Mapping[str, Any], now: datetime) -> Fact:
+        if isinstance(draft, Mapping):
+            unknown = set(draft) - {"text", "category", "tags", "source", "session", "importance", "at"}
+            if unknown:
+                raise InvalidInput(f"unknown field(s): {', '.join(sorted(unknown))}")
+            draft = FactDraft(
+                text=draft.get("text"),  # type: ignore[arg-type]
+                category=draft.get("category") or "fact",
+                tags=draft.get("tags") or (),
+                source=draft.get("source"),
+                session=draft.get("session"),
+                importance=draft.get("importance"),
+                at=draft.get("at"),
+            )
+        text = factlog.validate_text(draft.text)
+        category = factlog.validate_category(draft.category, self.config.categories)
+        tags = factlog.validate_tags(list(draft.tags) if isinstance(draft.tags, tuple) else draft.tags)
+        source = factlog.validate_label(draft.source, "source")
+        session = factlog.validate_label(draft.session, "session")
+        importance = factlog.validate_importance(draft.importance)
+        if draft.at is None:
+            at = now
+        elif isinstance(draft.at, datetime):
+            at = draft.at.replace(tzinfo=self.tz) if draft.at.tzinfo is None else draft.at.astimezone(self.tz)
+        elif isinstance(draft.at, str):
+            at = parse_at(draft.at, self.tz, now)
+        else:
+            raise InvalidInput(f"at must be an ISO 8601 date or datetime, got {draft.at!r}")
+        at = at.replace(microsecond=0)
+        return Fact(
+            id=factlog.new_fact_id(), text=text, at=at, category=category, tags=tags, source=source,
+            session=session, importance=importance, path=self.relpath(self.log_path(at.date())),
+        )
+
+    def forget(self, fact_id: str, reason: str | None = None) -> Tombstone | None:
+        """Tombstone a fact (committed). None if it was already forgotten."""
+        if reason is not None:
+            reason = reason.strip() or None
+            if reason and ("\n" in reason or len(reason) > 500):
+                raise InvalidInput("reason must be one line of at most 500 characters")
+        fact = self._find(fact_id)
+        with self.write_lock():
+            self._recover_locked()
+            if fact_id in self.tombstones():
+                return None
+            tombstone = Tombstone(
+                id=fact.id, at=datetime.now(self.tz).replace(microsecond=0).isoformat(), reason=reason,
+                hash=text_hash(fact.text),
+            )
+            message = f"forget: {fact.id}" + (f" ({reason})" if reason else "")
+            with self.transaction("append", [TOMBSTONES_FILE], message):
+                factlog.fsync_append(self.root / TOMBSTONES_FILE, tombstone.to_line())
+                self.git.commit([TOMBSTONES_FILE], message)
+        return tombstone
+
+    # -- reading facts ------------------------------------------------------------------------
+
+    def tombstones(self) -> dict[str, Tombstone]:
+        return read_tombstones(self.root / TOMBSTONES_FILE)
+
+    def read_log(self, path: Path) -> tuple[list[Fact], list[ParseProblem]]:
+        with open(path, encoding="utf-8", newline="") as f:
+            return factlog.parse_log(f.read(), self.relpath(path))
+
+    def iter_facts(self, include_forgotten: bool = False) -> Iterator[Fact]:
+        """All facts, oldest day first (file order within a day)."""
+        forgotten = set() if include_forgotten else set(self.tombstones())
+        for path in self.log_files():
+            for fact in self.read_log(path)[0]:
+                if fact.id not in forgotten:
+                    yield fact
+
+    def problems(self) -> list[ParseProblem]:
+        """Lines in the daily logs that look like facts but do not parse (for doctor)."""
+        found: list[ParseProblem] = []
+        for path in self.log_files():
+            found.extend(self.read_log(path)[1])
+        return found
+
+    def _find(self, fact_id: str) -> Fact:
+        fact_id = fact_id.strip()
+        if not fact_id:
+            raise InvalidInput("fact id is empty")
+        needle = json.dumps({"id": fact_id})[1:-1]  # '"id": "<id>"' without spaces below
+        needle = needle.replace(": ", ":")
+        for path in reversed(self.log_files()):
+            with open(path, encoding="utf-8", newline="") as f:
+                content = f.read()
+            if needle in content:
+                for fact in factlog.parse_log(content, self.relpath(path))[0]:
+                    if fact.id == fact_id:
+                        return fact
+        raise NotFound(f"no fact with id {fact_id!r}")
+
+    def show(self, fact_id: str) -> FactView:
+        fact = self._find(fact_id)
+        return FactView(fact, self.tombstones().get(fact.id))
+
+    def recent(self, limit: int | None = 20, *, since: datetime | None = None, until: datetime | None = None,
+               category: str | None = None, tag: str | None = None, source: str | None = None,
+               session: str | None = None) -> list[Fact]:
+        """Facts newest first, forgotten ones left out."""
+        if limit is not None and limit < 1:
+            raise InvalidInput("limit must be at least 1")
+        if category is not None:
+            factlog.validate_category(category, self.config.categories)
+        forgotten = set(self.tombstones())
+        found: list[Fact] = []
+        for path in reversed(self.log_files()):
+            day = self.day_of(path)
+            if until is not None and day > until.date():
+                continue
+            if since is not None and day < since.date():
+                break
+            if limit is not None and len(found) >= limit:
+                break
+            day_facts = [
+                f for f in self.read_log(path)[0]
+                if f.id not in forgotten
+                and (since is None or f.at >= since)
+                and (until is None or f.at <= until)
+                and (category is None or f.category == category)
+                and (tag is None or tag in f.tags)
+                and (source is None or f.source == source)
+                and (session is None or f.session == session)
+            ]
+            found.extend(sorted(day_facts, key=lambda f: (f.at, f.id), reverse=True))
+        return found[:limit] if limit is not None else found
+
+    def history(self, fact_id: str) -> list[dict[str, str]]:
+        """The commits that touched a fact, oldest first: added, consolidated, forgotten."""
+        fact = self._find(fact_id)
+        return [c.to_dict() for c in self.git.log("--reverse", f"-S{fact.id}", "--", ".")]
+
+    # -- dream state --------------------------------------------------------------------------
+
+    @property
+    def watermark(self) -> date | None:
+        """The last day consolidated by dream: the latest `watermark=YYYY-MM-DD` token in log.md."""
+        try:
+            content = (self.root / "log.md").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        tokens = _WATERMARK.findall(content)
+        return date.fromisoformat(tokens[-1]) if tokens else None
+
+
+def find_enclosing_vault(start: Path) -> Path | None:
+    for candidate in (start, *start.parents):
+        if is_vault(candidate):
+            return candidate
+    return None
+
+
+def _add_message(new: list[Fact]) -> str:
+    if len(new) == 1:
+        fact = new[0]
+        words = " ".join(fact.text.split())
+        return f"add: {fact.id} {words[:60] + ('…' if len(words) > 60 else '')}"
+    return f"add: {len(new)} facts ({new[0].id}..{new[-1].id})"
+
+
+def _atomic_write(path: Path, content: str) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
