@@ -425,6 +425,29 @@ class Vault:
         tokens = _WATERMARK.findall(content)
         return date.fromisoformat(tokens[-1]) if tokens else None
 
+    # -- search (memvault.index; imported lazily: it pulls in Tantivy and numpy) ----------------
+
+    def search(self, query: str, *, limit: int = 10, category: str | None = None, tag: str | None = None,
+               source: str | None = None, since=None, until=None, include_all: bool = False,
+               lexical_only: bool = False, explain: bool = False) -> list:
+        """Hybrid search: wiki pages plus facts after the watermark (`include_all` adds the rest)."""
+        from memvault.index.search import search
+
+        return search(self, query, limit=limit, category=category, tag=tag, source=source, since=since,
+                      until=until, include_all=include_all, lexical_only=lexical_only, explain=explain)
+
+    def reindex(self, clear: bool = False, progress=None) -> dict:
+        """Bring the search index up to date with the files (`clear`: rebuild it aside and swap)."""
+        from memvault.index.search import reindex
+
+        return reindex(self, clear=clear, progress=progress)
+
+    def index_status(self) -> dict:
+        """Documents indexed, documents without a vector yet, files that differ from the index."""
+        from memvault.index.search import index_status
+
+        return index_status(self)
+
 
 def find_enclosing_vault(start: Path) -> Path | None:
     for candidate in (start, *start.parents):

@@ -1,0 +1,208 @@
+"""The index's own bookkeeping in sqlite: documents with their vector slot, and the file manifest.
+
+The manifest (path, mtime, size, content hash) is how a search notices files edited, added or
+deleted behind memvault's back: only files whose stat changed are re-read, and only those whose
+hash changed are re-parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from memvault.index.documents import Document
+from memvault.index.embedder import content_hash
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS docs (
+    key TEXT PRIMARY KEY, kind TEXT NOT NULL, file TEXT NOT NULL, text TEXT NOT NULL,
+    at TEXT, day INTEGER, category TEXT, tags TEXT NOT NULL, source TEXT, heading TEXT,
+    title TEXT, importance REAL, doc_hash BLOB NOT NULL, embed_hash BLOB NOT NULL, slot INTEGER
+);
+CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
+CREATE INDEX IF NOT EXISTS docs_slot ON docs(slot);
+CREATE INDEX IF NOT EXISTS docs_day ON docs(day);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, hash BLOB);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
+"""
+
+_COLUMNS = "key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot"
+
+
+@dataclass(frozen=True)
+class FileState:
+    mtime_ns: int
+    size: int
+    hash: bytes | None
+
+
+@dataclass(frozen=True)
+class StoredDoc:
+    """A document row as search reads it back."""
+
+    key: str
+    kind: str
+    file: str
+    text: str
+    at: str | None
+    day: int | None
+    category: str | None
+    tags: tuple[str, ...]
+    source: str | None
+    heading: str | None
+    title: str | None
+    importance: float | None
+    slot: int | None
+
+
+def doc_hash(doc: Document) -> bytes:
+    """Changes when anything shown or filtered on changes, so metadata edits re-index too."""
+    payload = [doc.kind, doc.text, doc.file, doc.at, doc.category, list(doc.tags), doc.source,
+               doc.heading, doc.title, doc.importance]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).digest()
+
+
+class Catalog:
+    def __init__(self, path: Path):
+        self.path = path
+        self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+        if self.get_meta("schema") is None:
+            self.set_meta("schema", SCHEMA_VERSION)
+        elif self.get_meta("schema") != SCHEMA_VERSION:
+            raise sqlite3.DatabaseError("index schema changed")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- meta ---------------------------------------------------------------------------------
+    def get_meta(self, name: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, name: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", (name, value))
+
+    @property
+    def version(self) -> int:
+        """Bumped by every write, so a long-lived reader knows when to reload."""
+        return int(self.get_meta("version") or 0)
+
+    # -- manifest -----------------------------------------------------------------------------
+    def files(self) -> dict[str, FileState]:
+        rows = self.db.execute("SELECT path, mtime_ns, size, hash FROM files")
+        return {p: FileState(m, s, h) for p, m, s, h in rows}
+
+    # -- writes (callers wrap them in one transaction) -----------------------------------------
+    def begin(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.set_meta("version", str(self.version + 1))
+        self.db.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+
+    def set_file(self, path: str, state: FileState) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files (path, mtime_ns, size, hash) VALUES (?, ?, ?, ?)",
+            (path, state.mtime_ns, state.size, state.hash),
+        )
+
+    def drop_file(self, path: str) -> None:
+        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def doc_hashes(self, file: str) -> dict[str, bytes]:
+        return dict(self.db.execute("SELECT key, doc_hash FROM docs WHERE file = ?", (file,)))
+
+    def remove_docs(self, keys: Iterable[str]) -> None:
+        self.db.executemany("DELETE FROM docs WHERE key = ?", ((k,) for k in keys))
+
+    def put_docs(self, docs: Iterable[Document]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO docs (key, kind, file, text, at, day, category, tags, source,"
+            " heading, title, importance, doc_hash, embed_hash, slot)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            (
+                (d.key, d.kind, d.file, d.text, d.at, d.day, d.category, json.dumps(list(d.tags)),
+                 d.source, d.heading, d.title, d.importance, doc_hash(d), content_hash(d.search_text))
+                for d in docs
+            ),
+        )
+
+    def set_slots(self, assignments: Iterable[tuple[int, str, bytes]]) -> None:
+        """(slot, key, embed_hash): only rows whose text is still the one embedded get the slot."""
+        self.db.executemany(
+            "UPDATE docs SET slot = ? WHERE key = ? AND embed_hash = ?", assignments
+        )
+
+    def clear_slots(self) -> None:
+        self.db.execute("UPDATE docs SET slot = NULL")
+
+    # -- reads --------------------------------------------------------------------------------
+    def count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+    def pending(self) -> list[tuple[str, bytes, str]]:
+        """(key, embed_hash, text to embed) of documents that have no vector yet."""
+        rows = self.db.execute(
+            "SELECT key, embed_hash, kind, text, heading, title FROM docs WHERE slot IS NULL ORDER BY key"
+        )
+        out = []
+        for key, ehash, kind, text, heading, title in rows:
+            doc = Document(key=key, kind=kind, text=text, file="", heading=heading, title=title)
+            out.append((key, ehash, doc.search_text))
+        return out
+
+    def pending_count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM docs WHERE slot IS NULL").fetchone()[0]
+
+    def tombstoned_present(self, ids: set[str]) -> list[str]:
+        keys = list(ids)
+        found: list[str] = []
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found += [r[0] for r in self.db.execute(f"SELECT key FROM docs WHERE key IN ({marks})", chunk)]
+        return found
+
+    def by_keys(self, keys: Iterable[str]) -> dict[str, StoredDoc]:
+        return self._select("key", list(keys))
+
+    def by_slots(self, slots: Iterable[int]) -> dict[int, StoredDoc]:
+        docs = self._select("slot", list(slots))
+        return {d.slot: d for d in docs.values()}
+
+    def _select(self, column: str, values: list) -> dict[str, StoredDoc]:
+        found: dict[str, StoredDoc] = {}
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.execute(f"SELECT {_COLUMNS} FROM docs WHERE {column} IN ({marks})", chunk):
+                doc = _row(row)
+                found[doc.key] = doc
+        return found
+
+    def slots_where(self, sql: str, params: list) -> list[int]:
+        rows = self.db.execute(f"SELECT slot FROM docs WHERE slot IS NOT NULL AND {sql}", params)
+        return [r[0] for r in rows]
+
+    def iter_docs(self) -> Iterator[StoredDoc]:
+        for row in self.db.execute(f"SELECT {_COLUMNS} FROM docs"):
+            yield _row(row)
+
+
+def _row(row: tuple) -> StoredDoc:
+    key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot = row
+    return StoredDoc(key, kind, file, text, at, day, category, tuple(json.loads(tags)), source,
+                     heading, title, importance, slot)

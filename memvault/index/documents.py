@@ -1,0 +1,159 @@
+"""What the index holds: one document per fact, one per section of a wiki page."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+# Footnote citations of fact ids ("[^01hx...]") and their definition lines are provenance, not
+# content: they stay in the shown text but are kept out of what is matched and embedded.
+_CITATION = re.compile(r"\[\^[^\]\s]+\]")
+_FOOTNOTE_DEF = re.compile(r"^\[\^[^\]\s]+\]:.*$", re.MULTILINE)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Document:
+    """A searchable unit. `key` is the fact id, or `<path>#<heading-slug>` for a page section."""
+
+    key: str
+    kind: str  # "fact" | "page"
+    text: str
+    file: str  # vault-relative file the document was read from
+    at: str | None = None
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    heading: str | None = None
+    importance: float | None = None
+    title: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def day(self) -> int | None:
+        """The date as YYYYMMDD, the form date filters and the watermark compare in."""
+        if not self.at:
+            return None
+        return int(self.at[:10].replace("-", ""))
+
+    @property
+    def search_text(self) -> str:
+        """What lexical matching and the embedding see (citations stripped, page context added)."""
+        body = _strip_citations(self.text)
+        if self.kind == "page":
+            context = " — ".join(p for p in (self.title, self.heading) if p)
+            return f"{context}\n{body}" if context else body
+        return body
+
+
+def _strip_citations(text: str) -> str:
+    return _CITATION.sub("", _FOOTNOTE_DEF.sub("", text)).strip()
+
+
+def fact_document(fact: Any) -> Document:
+    """A fact (memvault.facts.Fact) as an index document."""
+    return Document(
+        key=fact.id,
+        kind="fact",
+        text=fact.text,
+        file=fact.path,
+        at=fact.at.isoformat(),
+        category=fact.category,
+        tags=tuple(fact.tags),
+        source=fact.source,
+        importance=fact.importance,
+    )
+
+
+def slugify(text: str) -> str:
+    """GitHub-style heading anchor: lowercase words joined by dashes, punctuation dropped."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = re.sub(r"[^\w\s-]", "", text)
+    return re.sub(r"[\s_]+", "-", text).strip("-") or "section"
+
+
+def page_documents(text: str, path: str) -> list[Document]:
+    """Split a wiki page into one document per heading section; frontmatter gives title, tags, date."""
+    meta, body = _split_frontmatter(text)
+    title = str(meta.get("title") or path.rsplit("/", 1)[-1].removesuffix(".md"))
+    tags = _as_tags(meta.get("tags"))
+    at = _as_iso(meta.get("updated") or meta.get("created"))
+    zone = meta.get("zone") or (path.split("/")[1] if path.count("/") >= 2 else None)
+
+    sections: list[tuple[str | None, list[str]]] = [(None, [])]
+    in_fence = False
+    for line in body.splitlines():
+        if _FENCE.match(line.lstrip()):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match:
+            sections.append((match.group(2).strip(), []))
+        else:
+            sections[-1][1].append(line)
+
+    documents: list[Document] = []
+    seen: dict[str, int] = {}
+    for heading, lines in sections:
+        content = "\n".join(lines).strip()
+        if not content:
+            continue
+        label = heading or title
+        slug = slugify(label)
+        # Repeated headings get GitHub's -1, -2 suffixes so every section keeps a distinct id.
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        if count:
+            slug = f"{slug}-{count}"
+        documents.append(
+            Document(
+                key=f"{path}#{slug}",
+                kind="page",
+                text=content,
+                file=path,
+                at=at,
+                tags=tags,
+                heading=label,
+                title=title,
+                extra={"zone": zone},
+            )
+        )
+    return documents
+
+
+def _split_frontmatter(text: str) -> tuple[dict, str]:
+    if not text.startswith("---"):
+        return {}, text
+    import frontmatter
+
+    try:
+        post = frontmatter.loads(text)
+    except Exception:
+        # A hand-broken header must not hide the page: index it as plain text.
+        return {}, text
+    return dict(post.metadata), post.content
+
+
+def _as_tags(value: Any) -> tuple[str, ...]:
+    if not value:
+        return ()
+    if isinstance(value, str):
+        value = re.split(r"[,\s]+", value)
+    return tuple(str(v).strip() for v in value if str(v).strip())
+
+
+def _as_iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    text = str(value).strip()
+    try:
+        return datetime.fromisoformat(text).isoformat() if "T" in text else date.fromisoformat(text[:10]).isoformat()
+    except ValueError:
+        return None

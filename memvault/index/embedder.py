@@ -1,0 +1,175 @@
+"""The embedding model (fastembed, loaded lazily and only from local files) and its vector cache."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSIONS = 384
+BATCH_SIZE = 256
+
+
+class ModelUnavailable(Exception):
+    """The embedding model could not be loaded from local files; search falls back to lexical."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model embeds the vault: its fastembed name and, for offline use, a local directory."""
+
+    name: str = DEFAULT_MODEL
+    path: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """A key that changes when the vectors would change (name, and which ONNX file at the path).
+
+        Two builds of one model (fp32 and int8) share a name but not their vectors, so the
+        size of the local model file is part of the key; reading it costs one stat.
+        """
+        if not self.path:
+            return self.name
+        onnx = Path(self.path) / "model.onnx"
+        try:
+            size = onnx.stat().st_size
+        except OSError:
+            size = 0
+        return f"{self.name}@{size}"
+
+
+def content_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class Embedder:
+    """Turns texts into unit-length float32 vectors; the model loads on first use, never from the hub."""
+
+    def __init__(self, spec: ModelSpec, threads: int | None = None):
+        self.spec = spec
+        self.threads = threads
+        self._model = None
+        self._error: str | None = None
+
+    def _load(self):
+        if self._model is not None:
+            return self._model
+        if self._error is not None:
+            raise ModelUnavailable(self._error)
+        # The hub would retry for tens of seconds with no network; memvault only uses local files.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+        try:
+            from fastembed import TextEmbedding
+            from loguru import logger
+
+            # fastembed logs its own failures on stderr; memvault prints one notice instead.
+            logger.disable("fastembed")
+            kwargs: dict = {"local_files_only": True}
+            if self.spec.path:
+                if not (Path(self.spec.path) / "model.onnx").is_file():
+                    raise ModelUnavailable(f"no model.onnx in {self.spec.path}")
+                kwargs["specific_model_path"] = self.spec.path
+            self._model = TextEmbedding(self.spec.name, threads=self.threads, **kwargs)
+        except ModelUnavailable as exc:
+            self._error = str(exc)
+            raise
+        except Exception as exc:  # fastembed raises ValueError/OSError/onnx errors alike
+            hint = "" if self.spec.path else " (set MEMVAULT_EMBED_MODEL_PATH to a local ONNX model)"
+            self._error = f"cannot load embedding model {self.spec.name}{hint}: {_one_line(exc)}"
+            raise ModelUnavailable(self._error) from exc
+        return self._model
+
+    def available(self) -> bool:
+        try:
+            self._load()
+        except ModelUnavailable:
+            return False
+        return True
+
+    def embed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> "np.ndarray":
+        """Embed texts in batches; `progress(n)` is called after each batch with its size."""
+        import numpy as np
+
+        model = self._load()
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(texts), BATCH_SIZE):
+            chunk = list(texts[start : start + BATCH_SIZE])
+            vectors = list(model.embed(chunk, batch_size=BATCH_SIZE))
+            out[start : start + len(chunk)] = np.asarray(vectors, dtype=np.float32)
+            if progress:
+                progress(len(chunk))
+        return _normalize(out)
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        import numpy as np
+
+        vector = next(iter(self._load().query_embed([text])))
+        return _normalize(np.asarray(vector, dtype=np.float32)[None, :])[0]
+
+
+def _normalize(matrix: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+class EmbeddingCache:
+    """Vectors by (model identity, content hash), in sqlite under .memvault/cache/.
+
+    A rebuild looks texts up here first, so `reindex --clear` never re-embeds unchanged text.
+    """
+
+    def __init__(self, path: Path, model_identity: str):
+        self.path = path
+        self.model = model_identity
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash BLOB, vector BLOB,"
+            " PRIMARY KEY (model, hash)) WITHOUT ROWID"
+        )
+
+    def get_many(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
+        found: dict[bytes, bytes] = {}
+        hashes = list(hashes)
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
+                [self.model, *chunk],
+            )
+            found.update(rows)
+        return found
+
+    def put_many(self, items: Iterable[tuple[bytes, bytes]]) -> None:
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vectors (model, hash, vector) VALUES (?, ?, ?)",
+                ((self.model, h, v) for h, v in items),
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._db.close()

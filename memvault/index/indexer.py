@@ -1,0 +1,429 @@
+"""Keeping the index a faithful projection of the vault files.
+
+Layout under `.memvault/index/`: a `current` file names the live generation directory, which holds
+`catalog.sqlite` (documents, manifest, meta), `lexical/` (Tantivy) and `vectors-N.f32`. Searches
+and `reindex` first bring the live generation up to date with the files (`refresh`): `add` never
+touches the index, yet its fact is searchable by the next search. A full rebuild fills a new
+generation aside and swaps the `current` pointer, so searches keep answering meanwhile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from memvault.errors import VaultBusy
+from memvault.index.catalog import Catalog, FileState, doc_hash
+from memvault.index.corpus import TOMBSTONES, Corpus
+from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable
+from memvault.index.lexical import LexicalIndex
+from memvault.index.vectors import VectorFile
+
+Progress = Callable[[str, int, int], None]
+Notify = Callable[[str], None]
+
+POINTER = "current"
+# Long enough for another process's incremental refresh, short enough that nobody hangs forever.
+LOCK_TIMEOUT = 120.0
+
+
+def stderr_notice(message: str) -> None:
+    print(f"memvault: {message}", file=sys.stderr, flush=True)
+
+
+class IndexDamaged(Exception):
+    """The index on disk cannot be trusted; the caller rebuilds it from the files."""
+
+
+@dataclass
+class RefreshReport:
+    added: int = 0
+    removed: int = 0
+    files: int = 0
+    embedded: int = 0
+    reused: int = 0
+
+    def merge(self, other: "RefreshReport") -> None:
+        for name in ("added", "removed", "files", "embedded", "reused"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Generation:
+    """One complete index directory."""
+
+    def __init__(self, path: Path, create: bool = False):
+        self.path = path
+        if create:
+            path.mkdir(parents=True)
+        elif not path.is_dir():
+            raise IndexDamaged(f"{path.name} is missing")
+        try:
+            self.catalog = Catalog(path / "catalog.sqlite")
+            self.lexical = LexicalIndex(path / "lexical")
+            self.vectors = VectorFile(path / (self.catalog.get_meta("vectors") or "vectors-0.f32"))
+        except (sqlite3.Error, ValueError, OSError) as exc:
+            raise IndexDamaged(str(exc)) from exc
+        self.version = -1
+        self.manifest: dict[str, FileState] = {}
+
+    def check(self) -> None:
+        """Cheap consistency checks run when a generation is opened."""
+        try:
+            docs = self.catalog.count()
+            if self.lexical.count() != docs:
+                raise IndexDamaged(f"lexical index holds {self.lexical.count()} documents, catalog {docs}")
+            top = self.catalog.db.execute("SELECT max(slot) FROM docs").fetchone()[0]
+            if top is not None and top >= self.vectors.rows:
+                raise IndexDamaged("vector file is shorter than the catalog says")
+        except sqlite3.Error as exc:
+            raise IndexDamaged(str(exc)) from exc
+
+    def load_state(self) -> bool:
+        """Re-read manifest and reopen readers if another process wrote; True when something changed."""
+        version = self.catalog.version
+        if version == self.version:
+            return False
+        self.manifest = self.catalog.files()
+        name = self.catalog.get_meta("vectors") or "vectors-0.f32"
+        if self.vectors.path.name != name:
+            self.vectors = VectorFile(self.path / name)
+        self.lexical.reload()
+        self.version = version
+        return True
+
+    def close(self) -> None:
+        self.catalog.close()
+
+
+@dataclass
+class Scan:
+    stale: list[tuple[str, int, int]] = field(default_factory=list)  # (path, mtime_ns, size)
+    gone: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.stale or self.gone)
+
+
+class SearchIndex:
+    """The vault's index: open, refresh from files, embed pending documents, rebuild, status."""
+
+    def __init__(self, state_dir: Path, corpus: Corpus, model: ModelSpec, *,
+                 notify: Notify = stderr_notice, progress: Progress | None = None):
+        self.root = state_dir / "index"
+        self.locks = state_dir / "locks"
+        self.cache_path = state_dir / "cache" / "embeddings.sqlite"
+        self.corpus = corpus
+        self.model = model
+        self.notify = notify
+        self.progress = progress
+        self.embedder = Embedder(model)
+        self._cache: EmbeddingCache | None = None
+        self.generation: Generation | None = None
+        self._model_notice_given = False
+
+    # -- locking ------------------------------------------------------------------------------
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Tantivy allows one writer: every index write, from any process, holds this lock."""
+        from filelock import FileLock, Timeout
+
+        self.locks.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.locks / "index.lock"))
+        try:
+            lock.acquire(timeout=LOCK_TIMEOUT)
+        except Timeout:
+            raise VaultBusy(f"search index busy: another process held its lock for over {LOCK_TIMEOUT:g} s") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            self._cache = EmbeddingCache(self.cache_path, self.model.identity)
+        return self._cache
+
+    # -- opening ------------------------------------------------------------------------------
+    def open(self) -> Generation:
+        """The live generation, rebuilt (with a notice) when it is missing or damaged."""
+        if self.generation is not None:
+            return self.generation
+        pointer = self.root / POINTER
+        try:
+            name = pointer.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            name = None
+        if name:
+            try:
+                generation = Generation(self.root / name)
+                generation.check()
+                self.generation = generation
+                return generation
+            except IndexDamaged as exc:
+                self.notify(f"search index is damaged ({exc}); rebuilding it from the vault files")
+        elif self.corpus.files():
+            self.notify("search index missing; building it from the vault files")
+        self.rebuild()
+        assert self.generation is not None
+        return self.generation
+
+    # -- refreshing ---------------------------------------------------------------------------
+    def scan(self, generation: Generation) -> Scan:
+        """Files whose stat differs from the manifest; costs one stat per file, no reads."""
+        scan = Scan()
+        seen = set()
+        for rel in [*self.corpus.files(), TOMBSTONES]:
+            try:
+                st = os.stat(self.corpus.root / rel)
+            except FileNotFoundError:
+                continue
+            seen.add(rel)
+            known = generation.manifest.get(rel)
+            if known is None or known.mtime_ns != st.st_mtime_ns or known.size != st.st_size:
+                scan.stale.append((rel, st.st_mtime_ns, st.st_size))
+        scan.gone = [rel for rel in generation.manifest if rel not in seen]
+        return scan
+
+    def refresh(self, embed: bool = True) -> RefreshReport:
+        """Bring the index up to date with the files; then embed what has no vector yet."""
+        generation = self.open()
+        generation.load_state()
+        report = RefreshReport()
+        if self.scan(generation):
+            with self.lock():
+                # Another process may have done the work while we waited for the lock.
+                generation.load_state()
+                if self.scan(generation):
+                    report.merge(self._apply(generation, self.scan(generation)))
+                    generation.load_state()
+        if embed:
+            report.merge(self.embed_pending(generation))
+        return report
+
+    def _apply(self, generation: Generation, scan: Scan) -> RefreshReport:
+        """Re-read changed files and write their documents (caller holds the lock)."""
+        catalog = generation.catalog
+        report = RefreshReport()
+        tombstoned = self.corpus.tombstoned()
+        removed: set[str] = set()
+        added: dict[str, object] = {}
+        states: dict[str, FileState] = {}
+        total = len(scan.stale)
+        for done, (rel, mtime_ns, size) in enumerate(scan.stale, 1):
+            if self.progress and total > 20:
+                self.progress("reading files", done, total)
+            try:
+                with open(self.corpus.root / rel, encoding="utf-8", newline="", errors="replace") as handle:
+                    content = handle.read()
+            except FileNotFoundError:
+                scan.gone.append(rel)
+                continue
+            digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).digest()
+            # The stat from before the read is stored: a write racing this read shows up as stale next time.
+            states[rel] = FileState(mtime_ns, size, digest)
+            known = generation.manifest.get(rel)
+            if rel == TOMBSTONES or (known is not None and known.hash == digest):
+                continue
+            report.files += 1
+            docs = {d.key: d for d in self.corpus.documents(rel, content) if d.key not in tombstoned}
+            old = catalog.doc_hashes(rel)
+            for key, digest_old in old.items():
+                if key not in docs or digest_old != doc_hash(docs[key]):
+                    removed.add(key)
+            for key, doc in docs.items():
+                if key not in old or old[key] != doc_hash(doc):
+                    added[key] = doc
+        for rel in scan.gone:
+            removed.update(catalog.doc_hashes(rel))
+        # Forgotten ids leave the index whatever file they were in, and never come back.
+        removed.update(catalog.tombstoned_present(tombstoned))
+        for key in tombstoned:
+            added.pop(key, None)
+        # A changed document is deleted and re-added in Tantivy; in the catalog it is replaced.
+        generation.lexical.write(removed | set(added), added.values())  # type: ignore[arg-type]
+        removed -= set(added)
+        catalog.begin()
+        try:
+            catalog.remove_docs(removed)
+            catalog.put_docs(added.values())  # type: ignore[arg-type]
+            for rel in scan.gone:
+                catalog.drop_file(rel)
+            for rel, state in states.items():
+                catalog.set_file(rel, state)
+            catalog.commit()
+        except BaseException:
+            catalog.rollback()
+            raise
+        report.added, report.removed = len(added), len(removed)
+        return report
+
+    # -- embeddings ---------------------------------------------------------------------------
+    def embed_pending(self, generation: Generation) -> RefreshReport:
+        """Give every document a vector: from the cache when its text was seen, else from the model."""
+        import numpy as np
+
+        report = RefreshReport()
+        catalog = generation.catalog
+        if catalog.get_meta("model") != self.model.identity:
+            self._switch_model(generation)
+        pending = catalog.pending()
+        if not pending:
+            return report
+        by_hash: dict[bytes, str] = {}
+        for _key, ehash, text in pending:
+            by_hash.setdefault(ehash, text)
+        vectors = {h: np.frombuffer(v, dtype=np.float32) for h, v in self.cache.get_many(by_hash).items()}
+        report.reused = len(vectors)
+        missing = [h for h in by_hash if h not in vectors]
+        if missing:
+            try:
+                self.embedder._load()
+            except ModelUnavailable as exc:
+                if not self._model_notice_given:
+                    self.notify(f"{exc}; searching by words only")
+                    self._model_notice_given = True
+                missing = []
+            # Similar lengths batch together: fastembed pads each batch to its longest text.
+            missing.sort(key=lambda h: len(by_hash[h]))
+            done = 0
+
+            def tick(n: int) -> None:
+                nonlocal done
+                done += n
+                if self.progress:
+                    self.progress("embedding", done, len(missing))
+
+            fresh = self.embedder.embed([by_hash[h] for h in missing], progress=tick) if missing else None
+            if fresh is not None:
+                self.cache.put_many((h, fresh[i].tobytes()) for i, h in enumerate(missing))
+                for i, h in enumerate(missing):
+                    vectors[h] = fresh[i]
+                report.embedded = len(missing)
+        if not vectors:
+            return report
+        with self.lock():
+            generation.load_state()
+            if catalog.get_meta("model") != self.model.identity:
+                return report  # another process switched models meanwhile; the next search redoes this
+            rows = [(key, ehash) for key, ehash, _text in catalog.pending() if ehash in vectors]
+            if rows:
+                matrix = np.stack([vectors[h] for _k, h in rows])
+                start = generation.vectors.append(matrix)
+                catalog.begin()
+                try:
+                    catalog.set_slots((start + i, key, h) for i, (key, h) in enumerate(rows))
+                    catalog.commit()
+                except BaseException:
+                    catalog.rollback()
+                    raise
+            generation.load_state()
+        return report
+
+    def _switch_model(self, generation: Generation) -> None:
+        catalog = generation.catalog
+        with self.lock():
+            previous = catalog.get_meta("model")
+            if previous == self.model.identity:
+                return
+            count = catalog.count()
+            if previous is not None and count:
+                self.notify(f"embedding model changed ({previous} -> {self.model.identity}); "
+                            f"re-embedding {count} documents")
+            # A new file rather than truncating the old one: readers may still have it mapped.
+            old = catalog.get_meta("vectors") or "vectors-0.f32"
+            number = int(old.removeprefix("vectors-").removesuffix(".f32")) + (1 if previous else 0)
+            catalog.begin()
+            try:
+                catalog.clear_slots()
+                catalog.set_meta("model", self.model.identity)
+                catalog.set_meta("vectors", f"vectors-{number}.f32")
+                catalog.commit()
+            except BaseException:
+                catalog.rollback()
+                raise
+            generation.load_state()
+
+    # -- full rebuild -------------------------------------------------------------------------
+    def rebuild(self) -> RefreshReport:
+        """Build a new generation from the files, aside, then swap it in atomically."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        name = f"gen-{time.time_ns()}-{os.getpid()}"
+        generation = Generation(self.root / name, create=True)
+        report = RefreshReport()
+        # The new generation is private until the swap, so the long part needs no lock.
+        generation.load_state()
+        report.merge(self._apply(generation, self.scan(generation)))
+        generation.load_state()
+        report.merge(self.embed_pending(generation))
+        with self.lock():
+            generation.load_state()
+            catch_up = self.scan(generation)
+            if catch_up:
+                report.merge(self._apply(generation, catch_up))
+                generation.load_state()
+            pointer = self.root / POINTER
+            try:
+                replaced = pointer.read_text(encoding="utf-8").strip()
+            except FileNotFoundError:
+                replaced = ""
+            tmp = self.root / f".{POINTER}.{os.getpid()}"
+            tmp.write_text(name, encoding="utf-8")
+            os.replace(tmp, pointer)
+            self._prune(keep={name, replaced})
+        old, self.generation = self.generation, generation
+        if old is not None:
+            old.close()
+        # Documents added by the catch-up still need vectors.
+        report.merge(self.embed_pending(generation))
+        return report
+
+    def _prune(self, keep: set[str]) -> None:
+        """Delete generations other than the live one and the one just replaced (a reader may hold it)."""
+        for child in self.root.iterdir():
+            if child.is_dir() and child.name.startswith("gen-") and child.name not in keep:
+                shutil.rmtree(child, ignore_errors=True)
+
+    # -- status -------------------------------------------------------------------------------
+    def status(self) -> dict:
+        if not (self.root / POINTER).exists():
+            # Reporting must not build: a missing index shows as every file drifting.
+            return {"documents": 0, "pending_embeddings": 0, "drift": len(self.corpus.files()),
+                    "model": self.model.identity, "missing": True}
+        generation = self.open()
+        generation.load_state()
+        scan = self.scan(generation)
+        drift = 0
+        for rel, _mtime, _size in scan.stale:
+            known = generation.manifest.get(rel)
+            try:
+                with open(self.corpus.root / rel, encoding="utf-8", newline="", errors="replace") as handle:
+                    digest = hashlib.sha256(handle.read().encode("utf-8", "surrogatepass")).digest()
+            except FileNotFoundError:
+                continue
+            if known is None or known.hash != digest:
+                drift += 1
+        drift += len(scan.gone)
+        return {
+            "documents": generation.catalog.count(),
+            "pending_embeddings": generation.catalog.pending_count(),
+            "drift": drift,
+            "model": self.model.identity,
+            "missing": False,
+        }
+
+    def close(self) -> None:
+        if self.generation is not None:
+            self.generation.close()
+            self.generation = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None

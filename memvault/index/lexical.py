@@ -1,0 +1,152 @@
+"""The lexical half of the index: Tantivy, English stemming, filter fields beside the text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from memvault.index.documents import Document
+
+ANALYZER = "memvault_en"
+# Tantivy needs at least 15 MB of writer heap per thread; one thread keeps memory predictable.
+WRITER_HEAP = 64_000_000
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions every search path applies the same way (days are YYYYMMDD integers)."""
+
+    category: str | None = None
+    tag: str | None = None
+    source: str | None = None
+    since: int | None = None
+    until: int | None = None
+    # Facts on or before this day are consolidated into the wiki and out of default scope.
+    watermark: int | None = None
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.category, self.tag, self.source, self.since, self.until, self.watermark))
+
+
+def _analyzer():
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(64))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema():
+    import tantivy
+
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("key", stored=True, tokenizer_name="raw")
+    builder.add_text_field("file", tokenizer_name="raw")
+    builder.add_text_field("kind", tokenizer_name="raw")
+    builder.add_text_field("category", tokenizer_name="raw")
+    builder.add_text_field("tag", tokenizer_name="raw")
+    builder.add_text_field("source", tokenizer_name="raw")
+    builder.add_text_field("text", tokenizer_name=ANALYZER)
+    builder.add_integer_field("day", indexed=True, fast=True)
+    return builder.build()
+
+
+class LexicalIndex:
+    """A Tantivy index directory. Writers must hold the index lock (Tantivy allows one writer)."""
+
+    def __init__(self, path: Path):
+        import tantivy
+
+        self.path = path
+        fresh = not (path / "meta.json").exists()
+        path.mkdir(parents=True, exist_ok=True)
+        self.schema = _schema()
+        # Opening validates meta.json; a damaged directory raises here and the caller rebuilds.
+        self.index = tantivy.Index(self.schema, path=str(path), reuse=not fresh)
+        self.index.register_tokenizer(ANALYZER, _analyzer())
+
+    def write(self, removed_keys: Iterable[str], added: Iterable[Document]) -> None:
+        """Delete then add documents in one Tantivy commit."""
+        import tantivy
+
+        writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        try:
+            for key in removed_keys:
+                writer.delete_documents_by_term("key", key)
+            for doc in added:
+                fields = {
+                    "key": doc.key,
+                    "file": doc.file,
+                    "kind": doc.kind,
+                    "text": doc.search_text + ("\n" + " ".join(doc.tags) if doc.tags else ""),
+                }
+                if doc.category:
+                    fields["category"] = doc.category
+                if doc.source:
+                    fields["source"] = doc.source
+                if doc.tags:
+                    fields["tag"] = list(doc.tags)
+                if doc.day is not None:
+                    fields["day"] = doc.day
+                writer.add_document(tantivy.Document(**fields))
+            writer.commit()
+            writer.wait_merging_threads()
+        except BaseException:
+            writer.rollback()
+            raise
+        self.index.reload()
+
+    def clear(self) -> None:
+        writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        writer.delete_all_documents()
+        writer.commit()
+        writer.wait_merging_threads()
+        self.index.reload()
+
+    def count(self) -> int:
+        return self.index.searcher().num_docs
+
+    def reload(self) -> None:
+        self.index.reload()
+
+    def search(self, query: str, filters: Filters, limit: int) -> list[tuple[str, float]]:
+        """(key, BM25 score) best first; the query is parsed leniently so any text is accepted."""
+        import tantivy
+
+        parsed, _errors = self.index.parse_query_lenient(query, ["text"])
+        clauses = [(tantivy.Occur.Must, parsed)]
+        clauses += [(tantivy.Occur.Must, q) for q in self._filter_queries(filters)]
+        searcher = self.index.searcher()
+        result = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False)
+        return [(searcher.doc(address)["key"][0], score) for score, address in result.hits]
+
+    def _filter_queries(self, filters: Filters) -> list:
+        import tantivy
+
+        term, schema = tantivy.Query.term_query, self.schema
+        queries = []
+        for name in ("category", "tag", "source"):
+            value = getattr(filters, name)
+            if value is not None:
+                queries.append(term(schema, name, value))
+        if filters.since is not None or filters.until is not None:
+            queries.append(_day_range(schema, filters.since, filters.until))
+        if filters.watermark is not None:
+            newer = _day_range(schema, filters.watermark + 1, None)
+            pages = term(schema, "kind", "page")
+            queries.append(tantivy.Query.boolean_query([(tantivy.Occur.Should, pages), (tantivy.Occur.Should, newer)]))
+        return queries
+
+
+def _day_range(schema, since: int | None, until: int | None):
+    import tantivy
+
+    return tantivy.Query.range_query(schema, "day", tantivy.FieldType.Integer, since, until)

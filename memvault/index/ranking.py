@@ -1,0 +1,89 @@
+"""Fusing the lexical and dense rankings, then the small recency and importance terms.
+
+Reciprocal rank fusion uses ranks, not raw scores, so BM25's unbounded scores and cosine's
+narrow band need no calibration. The fused score is scaled so a document first in every list
+scores 1.0. Recency and importance add at most a few hundredths: enough to reorder documents
+that match about equally well (the newer of two conflicting facts wins), never enough to lift a
+weak match over a strong one, so questions about old events still find old facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class Weights:
+    rrf_k: float = 60.0
+    lexical: float = 1.0
+    dense: float = 1.0
+    recency: float = 0.02
+    importance: float = 0.02
+
+
+DEFAULT_WEIGHTS = Weights()
+
+
+@dataclass
+class Ranked:
+    key: str
+    score: float
+    explain: dict[str, Any]
+
+
+def _timestamp(at: str | None) -> float | None:
+    if not at:
+        return None
+    try:
+        return datetime.fromisoformat(at).timestamp()
+    except ValueError:
+        return None
+
+
+def fuse(
+    lexical: Sequence[tuple[str, float]],
+    dense: Sequence[tuple[str, float]],
+    docs: Mapping[str, Any],
+    weights: Weights = DEFAULT_WEIGHTS,
+) -> list[Ranked]:
+    """Rank the union of both candidate lists; `docs` maps key -> stored document (at, importance)."""
+    lists = [("lexical", lexical, weights.lexical), ("dense", dense, weights.dense)]
+    used = [(name, hits, w) for name, hits, w in lists if hits]
+    best_possible = sum(w for _n, _h, w in used) / (weights.rrf_k + 1) or 1.0
+
+    signals: dict[str, dict[str, Any]] = {}
+    for name, hits, weight in used:
+        for rank, (key, raw) in enumerate(hits, 1):
+            if key not in docs:
+                continue
+            entry = signals.setdefault(key, {})
+            entry[name] = {
+                "rank": rank,
+                "score": round(float(raw), 6),
+                "contribution": weight / (weights.rrf_k + rank) / best_possible,
+            }
+
+    # Recency is relative to the candidates: the newest gets the full term, the oldest none.
+    times = {key: _timestamp(docs[key].at) for key in signals}
+    known = [t for t in times.values() if t is not None]
+    oldest, newest = (min(known), max(known)) if known else (0.0, 0.0)
+    span = newest - oldest
+
+    ranked: list[Ranked] = []
+    for key, entry in signals.items():
+        fused = sum(entry[name]["contribution"] for name in ("lexical", "dense") if name in entry)
+        stamp = times[key]
+        newness = (stamp - oldest) / span if (stamp is not None and span > 0) else 0.5
+        importance = docs[key].importance
+        importance = 0.5 if importance is None else float(importance)
+        entry["recency"] = {"at": docs[key].at, "contribution": weights.recency * newness}
+        entry["importance"] = {"value": docs[key].importance, "contribution": weights.importance * importance}
+        total = fused + entry["recency"]["contribution"] + entry["importance"]["contribution"]
+        for signal in entry.values():
+            signal["contribution"] = round(signal["contribution"], 6)
+        entry["total"] = round(total, 6)
+        ranked.append(Ranked(key, total, entry))
+    ranked.sort(key=lambda r: (-r.score, r.key))
+    return ranked

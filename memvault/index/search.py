@@ -1,0 +1,242 @@
+"""Search, reindex and status for a vault: what `Vault.search` and the CLI call."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from memvault.errors import InvalidInput
+from memvault.index.corpus import Corpus
+from memvault.index.embedder import ModelSpec, ModelUnavailable
+from memvault.index.hits import Hit
+from memvault.index.indexer import Progress, SearchIndex, stderr_notice
+from memvault.index.lexical import Filters
+from memvault.index.ranking import DEFAULT_WEIGHTS, Weights, fuse
+
+MAX_LIMIT = 1000
+# Each list contributes this many candidates per requested hit (at least CANDIDATES_MIN) to fusion.
+CANDIDATES_PER_HIT = 5
+CANDIDATES_MIN = 50
+
+# One index per (vault, model) per process: a warm process pays the model load and opening once.
+_engines: dict[tuple[str, str, str | None], SearchIndex] = {}
+
+
+def model_spec(vault: Any) -> ModelSpec:
+    config = vault.config
+    return ModelSpec(name=config.embed_model, path=config.embed_model_path)
+
+
+def engine(vault: Any, progress: Progress | None = None) -> SearchIndex:
+    spec = model_spec(vault)
+    key = (str(vault.root), spec.name, spec.path)
+    found = _engines.get(key)
+    if found is None:
+        found = SearchIndex(vault.state_dir, Corpus(vault), spec, notify=stderr_notice)
+        _engines[key] = found
+    found.progress = progress
+    return found
+
+
+def forget_engines() -> None:
+    """Close every cached index (tests, and long-lived processes switching vaults)."""
+    for index in _engines.values():
+        index.close()
+    _engines.clear()
+
+
+def _filters(vault: Any, category, tag, source, since, until, include_all) -> tuple[Filters, datetime | None, datetime | None]:
+    if category is not None and category not in vault.config.categories:
+        raise InvalidInput(f"unknown category {category!r}; use one of: {', '.join(vault.config.categories)}")
+    for name, value in (("tag", tag), ("source", source)):
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidInput(f"--{name} must be a non-empty string")
+    lower = _bound(vault, since, end=False, option="--since")
+    upper = _bound(vault, until, end=True, option="--until")
+    if lower and upper and lower > upper:
+        raise InvalidInput("--since is after --until")
+    watermark = None if include_all else vault.watermark
+    return (
+        Filters(
+            category=category,
+            tag=tag,
+            source=source,
+            since=_day(lower),
+            until=_day(upper),
+            watermark=_day(watermark),
+        ),
+        lower,
+        upper,
+    )
+
+
+def _bound(vault: Any, value, *, end: bool, option: str) -> datetime | None:
+    from memvault.dates import parse_bound
+
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=vault.tz)
+    if hasattr(value, "isoformat") and not isinstance(value, str):
+        value = value.isoformat()
+    if not isinstance(value, str):
+        raise InvalidInput(f"{option} must be a date")
+    return parse_bound(value, vault.tz, end=end, option=option)
+
+
+def _day(value) -> int | None:
+    if value is None:
+        return None
+    return value.year * 10000 + value.month * 100 + value.day
+
+
+def search(
+    vault: Any,
+    query: str,
+    *,
+    limit: int = 10,
+    category: str | None = None,
+    tag: str | None = None,
+    source: str | None = None,
+    since=None,
+    until=None,
+    include_all: bool = False,
+    lexical_only: bool = False,
+    explain: bool = False,
+    weights: Weights = DEFAULT_WEIGHTS,
+    dense_only: bool = False,
+) -> list[Hit]:
+    """Hybrid search over the vault; the index is brought up to date with the files first."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("search query is empty")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    filters, lower, upper = _filters(vault, category, tag, source, since, until, include_all)
+
+    index = engine(vault)
+    index.refresh(embed=not lexical_only)
+    generation = index.open()
+    catalog = generation.catalog
+    wanted = max(CANDIDATES_MIN, limit * CANDIDATES_PER_HIT)
+
+    lexical = [] if dense_only else generation.lexical.search(query, filters, wanted)
+    dense: list[tuple[str, float]] = []
+    if not lexical_only:
+        dense = _dense(index, generation, query, filters, wanted)
+
+    docs = catalog.by_keys({k for k, _ in lexical} | {k for k, _ in dense})
+    if lower or upper:
+        # The index filters whole days; the exact bound (a time of day, `12h`) is checked here.
+        docs = {k: d for k, d in docs.items() if _within(d.at, lower, upper)}
+    hits = []
+    for ranked in fuse(lexical, dense, docs, weights)[:limit]:
+        doc = docs[ranked.key]
+        hits.append(
+            Hit(
+                id=doc.key,
+                kind=doc.kind,
+                text=doc.text,
+                score=ranked.score,
+                at=doc.at,
+                category=doc.category,
+                tags=list(doc.tags),
+                source=doc.source,
+                path=doc.file,
+                heading=doc.heading,
+                explain=ranked.explain if explain else None,
+            )
+        )
+    return hits
+
+
+def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted: int) -> list[tuple[str, float]]:
+    import numpy as np
+
+    try:
+        vector = index.embedder.embed_query(query)
+    except ModelUnavailable as exc:
+        if not index._model_notice_given:
+            index.notify(f"{exc}; searching by words only")
+            index._model_notice_given = True
+        return []
+    catalog = generation.catalog
+    if filters.any:
+        where, params = _sql_filters(filters)
+        slots = np.asarray(catalog.slots_where(where, params), dtype=np.int64)
+        best = generation.vectors.top(vector, wanted, slots)
+    else:
+        # Rows of deleted documents are dead space in the vector file: ask for a margin and skip them.
+        best = generation.vectors.top(vector, wanted + 16)
+    by_slot = catalog.by_slots(s for s, _ in best)
+    return [(by_slot[s].key, score) for s, score in best if s in by_slot][:wanted]
+
+
+def _sql_filters(filters: Filters) -> tuple[str, list]:
+    clauses, params = [], []
+    if filters.category is not None:
+        clauses.append("category = ?")
+        params.append(filters.category)
+    if filters.tag is not None:
+        clauses.append("EXISTS (SELECT 1 FROM json_each(docs.tags) WHERE value = ?)")
+        params.append(filters.tag)
+    if filters.source is not None:
+        clauses.append("source = ?")
+        params.append(filters.source)
+    if filters.since is not None:
+        clauses.append("day >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append("day <= ?")
+        params.append(filters.until)
+    if filters.watermark is not None:
+        clauses.append("(kind = 'page' OR day > ?)")
+        params.append(filters.watermark)
+    return " AND ".join(clauses) or "1", params
+
+
+def _within(at: str | None, lower: datetime | None, upper: datetime | None) -> bool:
+    if not at:
+        return True
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        return True
+    if moment.tzinfo is None:
+        # A page dated by day only: compare days, so its whole day counts as inside the bound.
+        return (lower is None or moment.date() >= lower.date()) and (upper is None or moment.date() <= upper.date())
+    return (lower is None or moment >= lower) and (upper is None or moment <= upper)
+
+
+def reindex(vault: Any, clear: bool = False, progress: Progress | None = None) -> dict:
+    """Bring the index up to date (or rebuild it from scratch, aside); returns what was done."""
+    started = time.perf_counter()
+    index = engine(vault, progress)
+    try:
+        if clear:
+            report = index.rebuild()
+        else:
+            report = index.refresh(embed=True)
+        status = index.open().catalog
+        counts = _kinds(status)
+    finally:
+        index.progress = None
+    return {
+        "facts": counts.get("fact", 0),
+        "sections": counts.get("page", 0),
+        "embedded": report.embedded,
+        "reused": report.reused,
+        "removed": report.removed,
+        "pending_embeddings": status.pending_count(),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def _kinds(catalog) -> dict[str, int]:
+    return dict(catalog.db.execute("SELECT kind, count(*) FROM docs GROUP BY kind"))
+
+
+def index_status(vault: Any) -> dict:
+    """Documents indexed, documents still without a vector, and files that differ from the index."""
+    return engine(vault).status()
