@@ -128,9 +128,12 @@ class GitStore:
         """Stage exactly `paths` and commit them; None when nothing changed."""
         self.identity()
         self.run("add", "-A", "--", *paths)
-        if not self.run("diff", "--cached", "--name-only", "--", *paths):
-            return None
-        self.run("commit", "-q", "--no-verify", "-m", message, "--", *paths)
+        try:
+            self.run("commit", "-q", "--no-verify", "-m", message, "--", *paths)
+        except git.GitCommandError as e:
+            if e.status == 1 and not e.stderr.strip():
+                return None  # nothing to commit: git says so on stdout with status 1
+            raise
         return self.head()
 
     def head(self) -> str | None:

@@ -9,8 +9,10 @@ import traceback
 from typing import Any
 
 import typer
-from typer import _click as click
+from typer._click import Context
+from typer._click.exceptions import ClickException, UsageError
 from typer.core import TyperGroup
+from typer.exceptions import Abort, Exit
 
 from memvault import __version__
 from memvault.errors import ExitCode, MemvaultError
@@ -19,19 +21,23 @@ from memvault.errors import ExitCode, MemvaultError
 class MemvaultGroup(TyperGroup):
     """Turns memvault errors into one line on stderr (JSON with --json) and their exit code."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Context) -> Any:
         wants_json = "--json" in [*ctx._protected_args, *ctx.args]
         try:
             return super().invoke(ctx)
         except MemvaultError as e:
             _fail(type(e).__name__, str(e), e.exit_code, wants_json)
+        except BrokenPipeError:
+            # The reader went away (`memvault recent | head`): not an error worth a message.
+            _quiet_stdout()
+            raise Exit(int(ExitCode.OK)) from None
         except KeyboardInterrupt:
             _fail("Interrupted", "interrupted", ExitCode.INTERRUPTED, wants_json)
-        except click.UsageError as e:
+        except UsageError as e:
             if not wants_json:
                 raise
             _fail("UsageError", e.format_message(), ExitCode.USAGE, wants_json)
-        except (typer.Exit, click.exceptions.Exit, click.Abort, click.ClickException):
+        except (Exit, Abort, ClickException):
             raise
         except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
             if os.environ.get("MEMVAULT_DEBUG"):
@@ -39,6 +45,11 @@ class MemvaultGroup(TyperGroup):
             detail = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
             _fail("InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)",
                   ExitCode.ERROR, wants_json)
+
+
+def _quiet_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _fail(kind: str, message: str, code: int, wants_json: bool) -> None:

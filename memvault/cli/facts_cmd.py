@@ -20,7 +20,7 @@ UntilOption = Annotated[Optional[str], typer.Option("--until", help="Up to this 
 def add(
     text: Annotated[Optional[str], typer.Argument(help="The fact, in plain words.", show_default=False)] = None,
     category: Annotated[str, typer.Option("--category", "-c", help="fact, preference, correction, entity, decision, relationship, principle, commitment, moment, skill or event.")] = "fact",
-    tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag (repeatable).")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", metavar="TAG", help="A tag (repeatable).")] = None,
     source: Annotated[Optional[str], typer.Option("--source", help="Who or what said it: agent or session id.")] = None,
     session: Annotated[Optional[str], typer.Option("--session", help="Conversation or session id, for threading.")] = None,
     importance: Annotated[Optional[float], typer.Option("--importance", help="0..1; raises the fact in search and MEMORY.md.")] = None,

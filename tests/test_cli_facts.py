@@ -1,0 +1,203 @@
+"""add, show, recent, history, forget through the CLI: results, git commits, and refused input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import commit_count, git, is_clean
+from memvault.errors import ExitCode
+
+
+def snapshot(vault_dir):
+    """Everything a bad command must leave untouched: files and history."""
+    files = {p.relative_to(vault_dir).as_posix(): p.read_bytes() for p in vault_dir.rglob("*")
+             if p.is_file() and ".git" not in p.parts and ".memvault" not in p.parts}
+    return files, git(vault_dir, "rev-parse", "HEAD")
+
+
+def test_add_prints_an_id_commits_once_and_leaves_a_clean_tree(cli, vault_dir):
+    result = cli("add", "Alice prefers green tea", "--category", "preference", "--tag", "alice", "--tag", "drinks",
+                 "--source", "agent:claude", "--session", "s-42", "--importance", "0.8")
+    assert result.exit_code == 0, result.stderr
+    fact_id = result.stdout.strip()
+    assert len(fact_id) == 16 and result.stderr == ""
+    assert commit_count(vault_dir) == 2 and is_clean(vault_dir)
+    assert git(vault_dir, "log", "-1", "--format=%s").strip() == f"add: {fact_id} Alice prefers green tea"
+    shown = json.loads(cli("show", fact_id, "--json").stdout)
+    assert shown | {"path": None} == {
+        "id": fact_id, "text": "Alice prefers green tea", "at": shown["at"], "category": "preference",
+        "tags": ["alice", "drinks"], "source": "agent:claude", "session": "s-42", "importance": 0.8, "path": None,
+    }
+
+
+def test_add_json_prints_the_stored_fact_and_backdating_lands_in_that_days_log(cli, vault_dir):
+    result = cli("add", "Moved to Lyon", "--at", "2026-03-01T08:15:00+02:00", "--json")
+    fact = json.loads(result.stdout)
+    assert fact["at"] == "2026-03-01T06:15:00+00:00"  # stored in the vault's zone (UTC here)
+    assert fact["path"] == "logs/2026/2026-03-01.md"
+    assert "Moved to Lyon" in (vault_dir / fact["path"]).read_text()
+    date_only = json.loads(cli("add", "Started the job", "--at", "2025-12-31", "--json").stdout)
+    assert date_only["path"] == "logs/2025/2025-12-31.md"
+
+
+def test_the_same_text_twice_is_two_facts(cli, vault_dir):
+    first = cli("add", "duplicate me").stdout.strip()
+    second = cli("add", "duplicate me").stdout.strip()
+    assert first != second
+    assert [f["id"] for f in json.loads(cli("recent", "--json").stdout)] == [second, first]
+
+
+def test_text_round_trips_exactly_through_the_cli(cli):
+    text = "## heading?\n---\n```code```\n- item\n#tag ^ref\n\n  indented 日本語 🧠\n"
+    fact_id = cli("add", text).stdout.strip()
+    assert json.loads(cli("show", fact_id, "--json").stdout)["text"] == text
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["add", ""], "empty"),
+        (["add", "   \n\t "], "empty"),
+        (["add", "x", "--category", "gossip"], "unknown category 'gossip'"),
+        (["add", "x", "--importance", "1.5"], "between 0 and 1"),
+        (["add", "x", "--importance", "-0.1"], "between 0 and 1"),
+        (["add", "x", "--importance", "nan"], "between 0 and 1"),
+        (["add", "x", "--at", "last tuesday-ish"], "is not a date"),
+        (["add", "x", "--at", "2999-01-01"], "in the future"),
+        (["add", "x", "--tag", "two words"], "invalid tag"),
+        (["add", "x", "--source", "line\nbreak"], "one line"),
+        (["add"], "missing TEXT"),
+        (["add", "x", "--stdin"], "either TEXT or --stdin"),
+        (["add", "nul\x00byte"], "NUL"),
+    ],
+)
+def test_bad_input_is_one_line_a_usage_exit_and_writes_nothing(cli, vault_dir, args, expected):
+    """Bad inputs tried: empty and blank text, unknown category, importance outside 0..1 and NaN,
+    unparseable and future --at, a tag with a space, a two-line source, no text, TEXT with --stdin, NUL."""
+    before = snapshot(vault_dir)
+    result = cli(*args)
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert expected in result.stderr and result.stderr.count("\n") == 1
+    assert result.stdout == ""
+    assert snapshot(vault_dir) == before
+
+
+@pytest.mark.parametrize("command", ["show", "forget", "history"])
+def test_unknown_fact_id_is_not_found(cli, vault_dir, command):
+    """Bad input: an id that does not exist."""
+    before = snapshot(vault_dir)
+    result = cli(command, "0000000000000000")
+    assert result.exit_code == ExitCode.NOT_FOUND
+    assert result.stderr == "memvault: no fact with id '0000000000000000'\n"
+    assert snapshot(vault_dir) == before
+
+
+def test_errors_are_json_on_stderr_in_json_mode(cli):
+    result = cli("add", "x", "--category", "gossip", "--json")
+    assert result.exit_code == ExitCode.USAGE and result.stdout == ""
+    error = json.loads(result.stderr)["error"]
+    assert error["type"] == "InvalidInput" and error["exit_code"] == 2 and "gossip" in error["message"]
+
+
+def test_add_stdin_is_one_commit_of_plain_and_json_lines(cli, vault_dir):
+    lines = [
+        "a plain line",
+        "",
+        json.dumps({"text": "multi\nline", "category": "decision", "tags": ["x"], "importance": 0.2}),
+        json.dumps({"text": "backdated", "at": "2026-01-05T10:00:00Z", "source": "import"}),
+    ]
+    result = cli("add", "--stdin", "--json", input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.stderr
+    added = json.loads(result.stdout)
+    assert [f["text"] for f in added] == ["a plain line", "multi\nline", "backdated"]
+    assert added[1]["category"] == "decision" and added[2]["path"] == "logs/2026/2026-01-05.md"
+    assert commit_count(vault_dir) == 2 and is_clean(vault_dir)
+    assert git(vault_dir, "log", "-1", "--format=%s").startswith("add: 3 facts")
+
+
+@pytest.mark.parametrize(
+    "bad_line, expected",
+    [
+        ('{"text": "unterminated', "line 3: invalid JSON"),
+        ('{"text": "x", "category": "nope"}', "line 3: unknown category"),
+        ('{"text": "x", "importance": 7}', "line 3: importance must be between 0 and 1"),
+        ('{"text": ""}', "line 3: fact text is empty"),
+        ('{"text": "x", "colour": "red"}', "line 3: unknown field(s): colour"),
+        ('["not", "an", "object"]', None),  # a plain line that happens to look like JSON text
+    ],
+)
+def test_add_stdin_rejects_the_whole_batch_on_one_bad_line(cli, vault_dir, bad_line, expected):
+    """Bad inputs tried: broken JSON, unknown category, importance 7, empty text, unknown field."""
+    before = snapshot(vault_dir)
+    result = cli("add", "--stdin", input=f"good one\ngood two\n{bad_line}\ngood four\n")
+    if expected is None:
+        assert result.exit_code == 0
+        return
+    assert result.exit_code == ExitCode.USAGE
+    assert expected in result.stderr and result.stderr.count("\n") == 1
+    assert snapshot(vault_dir) == before
+
+
+def test_recent_is_newest_first_with_filters(cli):
+    ids = {}
+    for text, at, cat, tag in [("old", "2026-01-01T10:00", "fact", "a"), ("mid", "2026-06-01T10:00", "decision", "b"),
+                               ("new", "2026-11-01T10:00", "fact", "a")]:
+        ids[text] = cli("add", text, "--at", at, "--category", cat, "--tag", tag, "--source", f"src-{tag}").stdout.strip()
+
+    def texts(*args):
+        result = cli("recent", "--json", *args)
+        assert result.exit_code == 0, result.stderr
+        return [f["text"] for f in json.loads(result.stdout)]
+
+    assert texts() == ["new", "mid", "old"]
+    assert texts("--limit", "2") == ["new", "mid"]
+    assert texts("--since", "2026-06-01") == ["new", "mid"]
+    assert texts("--until", "2026-06-01") == ["mid", "old"]
+    assert texts("--category", "decision") == ["mid"]
+    assert texts("--tag", "a") == ["new", "old"]
+    assert texts("--source", "src-b") == ["mid"]
+    plain = cli("recent").stdout.splitlines()
+    assert plain[0].endswith("[fact] new #a") and ids["new"] in plain[0]
+
+
+def test_recent_rejects_nonsense_dates(cli):
+    """Bad input: --since that is not a date."""
+    result = cli("recent", "--since", "the day before")
+    assert result.exit_code == ExitCode.USAGE and "is not a date" in result.stderr
+
+
+def test_forget_hides_the_fact_keeps_the_log_line_and_is_idempotent(cli, vault_dir):
+    keep = cli("add", "keep me").stdout.strip()
+    gone = cli("add", "Bob's phone is 555-0100").stdout.strip()
+    log_before = {p: p.read_bytes() for p in (vault_dir / "logs").rglob("*.md")}
+
+    result = cli("forget", gone, "--reason", "wrong number")
+    assert result.exit_code == 0 and result.stdout.strip() == f"forgot {gone}"
+    assert git(vault_dir, "log", "-1", "--format=%s").strip() == f"forget: {gone} (wrong number)"
+    assert {p: p.read_bytes() for p in (vault_dir / "logs").rglob("*.md")} == log_before
+    tombstone = json.loads((vault_dir / "tombstones.jsonl").read_text())
+    assert tombstone["id"] == gone and tombstone["reason"] == "wrong number" and tombstone["hash"].startswith("sha256:")
+
+    assert [f["id"] for f in json.loads(cli("recent", "--json").stdout)] == [keep]
+    shown = cli("show", gone)
+    assert shown.exit_code == ExitCode.NOT_FOUND
+    assert f"fact {gone} was forgotten at" in shown.stderr and "(wrong number)" in shown.stderr
+
+    commits = commit_count(vault_dir)
+    again = cli("forget", gone)
+    assert again.exit_code == 0 and "already forgotten" in again.stderr
+    assert commit_count(vault_dir) == commits
+    assert len((vault_dir / "tombstones.jsonl").read_text().splitlines()) == 1
+    assert is_clean(vault_dir)
+
+
+def test_history_lists_the_commits_that_touched_a_fact(cli):
+    fact_id = cli("add", "to be forgotten").stdout.strip()
+    cli("add", "unrelated")
+    cli("forget", fact_id, "--reason", "test")
+    history = json.loads(cli("history", fact_id, "--json").stdout)
+    assert [h["message"].split(":")[0] for h in history] == ["add", "forget"]
+    assert history[0]["message"].startswith(f"add: {fact_id}")
+    assert all(len(h["commit"]) == 40 for h in history)

@@ -1,0 +1,138 @@
+"""Vault creation, discovery, git isolation and identity."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Cli, commit_count, git, is_clean
+from memvault import NotAVault, Vault
+from memvault.errors import ExitCode
+
+LAYOUT = ["memvault.toml", "MEMORY.md", "index.md", "log.md", "schema.md", ".gitignore", ".gitattributes",
+          "logs", "wiki/0_Inbox"]
+
+
+def test_init_creates_the_layout_with_one_commit_and_a_clean_tree(tmp_path):
+    result = Cli(None)("init", str(tmp_path / "v"), vault=False)
+    assert result.exit_code == 0, result.stderr
+    root = tmp_path / "v"
+    assert result.stdout.strip() == str(root)
+    for name in LAYOUT:
+        assert (root / name).exists(), name
+    attributes = (root / ".gitattributes").read_text()
+    assert "logs/** merge=union" in attributes and "tombstones.jsonl merge=union" in attributes
+    assert ".memvault/" in (root / ".gitignore").read_text()
+    assert commit_count(root) == 1 and is_clean(root)
+
+
+def test_init_refuses_a_non_empty_directory_and_is_a_no_op_on_a_vault(tmp_path):
+    """Bad input: a directory holding someone's files."""
+    (tmp_path / "notes.txt").write_text("mine")
+    result = Cli(None)("init", str(tmp_path), vault=False)
+    assert result.exit_code == ExitCode.USAGE
+    assert "not empty" in result.stderr and result.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+    Vault.init(tmp_path / "v")
+    again = Cli(None)("init", str(tmp_path / "v"), vault=False)
+    assert again.exit_code == 0 and "already a vault" in again.stderr
+    assert commit_count(tmp_path / "v") == 1
+
+
+def test_a_vault_inside_another_repository_never_touches_it(tmp_path):
+    parent = tmp_path / "project"
+    parent.mkdir()
+    subprocess.run(["git", "init", "-q", str(parent)], check=True)
+    (parent / "README").write_text("parent")
+    git(parent, "add", "README")
+    git(parent, "commit", "-qm", "parent commit")
+    # A parent hook that would fail any commit made through the parent repository.
+    hook = parent / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o755)
+    git(parent, "config", "user.name", "Parent Config Identity")
+
+    vault = Vault.init(parent / "memory")
+    vault.add("lives in its own repository")
+    assert (parent / "memory" / ".git").is_dir()
+    assert commit_count(parent) == 1
+    assert git(parent, "status", "--porcelain") == "?? memory/\n"
+    assert git(parent / "memory", "log", "-1", "--format=%an") == "Test Author\n"
+    assert commit_count(parent / "memory") == 2
+
+
+def test_discovery_order_flag_env_enclosing_default(tmp_path, monkeypatch, hermetic_env):
+    flag, env, enclosing = (Vault.init(tmp_path / n).root for n in ("flag", "env", "enclosing"))
+    (enclosing / "wiki" / "people").mkdir(exist_ok=True)
+    monkeypatch.chdir(enclosing / "wiki" / "people")
+    assert Vault.open().root == enclosing
+    monkeypatch.setenv("MEMVAULT_VAULT", str(env))
+    assert Vault.open().root == env
+    assert Vault.open(flag).root == flag
+
+    monkeypatch.delenv("MEMVAULT_VAULT")
+    monkeypatch.chdir(tmp_path)
+    result = Cli(None)("add", "first fact in the default vault", vault=False)
+    assert result.exit_code == 0, result.stderr
+    assert "created a new vault at" in result.stderr
+    default = Vault.open()
+    assert default.root == (hermetic_env / "data" / "memvault" / "vault").resolve()
+    assert [f.text for f in default.recent()] == ["first fact in the default vault"]
+
+
+def test_a_path_that_is_not_a_vault_is_a_clear_error(tmp_path):
+    """Bad input: --vault pointing at a plain directory."""
+    (tmp_path / "plain").mkdir()
+    result = Cli(None)("recent", "--vault", str(tmp_path / "plain"), vault=False)
+    assert result.exit_code == ExitCode.NOT_FOUND
+    assert "is not a memvault vault" in result.stderr and result.stderr.count("\n") == 1
+    assert list((tmp_path / "plain").iterdir()) == []
+    with pytest.raises(NotAVault):
+        Vault.open(tmp_path / "plain")
+
+
+def test_works_without_a_git_identity_and_honours_one_when_configured(tmp_path, monkeypatch, hermetic_env):
+    for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(key)
+    vault = Vault.init(tmp_path / "v")
+    vault.add("no identity anywhere")
+    assert git(vault.root, "log", "-1", "--format=%an").strip() == "memvault"
+    assert Vault.open(vault.root).git.identity().fallback is True
+
+    (hermetic_env / "gitconfig").write_text("[user]\n\tname = Real Person\n\temail = real@example.test\n")
+    again = Vault.open(vault.root)
+    again.add("now with an identity")
+    assert git(vault.root, "log", "-1", "--format=%an <%ae>").strip() == "Real Person <real@example.test>"
+    assert again.git.identity().fallback is False
+    # The fallback was never written into the vault's config.
+    assert "memvault" not in (vault.root / ".git" / "config").read_text()
+
+
+def test_import_of_the_cli_stays_light():
+    code = ("import sys, memvault.cli.app; heavy = [m for m in ('litellm', 'fastembed', 'onnxruntime', 'tantivy', "
+            "'numpy') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([__import__("sys").executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_exit_codes_are_stable():
+    assert {c.name: int(c) for c in ExitCode} == {
+        "OK": 0, "ERROR": 1, "USAGE": 2, "NOT_FOUND": 3, "BUSY": 4, "LLM": 5, "DREAM_RUNNING": 6,
+        "SYNC_CONFLICT": 7, "REMOTE": 8, "INTERRUPTED": 130,
+    }
+
+
+def test_python_module_entry_point(tmp_path):
+    out = subprocess.run([__import__("sys").executable, "-m", "memvault", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("memvault ")
+
+
+def test_template_is_what_init_copies(tmp_path):
+    repo_template = Path(__file__).resolve().parent.parent / "vault-template"
+    root = Vault.init(tmp_path / "v").root
+    for path in repo_template.rglob("*"):
+        if path.is_file():
+            assert (root / path.relative_to(repo_template)).read_bytes() == path.read_bytes()
