@@ -425,6 +425,24 @@ class Vault:
         tokens = _WATERMARK.findall(content)
         return date.fromisoformat(tokens[-1]) if tokens else None
 
+    def dream(self, **options: Any):
+        """Consolidate pending days into wiki pages; returns a DreamReport (see memvault.dream)."""
+        from memvault.dream.consolidate import run_dream
+
+        return run_dream(self, **options)
+
+    def dream_undo(self) -> dict:
+        """Revert the last dream commit with git revert, unless later commits touched its files."""
+        from memvault.dream.undo import undo_last_dream
+
+        return undo_last_dream(self)
+
+    def dream_status(self) -> dict:
+        """Watermark, pending days and facts, failed attempts, last result (from log.md and logs)."""
+        from memvault.dream.status import dream_status
+
+        return dream_status(self)
+
     # -- search (memvault.index; imported lazily: it pulls in Tantivy and numpy) ----------------
 
     def search(self, query: str, *, limit: int = 10, category: str | None = None, tag: str | None = None,

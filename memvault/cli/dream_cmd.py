@@ -1,0 +1,92 @@
+"""`memvault dream`: nightly consolidation of the daily logs into the wiki."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
+from memvault.errors import ExitCode, InvalidInput
+
+
+def dream(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the model's proposed operations for the first batch; write nothing.")] = False,
+    max_batches: Annotated[Optional[int], typer.Option("--max-batches", min=0, help="Stop after N batches (default: until caught up).")] = None,
+    min_facts: Annotated[Optional[int], typer.Option("--min-facts", min=0, help="Skip a quiet night: do nothing unless at least N facts are pending.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="litellm model string (default: MEMVAULT_MODEL, then [llm] model in memvault.toml).")] = None,
+    undo: Annotated[bool, typer.Option("--undo", help="Revert the last dream commit with git revert.")] = False,
+    status: Annotated[bool, typer.Option("--status", help="Show the watermark, pending days and facts, and the last result.")] = False,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Consolidate pending daily logs into wiki pages, index.md and MEMORY.md with an LLM.
+
+    Days after the watermark and before today are sent in batches of [dream] max_days; each
+    batch that passes validation is one commit and moves the watermark. Exit codes: 5 when the
+    model fails or answers badly (nothing written, log.md records it), 6 when a dream is running.
+
+    Example: memvault dream --min-facts 5 --model openai/gpt-4o-mini
+    """
+    if undo and (dry_run or status):
+        raise InvalidInput("--undo cannot be combined with --dry-run or --status")
+    vault = open_vault(vault_path)
+    if status:
+        data = vault.dream_status()
+        emit_json(data) if json_ else _print_status(data)
+        return
+    if undo:
+        done = vault.dream_undo()
+        if json_:
+            emit_json(done)
+        else:
+            echo(f"reverted {done['reverted'][:12]} ({done['message']}); watermark now {done['watermark'] or 'none'}")
+        return
+    report = vault.dream(
+        dry_run=dry_run, max_batches=max_batches, min_facts=min_facts, model=model,
+        progress=None if json_ else notice,
+    )
+    data = report.to_dict()
+    if json_:
+        emit_json(data)
+    else:
+        _print_report(data)
+    if report.error:
+        notice(report.error)
+        raise typer.Exit(int(ExitCode.LLM))
+    for label in data["skipped"]:
+        notice(f"batch {label} was skipped after repeated failures; its facts stay searchable as raw facts")
+
+
+def _print_report(data: dict) -> None:
+    if data["gated"]:
+        echo(f"nothing to do: {data['pending_facts']} pending fact(s)")
+        return
+    for batch in data["batches"]:
+        line = f"{batch['label']}: {batch['outcome']}"
+        if batch["outcome"] in ("ok", "proposed"):
+            line += (f" — {len(batch.get('created', []))} created, {len(batch.get('updated', []))} updated, "
+                     f"{batch.get('conflicts', 0)} conflict(s), {batch.get('noop', 0)} noop")
+        if batch.get("reason"):
+            line += f" ({batch['reason']})"
+        echo(line)
+        if batch.get("proposal") is not None:
+            import json
+
+            echo(json.dumps(batch["proposal"], ensure_ascii=False, indent=2))
+    echo(f"watermark: {data['watermark_before'] or 'none'} → {data['watermark_after'] or 'none'}")
+
+
+def _print_status(data: dict) -> None:
+    echo(f"watermark: {data['watermark'] or 'none'}")
+    echo(f"pending: {data['pending_days']} day(s), {data['pending_facts']} fact(s)"
+         + (f" ({data['late_facts']} late)" if data["late_facts"] else ""))
+    if data["next_batch"]:
+        echo(f"next batch: {data['next_batch']} (failed attempts: {data['failed_attempts']}/{data['max_retries']})")
+    last = data["last_dream"]
+    echo(f"last dream: {last['at']} {last['outcome']} {last['batch']}" if last else "last dream: never")
+    echo(f"model: {data['model'] or 'not configured'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(dream)

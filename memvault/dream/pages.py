@@ -1,0 +1,204 @@
+"""Wiki pages: safe paths, frontmatter, fact citations, section edits, and index.md."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import yaml
+
+from memvault.dream.schema import AnswerRejected
+
+INBOX_ZONE = "0_Inbox"
+CONFLICTS_PAGE = f"wiki/{INBOX_ZONE}/conflicts.md"
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
+ZONE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+# A citation is a markdown footnote reference to a fact id: "Prefers tea [^01jd8x...]."
+CITATION = re.compile(r"\[\^([0-9a-z]{6,40})\](?!:)")
+FOOTNOTE_DEF = re.compile(r"^\[\^[^\]]*\]:.*(?:\n|$)", re.MULTILINE)
+SOURCES_MARK = "<!-- fact sources (written by memvault dream) -->"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def has_control(text: str, allow_newlines: bool = False) -> bool:
+    if not allow_newlines and ("\n" in text or "\t" in text):
+        return True
+    return bool(_CONTROL.search(text))
+
+
+def check_page_path(path: str, root: Path, zones: Sequence[str], *, allow_inbox: bool = False) -> str:
+    """Return the path if it is wiki/<zone>/<slug>.md inside the vault, else raise AnswerRejected."""
+    shown = repr(path)[:80]
+    if has_control(path) or "\\" in path or ":" in path:
+        raise AnswerRejected(f"page path {shown} contains forbidden characters")
+    if path.startswith("/"):
+        raise AnswerRejected(f"page path {shown} is absolute")
+    parts = path.split("/")
+    if any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        raise AnswerRejected(f"page path {shown} escapes wiki/ or names a hidden path")
+    if len(parts) != 3 or parts[0] != "wiki" or not parts[2].endswith(".md"):
+        raise AnswerRejected(f"page path {shown} is not wiki/<zone>/<slug>.md")
+    zone, slug = parts[1], parts[2][:-3]
+    if zone == INBOX_ZONE and not allow_inbox:
+        raise AnswerRejected(f"page path {shown}: {INBOX_ZONE} is written by the runner only")
+    if zone != INBOX_ZONE and (not ZONE.match(zone) or (zones and zone not in zones)):
+        raise AnswerRejected(f"page path {shown}: unknown zone {zone!r} (zones: {', '.join(zones)})")
+    if not SLUG.match(slug):
+        raise AnswerRejected(f"page path {shown}: slug must be lowercase letters, digits and '-'")
+    # a symlink anywhere on the way could point the write outside the vault
+    probe = root
+    for part in parts:
+        probe = probe / part
+        if probe.is_symlink():
+            raise AnswerRejected(f"page path {shown} goes through a symlink")
+    return path
+
+
+def zone_of(path: str) -> str:
+    return path.split("/")[1]
+
+
+def cited_ids(body: str) -> list[str]:
+    """Fact ids cited in a page body, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for match in CITATION.finditer(body):
+        seen.setdefault(match.group(1))
+    return list(seen)
+
+
+def clean_body(body: str) -> str:
+    """Drop footnote definitions and the generated sources block: the runner writes those."""
+    body = body.split(SOURCES_MARK, 1)[0]
+    return FOOTNOTE_DEF.sub("", body).strip("\n")
+
+
+@dataclass
+class Page:
+    path: str
+    title: str
+    zone: str
+    tags: list[str] = field(default_factory=list)
+    created: str = ""
+    updated: str = ""
+    sources: list[str] = field(default_factory=list)
+    body: str = ""
+
+    def frontmatter(self) -> dict:
+        return {
+            "title": self.title,
+            "zone": self.zone,
+            "tags": list(self.tags),
+            "created": self.created,
+            "updated": self.updated,
+            "sources": list(self.sources),
+        }
+
+
+def split_frontmatter(text: str) -> tuple[dict, str]:
+    """YAML frontmatter (safe loader only) and the rest of the file."""
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end != -1:
+            try:
+                meta = yaml.safe_load(text[4:end]) or {}
+            except yaml.YAMLError:
+                meta = {}
+            rest = text[end + 4 :]
+            return (meta if isinstance(meta, dict) else {}), rest.lstrip("\n")
+    return {}, text
+
+
+def read_page(root: Path, path: str) -> Page | None:
+    file = root / path
+    if not file.is_file() or file.is_symlink():
+        return None
+    meta, rest = split_frontmatter(file.read_text(encoding="utf-8"))
+    sources = meta.get("sources") or []
+    return Page(
+        path=path,
+        title=str(meta.get("title") or Path(path).stem),
+        zone=str(meta.get("zone") or zone_of(path)),
+        tags=[str(t) for t in (meta.get("tags") or []) if isinstance(t, (str, int))],
+        created=str(meta.get("created") or ""),
+        updated=str(meta.get("updated") or ""),
+        sources=[str(s) for s in sources] if isinstance(sources, list) else [],
+        body=clean_body(rest),
+    )
+
+
+def list_pages(root: Path) -> list[str]:
+    """Vault-relative paths of all wiki pages, sorted; symlinks and hidden files are ignored."""
+    wiki = root / "wiki"
+    if not wiki.is_dir() or wiki.is_symlink():
+        return []
+    found = []
+    for file in wiki.glob("*/*.md"):
+        if file.is_symlink() or file.parent.is_symlink() or file.name.startswith("."):
+            continue
+        found.append(file.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def render_page(page: Page, facts: Mapping[str, object]) -> str:
+    """Frontmatter, body, then one footnote per cited fact so the page reads well anywhere."""
+    meta = yaml.safe_dump(page.frontmatter(), sort_keys=False, allow_unicode=True, width=1000)
+    lines = ["---", meta.rstrip("\n"), "---", "", page.body.strip("\n"), ""]
+    ids = cited_ids(page.body)
+    if ids:
+        lines += [SOURCES_MARK, ""]
+        for fid in ids:
+            lines.append(f"[^{fid}]: {_describe(fid, facts.get(fid))}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _describe(fid: str, fact) -> str:
+    if fact is None:
+        return f"fact {fid}"
+    return f"{fact.at.date().isoformat()} {fact.category} · {fact.path}"
+
+
+def replace_section(body: str, heading: str, text: str) -> str:
+    """Replace the section under `heading` (up to the next heading of the same or higher level)."""
+    title = heading.lstrip("#").strip()
+    lines = body.split("\n")
+    text_lines = text.strip("\n").split("\n")
+    if text_lines and re.match(rf"^#{{1,6}}\s+{re.escape(title)}\s*$", text_lines[0]):
+        text_lines = text_lines[1:]  # the model repeated the heading; keep one
+    for i, line in enumerate(lines):
+        m = re.match(r"^(#{1,6})\s+(.*?)\s*$", line)
+        if m and m.group(2) == title:
+            level = len(m.group(1))
+            end = len(lines)
+            for j in range(i + 1, len(lines)):
+                n = re.match(r"^(#{1,6})\s+", lines[j])
+                if n and len(n.group(1)) <= level:
+                    end = j
+                    break
+            new = [line, ""] + [t for t in text_lines] + [""]
+            return "\n".join(lines[:i] + new + lines[end:]).strip("\n")
+    return (body.rstrip("\n") + f"\n\n## {title}\n\n" + "\n".join(text_lines)).strip("\n")
+
+
+def render_index(pages: Iterable[Page], zones: Sequence[str]) -> str:
+    """index.md: every page grouped by zone (configured order first), then by title."""
+    by_zone: dict[str, list[Page]] = {}
+    for page in pages:
+        by_zone.setdefault(zone_of(page.path), []).append(page)
+    order = [z for z in zones if z in by_zone] + sorted(z for z in by_zone if z not in zones)
+    out = ["# Index", "", "Table of contents of the wiki, regenerated by `memvault dream`.", ""]
+    if not by_zone:
+        out += ["(no pages yet)", ""]
+    for zone in order:
+        out += [f"## {zone}", ""]
+        for page in sorted(by_zone[zone], key=lambda p: (p.title.lower(), p.path)):
+            extra = f" — {', '.join(page.tags)}" if page.tags else ""
+            out.append(f"- [{_md_text(page.title)}]({page.path}){extra}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _md_text(text: str) -> str:
+    return text.replace("[", "\\[").replace("]", "\\]")

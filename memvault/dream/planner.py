@@ -1,0 +1,93 @@
+"""What dream has left to do: pending days after the watermark, late facts, and batches."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from memvault.dream.journal import LATE_LABEL, Entry, parse_journal, settled_ids
+from memvault.dream.pages import cited_ids, list_pages, read_page
+
+LOG_FILE = "log.md"
+
+
+@dataclass
+class Batch:
+    label: str
+    days: list[date]
+    facts: list            # the batch's live facts, late ones included
+    late: list
+
+    @property
+    def last_day(self) -> date | None:
+        return self.days[-1] if self.days else None
+
+
+@dataclass
+class Plan:
+    today: date
+    watermark: date | None
+    pending_days: list[date]
+    late: list
+    batches: list[Batch]
+    entries: list[Entry]
+    facts_by_id: dict = field(default_factory=dict)   # every live fact of the vault
+    tombstoned: set[str] = field(default_factory=set)
+
+    @property
+    def pending_facts(self) -> int:
+        return sum(len(b.facts) for b in self.batches)
+
+
+def read_journal(vault) -> list[Entry]:
+    path = vault.root / LOG_FILE
+    return parse_journal(path.read_text(encoding="utf-8")) if path.exists() else []
+
+
+def accounted_ids(vault, entries: list[Entry]) -> set[str]:
+    """Fact ids some page draws from, or that log.md settled (duplicate, noop, skipped)."""
+    found = settled_ids(entries)
+    for path in list_pages(vault.root):
+        page = read_page(vault.root, path)
+        if page:
+            found.update(page.sources)
+            found.update(cited_ids(page.body))
+    return found
+
+
+def make_plan(vault, *, today: date | None = None, max_days: int | None = None) -> Plan:
+    """Batches of at most max_days pending days; late facts ride with the first batch.
+
+    A late fact was added (backdated) to a day the watermark has already passed, after that
+    day was consolidated: no page cites it and log.md never settled it, so it would be stranded.
+    """
+    today = today or datetime.now(vault.tz).date()
+    max_days = max_days or vault.config.dream.max_days
+    watermark = vault.watermark
+    entries = read_journal(vault)
+    tombstoned = set(vault.tombstones())
+    by_day: dict[date, list] = defaultdict(list)
+    days: list[date] = []
+    for path in vault.log_files():
+        day = vault.day_of(path)
+        days.append(day)
+        by_day[day].extend(f for f in vault.read_log(path)[0] if f.id not in tombstoned)
+    facts_by_id = {f.id: f for day_facts in by_day.values() for f in day_facts}
+    pending = [d for d in days if (watermark is None or d > watermark) and d < today]
+    late: list = []
+    if watermark is not None:
+        accounted = accounted_ids(vault, entries)
+        late = [f for d in days if d <= watermark for f in by_day[d] if f.id not in accounted]
+    batches: list[Batch] = []
+    for start in range(0, len(pending), max_days):
+        chunk = pending[start : start + max_days]
+        facts = [f for d in chunk for f in by_day[d]]
+        batches.append(Batch(f"{chunk[0]}..{chunk[-1]}", chunk, facts, []))
+    if late:
+        if batches:
+            batches[0].facts = late + batches[0].facts
+            batches[0].late = late
+        else:
+            batches.append(Batch(LATE_LABEL, [], list(late), list(late)))
+    return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned)

@@ -1,0 +1,33 @@
+"""Dream state for `memvault status`, derived from log.md and the daily logs only."""
+
+from __future__ import annotations
+
+from memvault.dream.journal import failed_attempts
+from memvault.dream.planner import make_plan
+
+
+def dream_status(vault, *, today=None) -> dict:
+    plan = make_plan(vault, today=today)
+    entries = plan.entries
+    last = entries[-1] if entries else None
+    last_ok = next((e for e in reversed(entries) if e.outcome == "ok"), None)
+    nxt = plan.batches[0].label if plan.batches else None
+    return {
+        "watermark": plan.watermark.isoformat() if plan.watermark else None,
+        "pending_days": len(plan.pending_days),
+        "pending_facts": plan.pending_facts,
+        "late_facts": len(plan.late),
+        "next_batch": nxt,
+        "failed_attempts": failed_attempts(entries, nxt) if nxt else 0,
+        "max_retries": vault.config.dream.max_retries,
+        "last_dream": _entry(last),
+        "last_success": _entry(last_ok),
+        "model": vault.config.llm_model,
+    }
+
+
+def _entry(entry) -> dict | None:
+    if entry is None:
+        return None
+    return {"at": entry.at, "outcome": entry.outcome, "batch": entry.label,
+            "watermark": entry.watermark, "detail": entry.detail}
