@@ -1,0 +1,100 @@
+"""Agent-facing commands: context (a prompt bundle), sessions, completions."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
+
+
+def context(
+    query: Annotated[Optional[str], typer.Argument(help="What the prompt is about; without it: MEMORY.md and recent facts.", show_default=False)] = None,
+    budget: Annotated[int, typer.Option("--budget", "-b", help="Most tokens the bundle may take (cl100k_base).")] = 2000,
+    recent: Annotated[int, typer.Option("--recent", help="How many recent facts to consider (0: none).")] = 20,
+    relevant: Annotated[int, typer.Option("--relevant", help="How many search hits to consider (0: none).")] = 20,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the bundle as markdown (the default).")] = False,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Print a ready-to-paste memory bundle for a prompt, never over the token budget.
+
+    MEMORY.md comes first (trimmed to leave room), then the wiki sections and facts most relevant
+    to QUERY, then the most recent facts. A fact cited by an included wiki section is not repeated.
+    Every item shows its fact id or page path and its date.
+
+    Example: memvault context "deploy the billing service" --budget 1500 > memory.md
+    """
+    from memvault.errors import InvalidInput
+
+    if markdown and json_:
+        raise InvalidInput("give --json or --markdown, not both")
+    bundle = open_vault(vault_path).context(query, budget=budget, recent=recent, relevant=relevant)
+    if query and not bundle.searched:
+        notice("search is not available in this installation: the bundle holds recent facts only")
+    if bundle.omitted:
+        notice(f"{bundle.omitted} more item(s) did not fit in {bundle.budget} tokens")
+    if json_:
+        emit_json(bundle.to_dict())
+    else:
+        sys.stdout.write(bundle.markdown)
+
+
+def sessions(
+    since: Annotated[Optional[str], typer.Option("--since", help="Only facts from this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Only facts up to this time (a date includes the whole day).")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="Only sessions of this source.")] = None,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """List the sources and sessions facts came from, with fact counts and first/last times.
+
+    Most recently active first. Read one in order with `memvault recent --session ID`.
+
+    Example: memvault sessions --since 7d
+    """
+    from memvault.dates import parse_bound
+
+    vault = open_vault(vault_path)
+    found = vault.sessions(
+        since=parse_bound(since, vault.tz) if since else None,
+        until=parse_bound(until, vault.tz, end=True, option="--until") if until else None,
+        source=source,
+    )
+    if json_:
+        emit_json([s.to_dict() for s in found])
+        return
+    for s in found:
+        span = f"{s.first.strftime('%Y-%m-%d %H:%M')} .. {s.last.strftime('%Y-%m-%d %H:%M')}"
+        echo(f"{span}  {s.facts:>5}  {s.source or '-'}  {s.session or '-'}")
+
+
+def completions(
+    shell: Annotated[str, typer.Argument(metavar="SHELL", help="bash, zsh or fish.")],
+    json_: JsonOption = False,
+) -> None:
+    """Print the shell completion script (the same file as completions/ in the source tree).
+
+    Install for bash: memvault completions bash > ~/.local/share/bash-completion/completions/memvault
+    zsh: put `memvault completions zsh > _memvault` in a directory of your $fpath.
+    fish: memvault completions fish > ~/.config/fish/completions/memvault.fish
+
+    Example: memvault completions bash > ~/.local/share/bash-completion/completions/memvault
+    """
+    from memvault.cli.completion import SHELLS, completion_script
+    from memvault.errors import InvalidInput
+
+    if shell not in SHELLS:
+        raise InvalidInput(f"unknown shell {shell!r}: choose {', '.join(SHELLS)}")
+    script = completion_script(shell)
+    if json_:
+        emit_json({"shell": shell, "script": script})
+    else:
+        sys.stdout.write(script)
+
+
+def register(app: typer.Typer) -> None:
+    for command in (context, sessions, completions):
+        app.command()(command)
