@@ -379,8 +379,8 @@ class Vault:
 
     def recent(self, limit: int | None = 20, *, since: datetime | None = None, until: datetime | None = None,
                category: str | None = None, tag: str | None = None, source: str | None = None,
-               session: str | None = None) -> list[Fact]:
-        """Facts newest first, forgotten ones left out."""
+               session: str | None = None, oldest_first: bool = False) -> list[Fact]:
+        """The newest `limit` facts, forgotten ones left out; newest first unless `oldest_first`."""
         if limit is not None and limit < 1:
             raise InvalidInput("limit must be at least 1")
         if category is not None:
@@ -406,7 +406,16 @@ class Vault:
                 and (session is None or f.session == session)
             ]
             found.extend(sorted(day_facts, key=lambda f: (f.at, f.id), reverse=True))
-        return found[:limit] if limit is not None else found
+        found = found[:limit] if limit is not None else found
+        # A thread reads in order: the same newest window, told oldest first.
+        return found[::-1] if oldest_first else found
+
+    def sessions(self, *, since: datetime | None = None, until: datetime | None = None,
+                 source: str | None = None) -> list:
+        """Sources/sessions with fact counts and first/last times, most recently active first."""
+        from memvault.sessions import list_sessions
+
+        return list_sessions(self, since=since, until=until, source=source)
 
     def history(self, fact_id: str) -> list[dict[str, str]]:
         """The commits that touched a fact, oldest first: added, consolidated, forgotten."""
@@ -459,6 +468,13 @@ class Vault:
         from memvault.index.search import reindex
 
         return reindex(self, clear=clear, progress=progress)
+
+    def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
+                relevant: int = 20):
+        """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
+        from memvault.context import build_context
+
+        return build_context(self, query, budget=budget, recent=recent, relevant=relevant)
 
     def index_status(self) -> dict:
         """Documents indexed, documents without a vector yet, files that differ from the index."""

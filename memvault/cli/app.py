@@ -90,10 +90,11 @@ def _root(
 
 def _register() -> None:
     # Explicit registration, in the order `--help` lists the commands.
-    from memvault.cli import facts_cmd, vault_cmd
+    from memvault.cli import context_cmd, facts_cmd, vault_cmd
 
     vault_cmd.register(app)
     facts_cmd.register(app)
+    context_cmd.register(app)
 
 
 _register()

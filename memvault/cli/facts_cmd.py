@@ -123,12 +123,16 @@ def recent(
     tag: TagOption = None,
     source: Annotated[Optional[str], typer.Option("--source", help="Only facts from this source.")] = None,
     session: Annotated[Optional[str], typer.Option("--session", help="Only facts from this session.")] = None,
+    oldest_first: Annotated[Optional[bool], typer.Option("--oldest-first/--newest-first", help="Order of the listed facts [default: oldest first with --source or --session, else newest first].", show_default=False)] = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
-    """List facts, newest first. Forgotten facts never appear.
+    """List the newest facts. Forgotten facts never appear.
+
+    With --source or --session the facts read as a thread: the same newest ones, oldest first.
 
     Example: memvault recent --since 7d --tag alice
+    Example: memvault recent --session chat-42 --limit 50
     """
     from memvault.dates import parse_bound
 
@@ -138,6 +142,7 @@ def recent(
         since=parse_bound(since, vault.tz) if since else None,
         until=parse_bound(until, vault.tz, end=True, option="--until") if until else None,
         category=category, tag=tag, source=source, session=session,
+        oldest_first=(source is not None or session is not None) if oldest_first is None else oldest_first,
     )
     if json_:
         emit_json([f.to_dict() for f in facts])
