@@ -57,7 +57,10 @@ def undo_last_dream(vault) -> dict:
             except git.GitCommandError as e:
                 vault.git.run("revert", "--abort")
                 raise UndoRefused(f"git revert of {target.sha[:12]} failed: {str(e.stderr).strip()[:200]}") from None
-            commit = vault.git.commit(sorted(paths), message)
+            # the revert staged exactly the dream's files (deletions included); commit the index as is
+            vault.git.identity()
+            vault.git.run("commit", "-q", "--no-verify", "-m", message)
+            commit = vault.git.head()
     return {
         "reverted": target.sha,
         "message": target.message,
