@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -77,6 +78,9 @@ class Vault:
         self.config: Config = load_config(root)
         self.created = False
         self.recovered: list[str] = []
+        from memvault.sync import ensure_merge_driver
+
+        ensure_merge_driver(root)  # a fresh clone lacks it: git config is not pushed
 
     # -- finding and creating ---------------------------------------------------------------
 
@@ -179,9 +183,14 @@ class Vault:
             raise VaultBusy(
                 f"vault busy: another memvault process held the write lock of {self.root} for over {wait:g} s"
             ) from None
+        # Who holds it, for `status` and `doctor` (the lock file itself says nothing).
+        holder = self._lock_path("write.lock.holder")
+        holder.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv)[:300],
+                                      "since": datetime.now().astimezone().isoformat(timespec="seconds")}))
         try:
             yield
         finally:
+            holder.unlink(missing_ok=True)
             lock.release()
 
     @contextmanager
@@ -481,6 +490,43 @@ class Vault:
         from memvault.index.search import index_status
 
         return index_status(self)
+
+    # -- sync and health (memvault.sync, memvault.health) ----------------------------------------
+
+    @classmethod
+    def clone(cls, url: str, path: os.PathLike[str] | str | None = None) -> "Vault":
+        """Set up a vault from a remote that holds one (default path: the default vault)."""
+        from memvault.sync import clone
+
+        return clone(url, path)
+
+    def set_remote(self, url: str) -> dict:
+        from memvault.sync import set_remote
+
+        return set_remote(self, url)
+
+    def remote(self) -> dict | None:
+        """The remote, and ahead/behind as of the last sync; None if none is set."""
+        from memvault.sync import remote_info
+
+        return remote_info(self)
+
+    def sync(self):
+        """Fetch, merge, push; returns a SyncReport. Raises SyncConflict or RemoteError."""
+        from memvault.sync import sync
+
+        return sync(self)
+
+    def status(self) -> dict:
+        from memvault.health import status
+
+        return status(self)
+
+    def doctor(self, fix: bool = False):
+        """Health checks (and safe repairs with `fix`); returns a memvault.health.DoctorReport."""
+        from memvault.health import doctor
+
+        return doctor(self, fix=fix)
 
 
 def find_enclosing_vault(start: Path) -> Path | None:

@@ -95,6 +95,10 @@ def _register() -> None:
     vault_cmd.register(app)
     facts_cmd.register(app)
     context_cmd.register(app)
+    from memvault.cli import health_cmd, sync_cmd
+
+    sync_cmd.register(app)
+    health_cmd.register(app)
 
 
 _register()

@@ -1,0 +1,88 @@
+"""Health commands: status, doctor."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, open_vault
+from memvault.errors import ExitCode
+
+_MARKS = {"ok": "ok   ", "warn": "warn ", "fail": "FAIL ", "fixed": "fixed"}
+
+
+def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
+    """Where the vault stands: facts, days, pages, dream progress, search index, remote, lock.
+
+    Example: memvault status --json
+    """
+    state = open_vault(vault_path).status()
+    if json_:
+        emit_json(state)
+        return
+    facts = state["facts"]
+    echo(f"vault       {state['path']}")
+    echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten) in {state['days']} daily log(s)")
+    echo(f"pages       {state['pages']}")
+    echo(f"watermark   {state['watermark'] or 'none (nothing consolidated yet)'}")
+    echo(f"pending     {state['pending']['days']} day(s), {state['pending']['facts']} fact(s)")
+    last = state["last_dream"]
+    if last:
+        echo(f"last dream  {last['at']} {last['outcome']} {last.get('batch') or ''}".rstrip())
+    else:
+        echo("last dream  never")
+    if state["failed_attempts"]:
+        echo(f"failed      {state['failed_attempts']} attempt(s) on the next batch")
+    index = state["index"]
+    if index is None:
+        echo("index       (search not installed)")
+    elif not index["built"]:
+        echo("index       not built yet (the first search builds it)")
+    else:
+        echo(f"index       {index['documents']} document(s), {index['pending_embeddings']} without a vector, "
+             f"{index['drift']} file(s) changed since indexing")
+    remote = state["remote"]
+    if remote is None:
+        echo("remote      none")
+    elif remote["synced"]:
+        echo(f"remote      {remote['url']}: {remote['ahead']} ahead, {remote['behind']} behind (as of last sync)")
+    else:
+        echo(f"remote      {remote['url']}: never synced")
+    lock = state["lock"]
+    if lock:
+        echo(f"lock        held by pid {lock['pid']} ({lock['command']}) since {lock['since']}")
+    if state["git"]["uncommitted"]:
+        echo(f"git         {state['git']['uncommitted']} uncommitted change(s) (see `memvault doctor`)")
+
+
+def doctor(
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe: commit leftovers, reindex, install the merge driver.")] = False,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Check the vault's health and explain each problem; exits 1 when a check fails.
+
+    Checks: git identity, union merge driver, unparseable log lines, citations of missing facts,
+    search index drift, embedding model, LLM configuration (no network call), stale locks,
+    uncommitted changes.
+
+    Example: memvault doctor --fix
+    """
+    report = open_vault(vault_path).doctor(fix=fix)
+    if json_:
+        emit_json(report.to_dict())
+    else:
+        for check in report.checks:
+            echo(f"{_MARKS.get(check.status, check.status)}  {check.name}: {check.message}")
+            for detail in check.details:
+                echo(f"         {detail}")
+            if check.fix and check.status in ("warn", "fail") and not fix:
+                echo(f"         (`memvault doctor --fix` would {check.fix})")
+    if not report.ok:
+        raise typer.Exit(int(ExitCode.ERROR))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(status)
+    app.command()(doctor)

@@ -1,0 +1,379 @@
+"""`status` (what the vault holds and where it stands) and `doctor` (checks, and safe repairs).
+
+Both only read, except `doctor(fix=True)`, whose repairs are each one commit or a local-only change.
+The search index and dream are optional parts: their state is shown when those modules are present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from memvault.vault import Vault
+
+OK, WARN, FAIL, FIXED = "ok", "warn", "fail", "fixed"
+SHOWN_DETAILS = 20
+_CITATION = re.compile(r"\[\^([0-9a-z]{16})\]")
+
+
+# -- status -------------------------------------------------------------------------------------
+
+def status(vault: "Vault") -> dict:
+    """Everything `memvault status` shows, as one JSON-ready dict."""
+    tombstones = vault.tombstones()
+    total = forgotten = 0
+    for fact in vault.iter_facts(include_forgotten=True):
+        total += 1
+        forgotten += fact.id in tombstones
+    from memvault.sync import remote_info
+
+    clean = vault.git.status()
+    return {
+        "path": str(vault.root),
+        "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten},
+        "days": len(vault.log_files()),
+        "pages": len(wiki_pages(vault)),
+        **_dream_state(vault),
+        "index": _index_state(vault),
+        "remote": remote_info(vault),
+        "lock": lock_holder(vault),
+        "git": {"head": vault.git.head(), "uncommitted": len(clean)},
+    }
+
+
+def wiki_pages(vault: "Vault") -> list[Path]:
+    wiki = vault.root / "wiki"
+    return sorted(wiki.rglob("*.md")) if wiki.is_dir() else []
+
+
+def _dream_state(vault: "Vault") -> dict:
+    if hasattr(vault, "dream_status"):
+        state = vault.dream_status()
+        return {
+            "watermark": state.get("watermark"),
+            "pending": {"days": state.get("pending_days", 0), "facts": state.get("pending_facts", 0)},
+            "last_dream": state.get("last_dream"),
+            "failed_attempts": state.get("failed_attempts", 0),
+        }
+    # Without the dream module: the watermark alone, and the days after it are pending.
+    watermark = vault.watermark
+    days = [p for p in vault.log_files() if watermark is None or vault.day_of(p) > watermark]
+    return {
+        "watermark": watermark.isoformat() if watermark else None,
+        "pending": {"days": len(days), "facts": sum(len(vault.read_log(p)[0]) for p in days)},
+        "last_dream": None,
+        "failed_attempts": 0,
+    }
+
+
+def _index_built(vault: "Vault") -> bool | None:
+    """Whether a search index exists (None: this installation has no search module)."""
+    try:
+        from memvault.index.search import engine
+    except ImportError:
+        return None
+    return engine(vault).exists()
+
+
+def _index_state(vault: "Vault") -> dict | None:
+    built = _index_built(vault)
+    if built is None or not hasattr(vault, "index_status"):
+        return None
+    if not built:
+        # Asking the index for its status would build it (and embed everything): just say so.
+        return {"built": False, "documents": 0, "pending_embeddings": 0, "drift": None}
+    return {"built": True, **vault.index_status()}
+
+
+def lock_holder(vault: "Vault") -> dict | None:
+    """Who holds the vault's write lock right now (None when nobody does)."""
+    from filelock import FileLock, Timeout
+
+    locks = vault.state_dir / "locks"
+    path = locks / "write.lock"
+    if not path.exists():
+        return None
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return _read_holder(locks / "write.lock.holder") or {"pid": None, "command": None, "since": None}
+    lock.release()
+    return None
+
+
+def _read_holder(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# -- doctor -------------------------------------------------------------------------------------
+
+@dataclass
+class Check:
+    name: str
+    status: str                     # ok | warn | fail | fixed
+    message: str
+    details: list[str] = field(default_factory=list)
+    fix: str | None = None          # what `doctor --fix` would do; None when nothing is safe to do
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class DoctorReport:
+    path: str
+    checks: list[Check]
+    fixed: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == FAIL for c in self.checks)
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "ok": self.ok, "checks": [c.to_dict() for c in self.checks],
+                "fixed": self.fixed}
+
+
+def doctor(vault: "Vault", fix: bool = False) -> DoctorReport:
+    """Run every check; with `fix`, repair what is safe, then check again."""
+    fixed: list[str] = []
+    checks: list[Check] = []
+    for probe, repair in CHECKS:
+        check = probe(vault)
+        if fix and repair and check.status in (WARN, FAIL) and check.fix:
+            done = repair(vault)
+            fixed.extend(done)
+            after = probe(vault)
+            if after.status == OK and done:
+                after = Check(check.name, FIXED, "; ".join(done), check.details)
+            check = after
+        checks.append(check)
+    return DoctorReport(str(vault.root), checks, fixed)
+
+
+def check_locks(vault: "Vault") -> Check:
+    from memvault.gitstore import STALE_INDEX_LOCK_SECONDS, _git_running_in
+
+    name = "locks"
+    details: list[str] = []
+    problems: list[str] = []
+    holder = lock_holder(vault)
+    if holder:
+        details.append(f"write lock held by pid {holder.get('pid')} ({holder.get('command')}) "
+                       f"since {holder.get('since')}")
+    elif (vault.state_dir / "locks" / "write.lock.holder").exists():
+        problems.append("a holder record outlived its write lock (its process was killed)")
+    journal = vault.state_dir / "journal.json"
+    if journal.exists() and not holder:
+        problems.append("an interrupted command left a change half-done (.memvault/journal.json)")
+    index_lock = vault.root / ".git" / "index.lock"
+    try:
+        age = time.time() - index_lock.stat().st_mtime
+    except FileNotFoundError:
+        age = None
+    if age is not None and age > STALE_INDEX_LOCK_SECONDS and not _git_running_in(vault.root):
+        problems.append(f"stale .git/index.lock ({age:.0f} s old, no git process running)")
+    if problems:
+        return Check(name, FAIL, "; ".join(problems), details,
+                     fix="finish or roll back the interrupted change and remove stale lock files")
+    return Check(name, OK, details[0] if details else "no stale locks", details)
+
+
+def repair_locks(vault: "Vault") -> list[str]:
+    done = list(vault.recover())
+    if not lock_holder(vault):
+        holder = vault.state_dir / "locks" / "write.lock.holder"
+        if holder.exists():
+            holder.unlink(missing_ok=True)
+            done.append("removed the write lock's stale holder record")
+    index_lock = vault.root / ".git" / "index.lock"
+    if index_lock.exists() and vault.git._remove_stale_index_lock():
+        done.append("removed a stale .git/index.lock")
+    return done
+
+
+def check_worktree(vault: "Vault") -> Check:
+    name = "uncommitted changes"
+    if (vault.root / ".git" / "MERGE_HEAD").exists():
+        return Check(name, FAIL, "a git merge is in progress (a sync conflict being resolved by hand?): "
+                     "finish it with `git commit` or abandon it with `git merge --abort`")
+    lines = vault.git.status()
+    if not lines:
+        return Check(name, OK, "working tree clean")
+    return Check(name, FAIL, f"{len(lines)} uncommitted change(s) in the vault", _shown([ln[3:] for ln in lines]),
+                 fix="commit them as one commit")
+
+
+def repair_worktree(vault: "Vault") -> list[str]:
+    if (vault.root / ".git" / "MERGE_HEAD").exists():
+        return []
+    with vault.write_lock():
+        paths = [line[3:].split(" -> ")[-1] for line in vault.git.status()]
+        if not paths:
+            return []
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        sha = vault.git.commit(["."], f"doctor: commit leftover changes ({shown})")
+    return [f"committed {len(paths)} leftover change(s) as {sha[:10]}"] if sha else []
+
+
+def check_merge_driver(vault: "Vault") -> Check:
+    from memvault.sync import merge_driver_problems
+
+    problems = merge_driver_problems(vault)
+    if problems:
+        return Check("merge driver", FAIL, "daily logs or tombstones may not merge cleanly on sync", problems,
+                     fix="install the union merge driver")
+    return Check("merge driver", OK, "daily logs and tombstones merge item by item (union driver installed)")
+
+
+def repair_merge_driver(vault: "Vault") -> list[str]:
+    from memvault.sync import repair_merge_driver as repair
+
+    return repair(vault)
+
+
+def check_identity(vault: "Vault") -> Check:
+    identity = vault.git.identity()
+    who = f"{identity.name} <{identity.email}>"
+    if identity.fallback:
+        return Check("git identity", WARN, f"no git identity configured: commits are signed {who}",
+                     [f"set one: git -C {vault.root} config user.name 'Your Name' && "
+                      f"git -C {vault.root} config user.email you@example.com"])
+    return Check("git identity", OK, who)
+
+
+def check_log_lines(vault: "Vault") -> Check:
+    problems = vault.problems()
+    if problems:
+        return Check("daily logs", FAIL, f"{len(problems)} line(s) in the daily logs do not parse as facts; "
+                     "edit them back to `- text <!-- mv {...} -->`", _shown([str(p) for p in problems]))
+    return Check("daily logs", OK, f"{len(vault.log_files())} daily log(s) parse cleanly")
+
+
+def check_citations(vault: "Vault") -> Check:
+    known = {fact.id for fact in vault.iter_facts(include_forgotten=True)}
+    forgotten = set(vault.tombstones())
+    missing: list[str] = []
+    stale: list[str] = []
+    pages = wiki_pages(vault)
+    for page in pages:
+        rel = vault.relpath(page)
+        for fact_id in _cited(vault, rel):
+            if fact_id not in known:
+                missing.append(f"{rel} cites {fact_id}, which is in no daily log")
+            elif fact_id in forgotten:
+                stale.append(f"{rel} cites {fact_id}, which was forgotten")
+    if missing:
+        return Check("citations", FAIL, f"{len(missing)} citation(s) point to facts that do not exist",
+                     _shown(missing + stale))
+    if stale:
+        return Check("citations", WARN, f"{len(stale)} citation(s) point to forgotten facts "
+                     "(the next dream of those pages drops them)", _shown(stale))
+    return Check("citations", OK, f"{len(pages)} page(s): every cited fact exists")
+
+
+def _cited(vault: "Vault", rel: str) -> list[str]:
+    try:
+        from memvault.dream.pages import cited_ids, read_page
+    except ImportError:
+        return _CITATION.findall((vault.root / rel).read_text(encoding="utf-8", errors="replace"))
+    page = read_page(vault.root, rel)
+    if page is None:
+        return []
+    return list(dict.fromkeys([*page.sources, *cited_ids(page.body)]))
+
+
+def check_index(vault: "Vault") -> Check:
+    state = _index_state(vault)
+    if state is None:
+        return Check("search index", OK, "no search module installed")
+    if not state["built"]:
+        return Check("search index", WARN, "not built yet (the first search builds it)", fix="build it now")
+    lag = []
+    if state.get("drift"):
+        lag.append(f"{state['drift']} file(s) changed since indexing")
+    if state.get("pending_embeddings"):
+        lag.append(f"{state['pending_embeddings']} document(s) without a vector")
+    summary = f"{state.get('documents', 0)} document(s)"
+    if lag:
+        return Check("search index", WARN, f"{summary}; " + ", ".join(lag) + " (the next search catches up)",
+                     fix="reindex")
+    return Check("search index", OK, f"{summary}, up to date")
+
+
+def repair_index(vault: "Vault") -> list[str]:
+    result = vault.reindex()
+    extra = f": {result['facts']} fact(s), {result['sections']} page section(s)" if isinstance(result, dict) \
+        and "facts" in result else ""
+    return [f"reindexed{extra}"]
+
+
+def check_embedding_model(vault: "Vault") -> Check:
+    name = vault.config.embed_model
+    path = vault.config.embed_model_path
+    if path:
+        origin = "MEMVAULT_EMBED_MODEL_PATH" if os.environ.get("MEMVAULT_EMBED_MODEL_PATH") else "memvault.toml"
+        model_dir = Path(path).expanduser()
+        if not (model_dir / "model.onnx").is_file():
+            return Check("embedding model", FAIL, f"{name}: no model.onnx in {model_dir} (from {origin}); "
+                         "search falls back to words only")
+        return Check("embedding model", OK, f"{name} from {model_dir} (from {origin})")
+    cache = Path(os.environ.get("FASTEMBED_CACHE_PATH") or Path(tempfile.gettempdir()) / "fastembed_cache")
+    stem = name.rsplit("/", 1)[-1].lower()
+    found = [p for p in cache.glob("*") if p.is_dir() and stem in p.name.lower()] if cache.is_dir() else []
+    if found:
+        return Check("embedding model", OK, f"{name} from the fastembed cache ({found[0]})")
+    return Check("embedding model", WARN, f"{name} is not available locally and memvault never downloads it: "
+                 "search uses words only; set MEMVAULT_EMBED_MODEL_PATH to a local ONNX model directory")
+
+
+def check_llm(vault: "Vault") -> Check:
+    model = vault.config.llm_model
+    if not model:
+        return Check("LLM", WARN, "no model set: `memvault dream` cannot run (set MEMVAULT_MODEL or "
+                     "[llm] model in memvault.toml)")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    where = f" at {vault.config.api_base}" if vault.config.api_base else ""
+    try:
+        found = litellm.validate_environment(model=model, api_base=vault.config.api_base)
+    except Exception as e:  # noqa: BLE001 - litellm raises for unknown providers
+        return Check("LLM", FAIL, f"{model}: litellm cannot use this model string ({str(e).splitlines()[0]})")
+    missing = found.get("missing_keys") or []
+    if missing:
+        return Check("LLM", FAIL, f"{model}{where}: missing {', '.join(missing)} in the environment")
+    return Check("LLM", OK, f"{model}{where}: configuration complete (not contacted)")
+
+
+def _shown(items: list[str]) -> list[str]:
+    if len(items) <= SHOWN_DETAILS:
+        return items
+    return items[:SHOWN_DETAILS] + [f"… and {len(items) - SHOWN_DETAILS} more"]
+
+
+# In repair order: leftovers are committed before the index is rebuilt from the files.
+CHECKS: list[tuple[Callable[["Vault"], Check], Callable[["Vault"], list[str]] | None]] = [
+    (check_locks, repair_locks),
+    (check_worktree, repair_worktree),
+    (check_merge_driver, repair_merge_driver),
+    (check_identity, None),
+    (check_log_lines, None),
+    (check_citations, None),
+    (check_index, repair_index),
+    (check_embedding_model, None),
+    (check_llm, None),
+]

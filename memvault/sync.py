@@ -1,0 +1,367 @@
+"""Sync a vault with a git remote: fetch, merge (never rebase: pushed commits stay as they are), push.
+
+Daily logs and tombstones.jsonl merge item by item (memvault.union_merge), so two machines adding
+facts on the same day both keep everything. Anything else changed on both sides (a wiki page two
+dreams rewrote) is a real conflict: the merge is aborted and the vault is left exactly as before.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict
+
+if TYPE_CHECKING:
+    from memvault.vault import Vault
+
+REMOTE = "origin"
+# A driver configured under git's built-in name takes precedence over the built-in, so vaults
+# without the config entry (a plain `git clone`) still get git's line union, never markers.
+MERGE_DRIVER = "union"
+MERGE_DRIVER_NAME = "memvault: union of daily-log items and tombstone lines"
+UNION_PATTERNS = ("logs/**", "tombstones.jsonl")
+PUSH_ATTEMPTS = 3
+NETWORK_TIMEOUT_SECONDS = 300
+
+
+@dataclass
+class SyncReport:
+    remote: str
+    url: str
+    branch: str
+    received: int = 0          # commits merged in from the remote
+    sent: int = 0              # commits pushed
+    merged: bool = False       # a merge commit was made (both sides had new commits)
+    changed: list[str] = field(default_factory=list)   # files the merge changed here
+    index: str | None = None   # what the search index did afterwards, if anything
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# -- merge driver -------------------------------------------------------------------------------
+
+def driver_command() -> str:
+    return f"{shlex.quote(sys.executable)} -m memvault.union_merge %O %A %B %P"
+
+
+def ensure_merge_driver(root: Path) -> bool:
+    """Install the union driver in the vault's git config if missing; True if it was installed.
+
+    Runs on every open (a fresh clone has no such entry), so the usual path is one small read.
+    """
+    try:
+        config = (root / ".git" / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if f'[merge "{MERGE_DRIVER}"]' in config:
+        return False
+    try:
+        install_merge_driver(root)
+    except Exception:  # noqa: BLE001 - a read-only vault or a concurrent writer; doctor reports it
+        return False
+    return True
+
+
+def install_merge_driver(root: Path) -> None:
+    from memvault.gitstore import GitStore
+
+    store = GitStore(root)
+    store.run("config", f"merge.{MERGE_DRIVER}.name", MERGE_DRIVER_NAME)
+    store.run("config", f"merge.{MERGE_DRIVER}.driver", driver_command())
+
+
+def merge_driver_problems(vault: "Vault") -> list[str]:
+    """What keeps the append-only files from merging item by item (empty when all is well)."""
+    problems = []
+    attributes = vault.root / ".gitattributes"
+    lines = attributes.read_text(encoding="utf-8").splitlines() if attributes.exists() else []
+    for pattern in UNION_PATTERNS:
+        if f"{pattern} merge={MERGE_DRIVER}" not in [" ".join(line.split()) for line in lines]:
+            problems.append(f".gitattributes lacks `{pattern} merge={MERGE_DRIVER}`")
+    driver = _config_get(vault, f"merge.{MERGE_DRIVER}.driver")
+    if not driver:
+        problems.append(f"git config has no merge.{MERGE_DRIVER}.driver (item-aware union for daily logs)")
+    else:
+        try:
+            interpreter = shlex.split(driver)[0]
+        except (ValueError, IndexError):
+            interpreter = ""
+        if "memvault.union_merge" not in driver or not shutil.which(interpreter):
+            problems.append(f"merge.{MERGE_DRIVER}.driver points to a missing program: {driver}")
+    return problems
+
+
+def repair_merge_driver(vault: "Vault") -> list[str]:
+    """Restore the driver config and, if needed, the .gitattributes lines (one commit)."""
+    done = []
+    problems = merge_driver_problems(vault)
+    if any("git config" in p or "missing program" in p for p in problems):
+        install_merge_driver(vault.root)
+        done.append(f"installed the union merge driver in the vault's git config ({driver_command()})")
+    missing = [p for p in UNION_PATTERNS if any(f"`{p} merge=" in q for q in problems)]
+    if missing:
+        path = vault.root / ".gitattributes"
+        with vault.write_lock():
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += "".join(f"{p} merge={MERGE_DRIVER}\n" for p in missing)
+            path.write_text(text, encoding="utf-8")
+            vault.git.commit([".gitattributes"], "doctor: union merge for daily logs and tombstones")
+        done.append(f"added {', '.join(missing)} to .gitattributes (committed)")
+    return done
+
+
+def _config_get(vault: "Vault", key: str) -> str | None:
+    import git
+
+    try:
+        return vault.git.run("config", "--get", key) or None
+    except git.GitCommandError:
+        return None
+
+
+# -- remote -------------------------------------------------------------------------------------
+
+def set_remote(vault: "Vault", url: str) -> dict:
+    """Point the vault at a remote (no network access); returns remote_info()."""
+    url = (url or "").strip()
+    if not url or "\n" in url or url.startswith("-"):
+        raise InvalidInput("remote URL must be one line and must not start with '-'")
+    if _config_get(vault, f"remote.{REMOTE}.url") is None:
+        vault.git.run("remote", "add", REMOTE, url)
+    else:
+        vault.git.run("remote", "set-url", REMOTE, url)
+    return remote_info(vault) or {}
+
+
+def remote_info(vault: "Vault") -> dict | None:
+    """The remote and how far this vault is ahead/behind it, as of the last sync (no network)."""
+    url = _config_get(vault, f"remote.{REMOTE}.url")
+    if url is None:
+        return None
+    branch = current_branch(vault)
+    tracking = f"refs/remotes/{REMOTE}/{branch}"
+    info = {"name": REMOTE, "url": url, "branch": branch, "synced": False, "ahead": None, "behind": None}
+    if _ref_exists(vault, tracking):
+        counts = vault.git.run("rev-list", "--left-right", "--count", f"HEAD...{tracking}").split()
+        info.update(synced=True, ahead=int(counts[0]), behind=int(counts[1]))
+    return info
+
+
+def current_branch(vault: "Vault") -> str:
+    return vault.git.run("symbolic-ref", "--short", "-q", "HEAD") or "main"
+
+
+def _ref_exists(vault: "Vault", ref: str) -> bool:
+    import git
+
+    try:
+        vault.git.run("rev-parse", "--verify", "-q", ref)
+    except git.GitCommandError:
+        return False
+    return True
+
+
+# -- sync ---------------------------------------------------------------------------------------
+
+def sync(vault: "Vault") -> SyncReport:
+    """Fetch, merge the remote branch into this one under the write lock, push; retry if raced."""
+    url = _config_get(vault, f"remote.{REMOTE}.url")
+    if url is None:
+        raise RemoteError("no remote set for this vault; run `memvault remote set URL` first")
+    branch = current_branch(vault)
+    report = SyncReport(remote=REMOTE, url=url, branch=branch)
+    before = vault.git.head()
+    for attempt in range(1, PUSH_ATTEMPTS + 1):
+        _fetch(vault, url)
+        received, changed = _merge(vault, branch, report)
+        report.received += received
+        report.changed = sorted(set(report.changed) | set(changed))
+        try:
+            report.sent = _push(vault, url, branch)
+            break
+        except _PushRejected:
+            if attempt == PUSH_ATTEMPTS:
+                raise RemoteError(
+                    f"{url} kept receiving new commits while this vault pushed; run `memvault sync` again"
+                ) from None
+    if vault.git.head() != before and report.changed:
+        report.index = _catch_up_index(vault)
+    return report
+
+
+def _fetch(vault: "Vault", url: str) -> None:
+    import git
+
+    try:
+        vault.git.run("fetch", "--quiet", "--no-tags", REMOTE, kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
+    except git.GitCommandError as e:
+        raise RemoteError(f"cannot fetch from {url}: {_git_reason(e)}; nothing changed") from None
+
+
+def _merge(vault: "Vault", branch: str, report: SyncReport) -> tuple[int, list[str]]:
+    """Merge the fetched branch (under the write lock); returns (commits received, files changed)."""
+    import git
+
+    tracking = f"refs/remotes/{REMOTE}/{branch}"
+    if not _ref_exists(vault, tracking):
+        return 0, []  # an empty remote: nothing to merge, the push will fill it
+    with vault.write_lock():
+        vault._recover_locked()
+        if (vault.root / ".git" / "MERGE_HEAD").exists():
+            raise SyncConflict(
+                f"a merge is already in progress in {vault.root}: finish it (`git commit`) or abandon it "
+                "(`git merge --abort`), then run `memvault sync` again"
+            )
+        dirty = vault.git.status()
+        if dirty:
+            paths = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
+            raise InvalidInput(
+                f"uncommitted changes in the vault ({paths}); commit them (`memvault doctor --fix`) "
+                "before syncing"
+            )
+        before = vault.git.head()
+        received = int(vault.git.run("rev-list", "--count", f"HEAD..{tracking}"))
+        if received == 0:
+            return 0, []
+        vault.git.identity()  # the merge commit needs an author even on a machine with no identity
+        message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
+        try:
+            vault.git.run("merge", "--no-edit", "--no-verify", "--allow-unrelated-histories", "-m", message,
+                          tracking)
+        except git.GitCommandError as e:
+            conflicts = vault.git.run("diff", "--name-only", "--diff-filter=U").splitlines()
+            if (vault.root / ".git" / "MERGE_HEAD").exists() or conflicts:
+                vault.git.run("merge", "--abort")
+            if vault.git.head() != before:  # cannot happen after --abort; never report success then
+                raise MemvaultError(f"sync left {vault.root} at an unexpected commit; check `git log`") from None
+            if conflicts:
+                raise _conflict(vault, conflicts, branch) from None
+            raise MemvaultError(f"git could not merge {REMOTE}/{branch}: {_git_reason(e)}; nothing changed") from None
+        changed = vault.git.run("diff", "--name-only", before, "HEAD").splitlines()
+        report.merged = report.merged or len(vault.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
+        return received, changed
+
+
+def _conflict(vault: "Vault", paths: list[str], branch: str) -> SyncConflict:
+    shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    error = SyncConflict(
+        f"sync stopped: {shown} changed differently here and on {REMOTE}/{branch}; nothing was merged and "
+        f"the vault is as before. To resolve: let only one machine run `memvault dream`; then in {vault.root} "
+        f"run `git merge {REMOTE}/{branch}`, edit the conflicting pages, `git commit -a`, and `memvault sync` "
+        f"(or keep the remote's pages: `git checkout {REMOTE}/{branch} -- <page>`, commit, sync)"
+    )
+    error.paths = paths  # type: ignore[attr-defined]
+    return error
+
+
+class _PushRejected(Exception):
+    pass
+
+
+def _push(vault: "Vault", url: str, branch: str) -> int:
+    import git
+
+    tracking = f"refs/remotes/{REMOTE}/{branch}"
+    spec = f"{tracking}..HEAD" if _ref_exists(vault, tracking) else "HEAD"
+    ahead = int(vault.git.run("rev-list", "--count", spec))
+    if ahead == 0:
+        return 0
+    try:
+        vault.git.run("push", "--quiet", "--set-upstream", REMOTE, f"HEAD:refs/heads/{branch}",
+                      kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
+    except git.GitCommandError as e:
+        reason = str(e.stderr)
+        if "[rejected]" in reason or "non-fast-forward" in reason or "fetch first" in reason:
+            raise _PushRejected() from None
+        raise RemoteError(f"merged locally but cannot push to {url}: {_git_reason(e)}") from None
+    return ahead
+
+
+def _catch_up_index(vault: "Vault") -> str | None:
+    """Let the search index re-read the changed files now, if this vault has an index at all."""
+    if not hasattr(vault, "reindex") or not (vault.root / ".memvault" / "index").exists():
+        return None
+    try:
+        result = vault.reindex()
+    except Exception as e:  # noqa: BLE001 - the sync itself succeeded; search catches up later
+        return f"index not updated ({type(e).__name__}: {e}); the next search catches up"
+    return "updated" if result is None else str(result)
+
+
+def _git_reason(error: Exception) -> str:
+    text = str(getattr(error, "stderr", "") or error).replace("stderr:", " ")
+    lines = [line.strip(" '\"") for line in text.splitlines() if line.strip(" '\"")]
+    for line in lines:
+        if line.lower().startswith(("fatal:", "error:")):
+            return line
+    return lines[0] if lines else "git failed"
+
+
+# -- clone --------------------------------------------------------------------------------------
+
+def clone(url: str, path: os.PathLike[str] | str | None = None) -> "Vault":
+    """Set up a vault on this machine from a remote that holds one."""
+    import git
+
+    from memvault.config import CONFIG_FILE
+    from memvault.gitstore import _LEAKY_VARS, GitStore
+    from memvault.vault import Vault, default_vault_path
+
+    url = (url or "").strip()
+    if not url or "\n" in url or url.startswith("-"):
+        raise InvalidInput("remote URL must be one line and must not start with '-'")
+    root = Path(path).expanduser().resolve() if path else default_vault_path()
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise InvalidInput(f"{root} already exists and is not empty; choose a new directory")
+    created = not root.exists()
+    env = {k: v for k, v in os.environ.items()
+           if k not in _LEAKY_VARS and k not in ("GIT_DIR", "GIT_WORK_TREE")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        git.Git().execute(["git", "clone", "--quiet", "--origin", REMOTE, "--", url, str(root)], env=env,
+                          kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
+    except git.GitCommandError as e:
+        _remove(root, created)
+        raise RemoteError(f"cannot clone {url}: {_git_reason(e)}") from None
+    store = GitStore(root)
+    if not (root / CONFIG_FILE).is_file():
+        _checkout_vault_branch(store)
+    if not (root / CONFIG_FILE).is_file():
+        _remove(root, created)
+        raise InvalidInput(
+            f"{url} holds no memvault vault (no {CONFIG_FILE}); to publish one, run "
+            "`memvault remote set URL` and `memvault sync` in an existing vault"
+        )
+    store.run("config", "commit.gpgsign", "false")
+    store.run("config", "core.autocrlf", "false")
+    vault = Vault(root)  # installs the merge driver
+    vault.created = True
+    return vault
+
+
+def _checkout_vault_branch(store) -> None:
+    """A bare remote made by `git init --bare` may name a HEAD branch that was never pushed
+    (master, while vaults use main): check out the remote's main branch, or its only one."""
+    branches = store.run("for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/{REMOTE}").split()
+    branches = [b for b in branches if b != "HEAD"]
+    chosen = "main" if "main" in branches else (branches[0] if len(branches) == 1 else None)
+    if chosen:
+        store.run("checkout", "-q", "-B", chosen, "--track", f"{REMOTE}/{chosen}")
+
+
+def _remove(root: Path, created: bool) -> None:
+    if created:
+        shutil.rmtree(root, ignore_errors=True)
+    elif root.is_dir():
+        for child in root.iterdir():
+            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)

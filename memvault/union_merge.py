@@ -1,0 +1,105 @@
+"""The git merge driver for the append-only files: daily logs and tombstones.jsonl.
+
+.gitattributes names git's built-in `union` driver for them, so a plain `git pull` never writes
+conflict markers there. Line-level union can split a multi-line fact, though: when both sides
+append items whose last text lines are equal, git keeps one copy of the shared lines and the
+first item loses its tail to the second. memvault therefore defines a driver *named* `union` in the
+vault's git config (a configured driver takes precedence over git's built-in of the same name):
+it merges whole items, keyed by fact id, and never drops one. Without that config entry (a plain
+`git clone`), git's built-in union still applies.
+
+git runs it as `python -m memvault.union_merge %O %A %B %P`; the result replaces %A.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from memvault.facts import INDENT, META_OPEN
+
+Block = tuple[object, str]  # (key, text): a fact item keyed by its id, any other line by its text
+
+
+def blocks(text: str, path: str) -> list[Block]:
+    """Split a file into blocks: one per fact item (with its continuation lines), one per other line."""
+    lines = text.splitlines(keepends=True)
+    if path.endswith(".jsonl"):
+        return [(("line", line.rstrip("\n")), line) for line in lines]
+    found: list[Block] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.startswith("- "):
+            found.append((("line", line.rstrip("\n")), line))
+            i += 1
+            continue
+        # Same rule as facts.parse_log: indented lines continue the item, and so do blank
+        # lines that more indented lines follow.
+        end = i + 1
+        j = i + 1
+        while j < len(lines) and (lines[j].startswith(INDENT) or lines[j] in ("\n", "\r\n")):
+            j += 1
+            if lines[j - 1].startswith(INDENT):
+                end = j
+        item = "".join(lines[i:end])
+        found.append((_item_key(line, item), item))
+        i = end
+    return found
+
+
+def _item_key(first: str, item: str) -> object:
+    first = first.rstrip("\n")
+    cut = first.rfind(META_OPEN)
+    if cut >= 0:
+        try:
+            fact_id = json.loads(first[cut + len(META_OPEN): first.rfind(" -->")])["id"]
+            if isinstance(fact_id, str) and fact_id:
+                return ("fact", fact_id)
+        except (ValueError, KeyError, TypeError):
+            pass
+    return ("line", item)
+
+
+def merge(base: str, ours: str, theirs: str, path: str) -> str:
+    """Three-way merge at block level: edits on one side win, additions from both are kept."""
+    base_text = {key: text for key, text in blocks(base, path)}
+    their_blocks = blocks(theirs, path)
+    their_text = {key: text for key, text in their_blocks}
+    merged: list[str] = []
+    our_keys = set()
+    for key, text in blocks(ours, path):
+        our_keys.add(key)
+        if key in their_text and key in base_text and text == base_text[key] != their_text[key]:
+            text = their_text[key]  # edited on their side only (a hand fix of a fact)
+        merged.append(text)
+    for key, text in their_blocks:
+        if key in our_keys:
+            continue
+        if key in base_text and base_text[key] == text:
+            continue  # we deleted it and they did not touch it: a deliberate removal
+        our_keys.add(key)
+        if merged and not merged[-1].endswith("\n"):
+            merged[-1] += "\n"
+        merged.append(text)
+    return "".join(merged)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 4:
+        sys.stderr.write("usage: python -m memvault.union_merge BASE OURS THEIRS PATH\n")
+        return 2
+    base_path, ours_path, theirs_path, path = argv
+
+    def read(name: str) -> str:
+        with open(name, encoding="utf-8", errors="surrogateescape", newline="") as f:
+            return f.read()
+
+    result = merge(read(base_path), read(ours_path), read(theirs_path), path)
+    with open(ours_path, "w", encoding="utf-8", errors="surrogateescape", newline="") as f:
+        f.write(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
