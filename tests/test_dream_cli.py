@@ -1,0 +1,99 @@
+"""`memvault dream` on the command line: JSON summary, dry run, undo, status, exit codes, and real
+concurrency (a second dream, and `add` during a slow dream, as separate processes).
+
+Bad inputs tried: no model configured; a malformed answer (exit 5, JSON error on stderr);
+--undo combined with --dry-run; a second dream while one runs (exit 6).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import date, timedelta
+
+import pytest
+from conftest import commit_count, git, is_clean, run_memvault
+from dream_support import FakeLLM, MODEL
+from fake_llm import consolidate_everything
+
+DAY = (date.today() - timedelta(days=3)).isoformat()
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    with FakeLLM() as server:
+        monkeypatch.setenv("MEMVAULT_MODEL", MODEL)
+        monkeypatch.setenv("MEMVAULT_API_BASE", server.api_base)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        yield server
+
+
+def test_dream_json_summary_then_status_and_undo(cli, fake):
+    cli("add", "Pia grows tomatoes", "--at", DAY)
+    fake.default = consolidate_everything("wiki/topics/garden.md", "Garden")
+    result = cli("dream", "--json")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["pages_created"] == 1 and summary["watermark_after"] == DAY and summary["caught_up"]
+    assert summary["watermark_before"] is None and summary["skipped"] == [] and summary["model"] == MODEL
+
+    status = json.loads(cli("dream", "--status", "--json").stdout)
+    assert status["watermark"] == DAY and status["pending_facts"] == 0 and status["last_dream"]["outcome"] == "ok"
+
+    undone = cli("dream", "--undo", "--json")
+    assert undone.exit_code == 0 and json.loads(undone.stdout)["watermark"] is None
+    assert is_clean(cli.vault_dir) and not (cli.vault_dir / "wiki/topics/garden.md").exists()
+
+
+def test_dry_run_prints_the_proposal_and_writes_nothing(cli, fake):
+    cli("add", "Quinn speaks Welsh", "--at", DAY)
+    fake.default = consolidate_everything("wiki/people/quinn.md", "Quinn")
+    before = commit_count(cli.vault_dir)
+    result = cli("dream", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert "wiki/people/quinn.md" in result.stdout and "proposed" in result.stdout
+    assert commit_count(cli.vault_dir) == before and is_clean(cli.vault_dir)
+    assert not (cli.vault_dir / "wiki/people/quinn.md").exists()
+
+
+def test_exit_codes_for_missing_model_bad_answer_and_bad_options(cli, fake, monkeypatch):
+    cli("add", "Rosa sails", "--at", DAY)
+    assert cli("dream", "--undo", "--dry-run").exit_code == 2
+    fake.default = "Sure! Here is what I would do: nothing."
+    bad = cli("dream", "--json")
+    assert bad.exit_code == 5 and json.loads(bad.stdout)["error"].endswith("answer is not valid JSON (Expecting value at line 1)")
+    monkeypatch.delenv("MEMVAULT_MODEL")
+    missing = cli("dream")
+    assert missing.exit_code == 5 and "MEMVAULT_MODEL" in missing.stderr and "[llm] model" in missing.stderr
+
+
+def test_second_dream_refused_and_add_not_blocked_during_a_slow_dream(vault_dir, fake):
+    """Real processes: the first dream waits on a slow model while others use the vault."""
+    run_memvault("add", "Sam climbs", "--at", DAY, "--vault", str(vault_dir)).check_returncode()
+    slow = consolidate_everything("wiki/people/sam.md", "Sam")
+    fake.default = lambda body: {"delay": 6, "content": slow(body)}
+    first = subprocess.Popen([sys.executable, "-m", "memvault", "dream", "--json", "--vault", str(vault_dir)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not fake.requests and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.1)
+    assert fake.requests, first.communicate()
+    second = run_memvault("dream", "--vault", str(vault_dir))
+    added = run_memvault("add", "Sam bought new shoes", "--vault", str(vault_dir))
+    backdated = run_memvault("add", "Sam climbed El Cap", "--at", DAY, "--vault", str(vault_dir))
+    still_dreaming = first.poll() is None
+    out, err = first.communicate(timeout=60)
+
+    assert second.returncode == 6 and "already running" in second.stderr
+    assert added.returncode == 0 and backdated.returncode == 0 and still_dreaming  # add never waited
+    assert first.returncode == 0, err
+    assert json.loads(out)["pages_created"] == 1
+    assert is_clean(vault_dir)
+    log = git(vault_dir, "log", "--format=%s")
+    assert "add: " in log and "dream: " in log
+    page = (vault_dir / "wiki/people/sam.md").read_text()
+    assert "Sam climbs" in page and "El Cap" not in page  # not in the batch the model saw...
+    status = json.loads(run_memvault("dream", "--status", "--json", "--vault", str(vault_dir)).stdout)
+    assert status["late_facts"] == 1  # ...so the next dream picks it up as a late fact
