@@ -363,3 +363,24 @@ def test_memory_lines_pointing_nowhere_are_dropped(vault, fake):
     assert dream(vault, fake).ok
     memory = (vault.root / "MEMORY.md").read_text()
     assert f"- Omar likes maps — [Omar]({path})" in memory and "made up" not in memory
+
+
+def test_a_failed_batch_is_retried_on_the_same_days_even_when_new_days_arrive(vault, fake):
+    add(vault, "Tom fixes bikes", "2026-11-01")
+    fake.default = "not json"
+    assert dream(vault, fake, today=date(2026, 11, 2)).batches[0].label == "2026-11-01..2026-11-01"
+    add(vault, "Tom opened a shop", "2026-11-02")
+    report = dream(vault, fake, today=date(2026, 11, 3))
+    assert [b.label for b in report.batches] == ["2026-11-01..2026-11-01"]
+    assert report.batches[0].attempt == 2
+    report = dream(vault, fake, today=date(2026, 11, 3))  # third failure: skipped, the next batch goes on
+    assert report.batches[0].outcome == "skipped" and vault.watermark == date(2026, 11, 1)
+    assert report.batches[1].label == "2026-11-02..2026-11-02" and report.batches[1].outcome == "failed"
+
+
+def test_a_day_whose_facts_were_all_forgotten_moves_the_watermark_without_asking(vault, fake):
+    gone = add(vault, "Uma's old address", "2026-11-01")
+    vault.forget(gone.id)
+    report = dream(vault, fake)
+    assert report.ok and vault.watermark == date(2026, 11, 1) and not fake.requests
+    assert gone.id not in (vault.root / "log.md").read_text() and is_clean(vault.root)

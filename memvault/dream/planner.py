@@ -80,8 +80,15 @@ def make_plan(vault, *, today: date | None = None, max_days: int | None = None) 
         accounted = accounted_ids(vault, entries)
         late = [f for d in days if d <= watermark for f in by_day[d] if f.id not in accounted]
     batches: list[Batch] = []
-    for start in range(0, len(pending), max_days):
-        chunk = pending[start : start + max_days]
+    rest = list(pending)
+    retry_end = _failed_batch_end(entries, pending)
+    while rest:
+        size = max_days
+        if not batches and retry_end is not None:
+            # retry exactly the days that failed, so attempts on "the same batch" add up
+            # even when new days became pending since
+            size = min(max_days, sum(1 for d in rest if d <= retry_end)) or max_days
+        chunk, rest = rest[:size], rest[size:]
         facts = [f for d in chunk for f in by_day[d]]
         batches.append(Batch(f"{chunk[0]}..{chunk[-1]}", chunk, facts, []))
     if late:
@@ -91,3 +98,19 @@ def make_plan(vault, *, today: date | None = None, max_days: int | None = None) 
         else:
             batches.append(Batch(LATE_LABEL, [], list(late), list(late)))
     return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned)
+
+
+def _failed_batch_end(entries: list[Entry], pending: list[date]) -> date | None:
+    """Last day of the batch whose latest attempt failed, if it starts at the first pending day."""
+    for entry in reversed(entries):
+        if entry.outcome in ("ok", "skipped"):
+            return None
+        if entry.outcome in ("failed", "error") and ".." in entry.label and pending:
+            first, _, last = entry.label.partition("..")
+            try:
+                if date.fromisoformat(first) == pending[0]:
+                    return date.fromisoformat(last)
+            except ValueError:
+                return None
+            return None
+    return None
