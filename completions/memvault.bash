@@ -1,0 +1,83 @@
+# bash completion for memvault: generated from the CLI by `python -m memvault.cli.docs_gen`; do not edit
+
+_memvault() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
+    local path="" i word
+    # The command path: words naming a known sub-command of the path so far.
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word="${COMP_WORDS[i]}"
+        case "${path:+$path }$word" in
+            "init"|"add"|"show"|"recent"|"history"|"forget"|"context"|"sessions"|"completions"|"search"|"reindex"|"dream"|"sync"|"clone"|"status"|"doctor"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
+        esac
+    done
+    case "$path:$prev" in
+        "add:--category"|"add:-c") COMPREPLY=($(compgen -W "fact preference correction entity decision relationship principle commitment moment skill event" -- "$cur")); return ;;
+        "add:--tag"|"add:-t") COMPREPLY=(); return ;;
+        "add:--source") COMPREPLY=(); return ;;
+        "add:--session") COMPREPLY=(); return ;;
+        "add:--importance") COMPREPLY=(); return ;;
+        "add:--at") COMPREPLY=(); return ;;
+        "add:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "show:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "recent:--limit"|"recent:-n") COMPREPLY=(); return ;;
+        "recent:--since") COMPREPLY=(); return ;;
+        "recent:--until") COMPREPLY=(); return ;;
+        "recent:--category"|"recent:-c") COMPREPLY=($(compgen -W "fact preference correction entity decision relationship principle commitment moment skill event" -- "$cur")); return ;;
+        "recent:--tag"|"recent:-t") COMPREPLY=(); return ;;
+        "recent:--source") COMPREPLY=(); return ;;
+        "recent:--session") COMPREPLY=(); return ;;
+        "recent:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "history:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "forget:--reason"|"forget:-r") COMPREPLY=(); return ;;
+        "forget:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "context:--budget"|"context:-b") COMPREPLY=(); return ;;
+        "context:--recent") COMPREPLY=(); return ;;
+        "context:--relevant") COMPREPLY=(); return ;;
+        "context:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "sessions:--since") COMPREPLY=(); return ;;
+        "sessions:--until") COMPREPLY=(); return ;;
+        "sessions:--source") COMPREPLY=(); return ;;
+        "sessions:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "search:--limit"|"search:-n") COMPREPLY=(); return ;;
+        "search:--category"|"search:-c") COMPREPLY=($(compgen -W "fact preference correction entity decision relationship principle commitment moment skill event" -- "$cur")); return ;;
+        "search:--tag"|"search:-t") COMPREPLY=(); return ;;
+        "search:--source") COMPREPLY=(); return ;;
+        "search:--since") COMPREPLY=(); return ;;
+        "search:--until") COMPREPLY=(); return ;;
+        "search:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "reindex:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "dream:--max-batches") COMPREPLY=(); return ;;
+        "dream:--min-facts") COMPREPLY=(); return ;;
+        "dream:--model") COMPREPLY=(); return ;;
+        "dream:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "sync:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "status:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "doctor:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "remote set:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        "remote show:--vault") COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    esac
+    case "$path" in
+        "") COMPREPLY=($(compgen -W "--version --help init add show recent history forget context sessions completions search reindex dream sync clone status doctor remote" -- "$cur")) ;;
+        "init") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
+        "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --json --vault --help" -- "$cur")) ;;
+        "show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+        "recent") COMPREPLY=($(compgen -W "--limit --since --until --category --tag --source --session --oldest-first --newest-first --json --vault --help" -- "$cur")) ;;
+        "history") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+        "forget") COMPREPLY=($(compgen -W "--reason --json --vault --help" -- "$cur")) ;;
+        "context") COMPREPLY=($(compgen -W "--budget --recent --relevant --markdown --json --vault --help" -- "$cur")) ;;
+        "sessions") COMPREPLY=($(compgen -W "--since --until --source --json --vault --help" -- "$cur")) ;;
+        "completions") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
+        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --since --until --all --lexical --explain --stdin --json --vault --help" -- "$cur")) ;;
+        "reindex") COMPREPLY=($(compgen -W "--clear --json --vault --help" -- "$cur")) ;;
+        "dream") COMPREPLY=($(compgen -W "--dry-run --max-batches --min-facts --model --undo --status --json --vault --help" -- "$cur")) ;;
+        "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+        "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
+        "status") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+        "doctor") COMPREPLY=($(compgen -W "--fix --json --vault --help" -- "$cur")) ;;
+        "remote") COMPREPLY=($(compgen -W "--help set show" -- "$cur")) ;;
+        "remote set") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+        "remote show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+    esac
+}
+
+complete -o default -F _memvault memvault
