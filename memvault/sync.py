@@ -179,6 +179,9 @@ def sync(vault: "Vault") -> SyncReport:
         raise RemoteError("no remote set for this vault; run `memvault remote set URL` first")
     branch = current_branch(vault)
     report = SyncReport(remote=REMOTE, url=url, branch=branch)
+    with vault.write_lock():  # an add in flight has written but not yet committed: wait for it
+        vault._recover_locked()
+        _refuse_uncommitted(vault)
     before = vault.git.head()
     for attempt in range(1, PUSH_ATTEMPTS + 1):
         _fetch(vault, url)
@@ -196,6 +199,16 @@ def sync(vault: "Vault") -> SyncReport:
     if vault.git.head() != before and report.changed:
         report.index = _catch_up_index(vault)
     return report
+
+
+def _refuse_uncommitted(vault: "Vault") -> None:
+    dirty = vault.git.status()
+    if dirty:
+        paths = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
+        raise InvalidInput(
+            f"uncommitted changes in the vault ({paths}) would not be synced; commit them "
+            "(`memvault doctor --fix`) and sync again"
+        )
 
 
 def _fetch(vault: "Vault", url: str) -> None:
@@ -221,13 +234,7 @@ def _merge(vault: "Vault", branch: str, report: SyncReport) -> tuple[int, list[s
                 f"a merge is already in progress in {vault.root}: finish it (`git commit`) or abandon it "
                 "(`git merge --abort`), then run `memvault sync` again"
             )
-        dirty = vault.git.status()
-        if dirty:
-            paths = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
-            raise InvalidInput(
-                f"uncommitted changes in the vault ({paths}); commit them (`memvault doctor --fix`) "
-                "before syncing"
-            )
+        _refuse_uncommitted(vault)
         before = vault.git.head()
         received = int(vault.git.run("rev-list", "--count", f"HEAD..{tracking}"))
         if received == 0:

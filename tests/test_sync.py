@@ -1,0 +1,188 @@
+"""Sync between machines over a git remote: a bare repository on local disk and real processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git, is_clean, run_memvault
+from memvault import Vault
+from memvault.errors import ExitCode
+from memvault.union_merge import merge
+
+
+def _remote(tmp_path: Path) -> Path:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    return remote
+
+
+def _machines(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Machine A publishes a new vault; machine B clones it with `memvault clone`."""
+    remote = _remote(tmp_path)
+    a = tmp_path / "a"
+    assert run_memvault("init", str(a)).returncode == 0
+    assert run_memvault("remote", "set", str(remote), "--vault", str(a)).returncode == 0
+    done = run_memvault("sync", "--vault", str(a), "--json")
+    assert done.returncode == 0, done.stderr
+    b = tmp_path / "b"
+    cloned = run_memvault("clone", str(remote), str(b))
+    assert cloned.returncode == 0, cloned.stderr
+    return remote, a, b
+
+
+def _facts(vault_dir: Path) -> dict[str, str]:
+    return {f.id: f.text for f in Vault(vault_dir).iter_facts()}
+
+
+def _add_all(vault_dir: Path, texts: list[str]) -> list[subprocess.Popen]:
+    return [
+        subprocess.Popen([sys.executable, "-m", "memvault", "add", text, "--at", "2026-11-20T10:00:00",
+                          "--vault", str(vault_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for text in texts
+    ]
+
+
+def _ids(procs: list[subprocess.Popen]) -> set[str]:
+    ids = set()
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        ids.add(out.strip())
+    return ids
+
+
+def test_union_driver_keeps_multiline_facts_whole():
+    """git's line union gives a shared last line to only one item; the item-aware driver keeps both."""
+    base = "# 2026-11-20\n\n"
+    ours = base + '- a <!-- mv {"id":"aaaaaaaaaaaaaaaa"} -->\n  same\n'
+    theirs = base + '- c <!-- mv {"id":"cccccccccccccccc"} -->\n  same\n'
+    merged = merge(base, ours, theirs, "logs/2026/2026-11-20.md")
+    assert merged == ours + '- c <!-- mv {"id":"cccccccccccccccc"} -->\n  same\n'
+    # both sides created the day's log (no base): one header, both items
+    assert merge("", ours, theirs, "logs/2026/2026-11-20.md") == merged
+    # a hand fix on their side only wins; an item both have is not duplicated
+    fixed = theirs.replace("- c", "- C")
+    assert merge(theirs, theirs, fixed, "logs/x.md") == fixed
+    lines = '{"id": "x"}\n'
+    assert merge("", lines, lines + '{"id": "y"}\n', "tombstones.jsonl") == lines + '{"id": "y"}\n'
+
+
+def test_two_machines_add_concurrently_and_sync_to_the_same_facts(tmp_path):
+    """Adds run in parallel on both machines (one sync races the adds on A); after syncing both
+    hold the union of every fact, once each, multi-line texts intact, no conflict markers, and
+    the commits A had pushed are still in the history (merge, never rebase)."""
+    remote, a, b = _machines(tmp_path)
+    pushed = git(a, "rev-parse", "HEAD").strip()
+    # the same last line on every fact: git's plain line union would split these items
+    texts_a = [f"from a {i}\nshared last line" for i in range(4)]
+    texts_b = [f"from b {i}\nshared last line" for i in range(4)]
+    procs_a = _add_all(a, texts_a)
+    procs_b = _add_all(b, texts_b)
+    racing = subprocess.Popen([sys.executable, "-m", "memvault", "sync", "--vault", str(a)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ids = _ids(procs_a) | _ids(procs_b)
+    racing.communicate(timeout=60)
+    assert racing.returncode == 0
+    for vault_dir in (a, b, a):
+        done = run_memvault("sync", "--vault", str(vault_dir))
+        assert done.returncode == 0, done.stderr
+    facts_a, facts_b = _facts(a), _facts(b)
+    assert len(ids) == 8
+    assert facts_a == facts_b
+    assert set(facts_a) == ids
+    assert sorted(facts_a.values()) == sorted(texts_a + texts_b)
+    log = (a / "logs" / "2026" / "2026-11-20.md").read_text()
+    assert "<<<<<<<" not in log and ">>>>>>>" not in log
+    assert log.count("# 2026-11-20") == 1
+    assert is_clean(a) and is_clean(b)
+    assert git(a, "rev-parse", "HEAD") == git(b, "rev-parse", "HEAD")
+    assert subprocess.run(["git", "-C", str(a), "merge-base", "--is-ancestor", pushed, "HEAD"]).returncode == 0
+    status = json.loads(run_memvault("status", "--json", "--vault", str(b)).stdout)
+    assert status["remote"]["ahead"] == 0 and status["remote"]["behind"] == 0
+
+
+def test_pages_changed_on_both_machines_stop_the_sync_and_change_nothing(tmp_path):
+    """Two dreams rewrote the same page: exit 7, the page named, B exactly as before the sync."""
+    remote, a, b = _machines(tmp_path)
+    for vault_dir, words, fact in ((a, "Alice lives in Lyon.", "a's fact"), (b, "Alice lives in Paris.", "b's fact")):
+        vault = Vault(vault_dir)
+        vault.add(fact, at="2026-11-20T09:00:00")
+        page = vault_dir / "wiki" / "people" / "alice.md"
+        page.write_text(f"---\ntitle: Alice\n---\n# Alice\n\n{words}\n")
+        vault.git.commit(["wiki/people/alice.md"], "dream: 2026-11-20..2026-11-20 — 1 created")
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    head, log = git(b, "rev-parse", "HEAD"), (b / "logs" / "2026" / "2026-11-20.md").read_text()
+
+    done = run_memvault("sync", "--vault", str(b))
+
+    assert done.returncode == ExitCode.SYNC_CONFLICT
+    assert "wiki/people/alice.md" in done.stderr and "dream" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert git(b, "rev-parse", "HEAD") == head
+    assert is_clean(b) and not (b / ".git" / "MERGE_HEAD").exists()
+    assert (b / "wiki" / "people" / "alice.md").read_text().endswith("Alice lives in Paris.\n")
+    assert (b / "logs" / "2026" / "2026-11-20.md").read_text() == log
+    assert list(_facts(b).values()) == ["b's fact"]
+    # the library raises SyncConflict with the paths
+    from memvault.errors import SyncConflict
+
+    with pytest.raises(SyncConflict) as info:
+        Vault(b).sync()
+    assert info.value.paths == ["wiki/people/alice.md"]
+
+
+def test_unreachable_remote_is_a_clear_error_and_changes_nothing(tmp_path, vault_dir):
+    """Bad inputs tried: a remote path that does not exist (sync and clone), sync with no remote,
+    an empty URL, a URL starting with '-', a non-empty clone target, a remote holding no vault."""
+    done = run_memvault("sync", "--vault", str(vault_dir))
+    assert done.returncode == ExitCode.REMOTE and "memvault remote set" in done.stderr
+    for bad in ("", "--upload-pack=touch /tmp/x"):
+        result = run_memvault("remote", "set", bad, "--vault", str(vault_dir))
+        assert result.returncode == ExitCode.USAGE, result.stderr
+    missing = tmp_path / "nowhere" / "remote.git"
+    assert run_memvault("remote", "set", str(missing), "--vault", str(vault_dir)).returncode == 0
+    Vault(vault_dir).add("kept locally")
+    head = git(vault_dir, "rev-parse", "HEAD")
+    refs = git(vault_dir, "for-each-ref")
+
+    done = run_memvault("sync", "--json", "--vault", str(vault_dir))
+
+    assert done.returncode == ExitCode.REMOTE
+    error = json.loads(done.stderr)["error"]
+    assert error["type"] == "RemoteError" and str(missing) in error["message"]
+    assert git(vault_dir, "rev-parse", "HEAD") == head and git(vault_dir, "for-each-ref") == refs
+    assert is_clean(vault_dir)
+
+    target = tmp_path / "clone-target"
+    done = run_memvault("clone", str(missing), str(target))
+    assert done.returncode == ExitCode.REMOTE and not target.exists()
+    done = run_memvault("clone", str(_remote(tmp_path)), str(target))
+    assert done.returncode == ExitCode.USAGE and "no memvault vault" in done.stderr and not target.exists()
+    done = run_memvault("clone", str(missing), str(vault_dir))
+    assert done.returncode == ExitCode.USAGE and "not empty" in done.stderr
+
+
+def test_a_plain_git_clone_gets_the_merge_driver_on_first_open(tmp_path):
+    """git config is not pushed: opening a vault installs the driver; `sync` with nothing new is a no-op."""
+    remote, a, _ = _machines(tmp_path)
+    plain = tmp_path / "plain"
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(plain)], check=True)
+    assert "memvault.union_merge" not in (plain / ".git" / "config").read_text()
+    done = run_memvault("sync", "--vault", str(plain))
+    assert done.returncode == 0 and "up to date" in done.stdout
+    assert "memvault.union_merge" in git(plain, "config", "--get", "merge.union.driver")
+
+
+def test_uncommitted_hand_edits_block_the_sync(tmp_path, vault_dir):
+    """Bad input tried: a hand-edited tracked file left uncommitted; the sync refuses before merging."""
+    remote = _remote(tmp_path)
+    Vault(vault_dir).set_remote(str(remote))
+    (vault_dir / "MEMORY.md").write_text("edited by hand\n")
+    done = run_memvault("sync", "--vault", str(vault_dir))
+    assert done.returncode == ExitCode.USAGE and "MEMORY.md" in done.stderr and "doctor --fix" in done.stderr
+    assert (vault_dir / "MEMORY.md").read_text() == "edited by hand\n"
