@@ -49,6 +49,10 @@ def content_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+# Loaded models by (name, path, threads): a process searching several vaults loads each model once.
+_loaded: dict[tuple[str, str | None, int | None], object] = {}
+
+
 class Embedder:
     """Turns texts into unit-length float32 vectors; the model loads on first use, never from the hub."""
 
@@ -63,6 +67,10 @@ class Embedder:
             return self._model
         if self._error is not None:
             raise ModelUnavailable(self._error)
+        shared = _loaded.get((self.spec.name, self.spec.path, self.threads))
+        if shared is not None:
+            self._model = shared
+            return shared
         # The hub would retry for tens of seconds with no network; memvault only uses local files.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -75,9 +83,10 @@ class Embedder:
             kwargs: dict = {"local_files_only": True}
             if self.spec.path:
                 if not (Path(self.spec.path) / "model.onnx").is_file():
-                    raise ModelUnavailable(f"no model.onnx in {self.spec.path}")
+                    raise ModelUnavailable(f"cannot load embedding model {self.spec.name}: no model.onnx in {self.spec.path}")
                 kwargs["specific_model_path"] = self.spec.path
             self._model = TextEmbedding(self.spec.name, threads=self.threads, **kwargs)
+            _loaded[(self.spec.name, self.spec.path, self.threads)] = self._model
         except ModelUnavailable as exc:
             self._error = str(exc)
             raise

@@ -31,6 +31,7 @@ Progress = Callable[[str, int, int], None]
 Notify = Callable[[str], None]
 
 POINTER = "current"
+BUILDING = "building"
 # Long enough for another process's incremental refresh, short enough that nobody hangs forever.
 LOCK_TIMEOUT = 120.0
 
@@ -128,6 +129,7 @@ class SearchIndex:
         self._cache: EmbeddingCache | None = None
         self.generation: Generation | None = None
         self._model_notice_given = False
+        self._lock = None
 
     # -- locking ------------------------------------------------------------------------------
     @contextmanager
@@ -135,8 +137,11 @@ class SearchIndex:
         """Tantivy allows one writer: every index write, from any process, holds this lock."""
         from filelock import FileLock, Timeout
 
-        self.locks.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.locks / "index.lock"))
+        if self._lock is None:
+            self.locks.mkdir(parents=True, exist_ok=True)
+            # One instance per index: FileLock counts nested acquisitions, so holders may nest.
+            self._lock = FileLock(str(self.locks / "index.lock"))
+        lock = self._lock
         try:
             lock.acquire(timeout=LOCK_TIMEOUT)
         except Timeout:
@@ -153,28 +158,42 @@ class SearchIndex:
         return self._cache
 
     # -- opening ------------------------------------------------------------------------------
-    def open(self) -> Generation:
+    def exists(self) -> bool:
+        return self.generation is not None or (self.root / POINTER).exists()
+
+    def open(self, embed: bool = True) -> Generation:
         """The live generation, rebuilt (with a notice) when it is missing or damaged."""
         if self.generation is not None:
             return self.generation
-        pointer = self.root / POINTER
-        try:
-            name = pointer.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            name = None
-        if name:
-            try:
-                generation = Generation(self.root / name)
-                generation.check()
-                self.generation = generation
-                return generation
-            except IndexDamaged as exc:
-                self.notify(f"search index is damaged ({exc}); rebuilding it from the vault files")
-        elif self.corpus.files():
-            self.notify("search index missing; building it from the vault files")
-        self.rebuild()
+        problem = self._open_live()
+        if problem is None:
+            return self.generation  # type: ignore[return-value]
+        with self.lock():
+            # One process rebuilds; the others wait here and then find its work.
+            problem = self._open_live()
+            if problem is None:
+                return self.generation  # type: ignore[return-value]
+            if problem != "missing":
+                self.notify(f"search index is damaged ({problem}); rebuilding it from the vault files")
+            elif self.corpus.files():
+                self.notify("search index missing; building it from the vault files")
+            self.rebuild(embed=embed)
         assert self.generation is not None
         return self.generation
+
+    def _open_live(self) -> str | None:
+        """Open the generation `current` names; None when that worked, else what is wrong."""
+        try:
+            name = (self.root / POINTER).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return "missing"
+        try:
+            generation = Generation(self.root / name)
+            generation.check()
+        except IndexDamaged as exc:
+            return str(exc)
+        self.generation = generation
+        return None
 
     # -- refreshing ---------------------------------------------------------------------------
     def scan(self, generation: Generation) -> Scan:
@@ -195,7 +214,7 @@ class SearchIndex:
 
     def refresh(self, embed: bool = True) -> RefreshReport:
         """Bring the index up to date with the files; then embed what has no vector yet."""
-        generation = self.open()
+        generation = self.open(embed=embed)
         generation.load_state()
         report = RefreshReport()
         if self.scan(generation):
@@ -219,7 +238,7 @@ class SearchIndex:
         states: dict[str, FileState] = {}
         total = len(scan.stale)
         for done, (rel, mtime_ns, size) in enumerate(scan.stale, 1):
-            if self.progress and total > 20:
+            if self.progress:
                 self.progress("reading files", done, total)
             try:
                 with open(self.corpus.root / rel, encoding="utf-8", newline="", errors="replace") as handle:
@@ -274,6 +293,9 @@ class SearchIndex:
         report = RefreshReport()
         catalog = generation.catalog
         if catalog.get_meta("model") != self.model.identity:
+            # Without the new model nothing could be re-embedded: keep the old vectors until it loads.
+            if not self._model_usable():
+                return report
             self._switch_model(generation)
         pending = catalog.pending()
         if not pending:
@@ -285,12 +307,7 @@ class SearchIndex:
         report.reused = len(vectors)
         missing = [h for h in by_hash if h not in vectors]
         if missing:
-            try:
-                self.embedder._load()
-            except ModelUnavailable as exc:
-                if not self._model_notice_given:
-                    self.notify(f"{exc}; searching by words only")
-                    self._model_notice_given = True
+            if not self._model_usable():
                 missing = []
             # Similar lengths batch together: fastembed pads each batch to its longest text.
             missing.sort(key=lambda h: len(by_hash[h]))
@@ -328,6 +345,20 @@ class SearchIndex:
             generation.load_state()
         return report
 
+    def _model_usable(self) -> bool:
+        """Load the model if needed; the first failure is told once, then search uses words only."""
+        try:
+            self.embedder._load()
+        except ModelUnavailable as exc:
+            self.model_unavailable(exc)
+            return False
+        return True
+
+    def model_unavailable(self, exc: Exception) -> None:
+        if not self._model_notice_given:
+            self.notify(f"{str(exc).rstrip('.')}; searching by words only")
+            self._model_notice_given = True
+
     def _switch_model(self, generation: Generation) -> None:
         catalog = generation.catalog
         with self.lock():
@@ -353,17 +384,20 @@ class SearchIndex:
             generation.load_state()
 
     # -- full rebuild -------------------------------------------------------------------------
-    def rebuild(self) -> RefreshReport:
+    def rebuild(self, embed: bool = True) -> RefreshReport:
         """Build a new generation from the files, aside, then swap it in atomically."""
         self.root.mkdir(parents=True, exist_ok=True)
         name = f"gen-{time.time_ns()}-{os.getpid()}"
         generation = Generation(self.root / name, create=True)
+        # Marks a generation still being filled, so another process's prune leaves it alone.
+        (generation.path / BUILDING).touch()
         report = RefreshReport()
         # The new generation is private until the swap, so the long part needs no lock.
         generation.load_state()
         report.merge(self._apply(generation, self.scan(generation)))
         generation.load_state()
-        report.merge(self.embed_pending(generation))
+        if embed:
+            report.merge(self.embed_pending(generation))
         with self.lock():
             generation.load_state()
             catch_up = self.scan(generation)
@@ -377,20 +411,27 @@ class SearchIndex:
                 replaced = ""
             tmp = self.root / f".{POINTER}.{os.getpid()}"
             tmp.write_text(name, encoding="utf-8")
+            (generation.path / BUILDING).unlink()
             os.replace(tmp, pointer)
             self._prune(keep={name, replaced})
         old, self.generation = self.generation, generation
         if old is not None:
             old.close()
-        # Documents added by the catch-up still need vectors.
-        report.merge(self.embed_pending(generation))
+        if embed:
+            # Documents added by the catch-up still need vectors.
+            report.merge(self.embed_pending(generation))
         return report
 
     def _prune(self, keep: set[str]) -> None:
         """Delete generations other than the live one and the one just replaced (a reader may hold it)."""
+        stale_build = time.time() - 3600
         for child in self.root.iterdir():
-            if child.is_dir() and child.name.startswith("gen-") and child.name not in keep:
-                shutil.rmtree(child, ignore_errors=True)
+            if not (child.is_dir() and child.name.startswith("gen-")) or child.name in keep:
+                continue
+            marker = child / BUILDING
+            if marker.exists() and marker.stat().st_mtime > stale_build:
+                continue  # another process is still building it
+            shutil.rmtree(child, ignore_errors=True)
 
     # -- status -------------------------------------------------------------------------------
     def status(self) -> dict:

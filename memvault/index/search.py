@@ -157,9 +157,7 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
     try:
         vector = index.embedder.embed_query(query)
     except ModelUnavailable as exc:
-        if not index._model_notice_given:
-            index.notify(f"{exc}; searching by words only")
-            index._model_notice_given = True
+        index.model_unavailable(exc)
         return []
     catalog = generation.catalog
     if filters.any:
@@ -214,7 +212,8 @@ def reindex(vault: Any, clear: bool = False, progress: Progress | None = None) -
     started = time.perf_counter()
     index = engine(vault, progress)
     try:
-        if clear:
+        if clear or not index.exists():
+            # An explicit rebuild (or the first build) needs no "index missing" notice.
             report = index.rebuild()
         else:
             report = index.refresh(embed=True)

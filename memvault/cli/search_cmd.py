@@ -1,0 +1,188 @@
+"""Search commands: search, reindex."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Annotated, Any, Iterator, Optional
+
+import typer
+
+from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, emit_jsonl, notice, open_vault
+from memvault.errors import ExitCode, InvalidInput, MemvaultError
+
+# Keys a --stdin JSON line may carry, mapped to Vault.search keyword arguments.
+_STDIN_KEYS = {
+    "query": "query", "limit": "limit", "category": "category", "tag": "tag", "source": "source",
+    "since": "since", "until": "until", "all": "include_all", "include_all": "include_all",
+    "lexical": "lexical_only", "lexical_only": "lexical_only", "explain": "explain",
+}
+
+
+def search(
+    query: Annotated[Optional[str], typer.Argument(help="What to look for, in plain words.", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many hits to print (1-1000).")] = 10,
+    category: Annotated[Optional[str], typer.Option("--category", "-c", help="Only facts of this category.")] = None,
+    tag: Annotated[Optional[str], typer.Option("--tag", "-t", help="Only facts and pages with this tag.")] = None,
+    source: Annotated[Optional[str], typer.Option("--source", help="Only facts from this source.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", help="Up to this time (a date includes the whole day).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Also search facts already consolidated into the wiki.")] = False,
+    lexical: Annotated[bool, typer.Option("--lexical", help="Match words only; never loads the embedding model.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit.")] = False,
+    stdin: Annotated[bool, typer.Option("--stdin", help="One query per input line (text or JSON object); one result line each.")] = False,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Find facts and wiki sections by their words and their meaning, newest-aware.
+
+    By default searches wiki pages and the facts not yet consolidated by dream; --all adds the
+    consolidated facts. With --stdin each line is a query or {"query", "limit", "category", "tag",
+    "source", "since", "until", "all", "lexical"}; the model loads once for all of them.
+
+    Example: memvault search "what does Alice drink" --limit 5 --json
+    """
+    if stdin and query is not None:
+        raise InvalidInput("give either QUERY or --stdin, not both")
+    if not stdin and query is None:
+        raise InvalidInput("missing QUERY (or use --stdin)")
+    vault = open_vault(vault_path)
+    options = dict(limit=limit, category=category, tag=tag, source=source, since=since, until=until,
+                   include_all=all_, lexical_only=lexical, explain=explain)
+    if stdin:
+        failed = _search_stdin(vault, options, json_)
+        if failed:
+            raise typer.Exit(int(ExitCode.USAGE))
+        return
+    with _progress(vault):
+        hits = vault.search(query, **options)
+    if json_:
+        emit_json([hit.to_dict() for hit in hits])
+    else:
+        _print_hits(hits, explain)
+
+
+def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
+    """Answer each input line; a bad line gets an error result and the rest still run."""
+    failed = 0
+    for number, raw in enumerate(sys.stdin, start=1):
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            continue
+        options = dict(defaults)
+        query: Any = line
+        try:
+            if line.lstrip().startswith("{"):
+                request = _parse_request(line, number)
+                query = request.pop("query", None)
+                options.update(request)
+            with _progress(vault):
+                hits = vault.search(query, **options)
+        except MemvaultError as e:
+            failed += 1
+            error = {"type": type(e).__name__, "message": f"line {number}: {e}", "exit_code": int(e.exit_code)}
+            if as_json:
+                emit_jsonl({"query": query, "error": error})
+            else:
+                notice(error["message"])
+            continue
+        if as_json:
+            emit_jsonl({"query": query, "hits": [hit.to_dict() for hit in hits]})
+        else:
+            echo(f"# {query}")
+            _print_hits(hits, options.get("explain", False))
+            echo()
+    return failed
+
+
+def _parse_request(line: str, number: int) -> dict:
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise InvalidInput(f"invalid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(item, dict):
+        raise InvalidInput("expected a JSON object")
+    unknown = sorted(set(item) - set(_STDIN_KEYS))
+    if unknown:
+        raise InvalidInput(f"unknown field(s) {', '.join(unknown)}; use {', '.join(sorted(set(_STDIN_KEYS)))}")
+    return {_STDIN_KEYS[k]: v for k, v in item.items()}
+
+
+def _print_hits(hits: list, explain: bool) -> None:
+    if not hits:
+        notice("no matches")
+        return
+    for hit in hits:
+        day = (hit.at or "")[:10] or "-"
+        label = hit.category or hit.kind
+        first = hit.text.strip().splitlines()[0] if hit.text.strip() else ""
+        where = f"{hit.path}#{hit.heading}" if hit.kind == "page" else hit.id
+        echo(f"{hit.score:.3f}  {day}  {label:<10}  {first}  [{where}]")
+        if explain and hit.explain:
+            parts = []
+            for name in ("lexical", "dense", "recency", "importance"):
+                signal = hit.explain.get(name)
+                if signal is None:
+                    continue
+                rank = f" #{signal['rank']}" if "rank" in signal else ""
+                parts.append(f"{name}{rank} +{signal['contribution']:.4f}")
+            echo("       " + ", ".join(parts))
+
+
+@contextmanager
+def _progress(vault: Any) -> Iterator[None]:
+    """A progress bar on stderr, only on a terminal, for long index work (first search, reindex)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from memvault.index.search import engine
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        engine(vault, progress=update)
+        try:
+            yield
+        finally:
+            engine(vault, progress=None)
+
+
+def reindex(
+    clear: Annotated[bool, typer.Option("--clear", help="Rebuild from scratch, aside, then swap it in (searches keep working).")] = False,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Bring the search index up to date with the vault files, or rebuild it with --clear.
+
+    Unchanged text is never embedded twice: vectors are cached by model and content.
+
+    Example: memvault reindex --clear
+    """
+    vault = open_vault(vault_path)
+    with _progress(vault):
+        from memvault.index.search import engine
+
+        report = vault.reindex(clear=clear, progress=engine(vault).progress)
+    if json_:
+        emit_json(report)
+        return
+    echo(
+        f"indexed {report['facts']} facts and {report['sections']} page sections in {report['seconds']:.2f} s "
+        f"(embedded {report['embedded']}, reused {report['reused']} cached, removed {report['removed']})"
+    )
+    if report.get("pending_embeddings"):
+        notice(f"{report['pending_embeddings']} documents have no vector yet (embedding model unavailable)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(search)
+    app.command()(reindex)

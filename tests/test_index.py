@@ -1,0 +1,211 @@
+"""The index stays a faithful projection of the files: hand edits, forgets, rebuilds, damage, races."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED_MODEL, run_memvault
+
+
+@pytest.fixture(autouse=True)
+def _close_indexes():
+    yield
+    from memvault.index.search import forget_engines
+
+    forget_engines()
+
+
+def texts(hits):
+    return [h.text for h in hits]
+
+
+def log_file(vault, fact) -> Path:
+    return vault.root / fact.path
+
+
+def test_add_is_searchable_at_once_without_loading_the_model(vault_dir):
+    script = textwrap.dedent(f"""
+        import sys
+        from memvault import Vault
+        vault = Vault.open({str(vault_dir)!r})
+        vault.search("warm up", lexical_only=True)
+        fact = vault.add("Sven restores old sailing boats")
+        hits = vault.search("sailing boats", lexical_only=True)
+        assert [h.id for h in hits] == [fact.id], hits
+        assert "fastembed" not in sys.modules and "onnxruntime" not in sys.modules
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_hand_edits_are_seen_by_the_next_search(vault):
+    first = vault.add("Tara keeps bees on the roof", at="2025-02-01")
+    gone = vault.add("Ulla sells honey at the market", at="2025-02-02")
+    assert texts(vault.search("bees roof", lexical_only=True)) == ["Tara keeps bees on the roof"]
+
+    # Edit a fact's text in place, delete a whole daily log, and write a new one by hand.
+    path = log_file(vault, first)
+    path.write_text(path.read_text().replace("keeps bees on the roof", "keeps pigeons in the attic"))
+    log_file(vault, gone).unlink()
+    copied = vault.root / "logs" / "2025" / "2025-02-03.md"
+    copied.write_text(path.read_text().replace(first.id, "0000000000000aaa").replace(
+        "Tara keeps pigeons in the attic", "Vera repairs clocks"))
+
+    assert texts(vault.search("bees roof", lexical_only=True)) == []
+    assert texts(vault.search("pigeons attic", lexical_only=True)) == ["Tara keeps pigeons in the attic"]
+    assert "Ulla sells honey at the market" not in texts(vault.search("honey market"))
+    assert [h.id for h in vault.search("repairs clocks", lexical_only=True)] == ["0000000000000aaa"]
+    # The dense half sees the edit too: the old meaning is gone, the new one is found.
+    assert texts(vault.search("pigeons"))[0] == "Tara keeps pigeons in the attic"
+    assert vault.index_status()["drift"] == 0
+
+
+def test_index_status_counts_drift_and_pending(vault):
+    fact = vault.add("Wim paints watercolours")
+    vault.search("watercolours")
+    assert vault.index_status() == {**vault.index_status(), "documents": 1, "pending_embeddings": 0, "drift": 0}
+    path = log_file(vault, fact)
+    path.write_text(path.read_text().replace("watercolours", "oil portraits"))
+    assert vault.index_status()["drift"] == 1
+    vault.search("portraits", lexical_only=True)
+    status = vault.index_status()
+    assert status["drift"] == 0 and status["pending_embeddings"] == 1
+
+
+def test_forgotten_facts_never_come_back(vault, cli):
+    secret = vault.add("Xena's door code is 9911")
+    vault.add("Xena likes jazz")
+    assert texts(vault.search("door code"))[0] == "Xena's door code is 9911"
+    vault.forget(secret.id, reason="secret")
+    assert "Xena's door code is 9911" not in texts(vault.search("door code", include_all=True))
+
+    assert cli("reindex", "--clear").exit_code == 0
+    assert "Xena's door code is 9911" not in texts(vault.search("door code", include_all=True))
+    # A hand edit of the day's log re-parses it; the tombstoned fact stays out.
+    path = log_file(vault, secret)
+    path.write_text(path.read_text() + "\n")
+    hits = vault.search("door code 9911", include_all=True, limit=50)
+    assert secret.id not in [h.id for h in hits]
+
+
+def test_reindex_reuses_cached_embeddings(vault):
+    vault.add_many([{"text": f"Yusuf's note number {i} about kayaks"} for i in range(12)])
+    first = vault.reindex()
+    assert first["facts"] == 12 and first["embedded"] == 12
+    again = vault.reindex(clear=True)
+    assert again["facts"] == 12 and again["embedded"] == 0 and again["reused"] == 12
+    assert texts(vault.search("kayak note number 7"))[0] == "Yusuf's note number 7 about kayaks"
+
+
+def test_changing_the_embedding_model_re_embeds_and_says_so(vault_dir, tmp_path):
+    from memvault import Vault
+
+    Vault.open(vault_dir).add("Zoe grows chillies on the windowsill")
+    run_memvault("reindex", "--vault", str(vault_dir))
+    fp32 = SHARED_MODEL.parent / "all-MiniLM-L6-v2-onnx"
+    result = run_memvault("search", "spicy plants", "--json", "--vault", str(vault_dir),
+                          env={"MEMVAULT_EMBED_MODEL_PATH": str(fp32)})
+    assert result.returncode == 0
+    assert "embedding model changed" in result.stderr and "re-embedding 1" in result.stderr
+    assert json.loads(result.stdout)[0]["text"] == "Zoe grows chillies on the windowsill"
+
+
+@pytest.mark.parametrize("damage", ["catalog", "lexical", "pointer", "everything"])
+def test_a_damaged_or_missing_index_is_rebuilt_with_a_notice(vault_dir, damage):
+    from memvault import Vault
+
+    Vault.open(vault_dir).add("Anna builds harpsichords")
+    run_memvault("reindex", "--vault", str(vault_dir))
+    index = vault_dir / ".memvault" / "index"
+    live = index / (index / "current").read_text().strip()
+    if damage == "catalog":
+        (live / "catalog.sqlite").write_bytes(b"this is not a database" * 100)
+        for extra in live.glob("catalog.sqlite-*"):
+            extra.unlink()
+    elif damage == "lexical":
+        (live / "lexical" / "meta.json").write_text("{broken")
+    elif damage == "pointer":
+        (index / "current").write_text("gen-does-not-exist")
+    else:
+        import shutil
+
+        shutil.rmtree(index)
+    result = run_memvault("search", "harpsichord", "--json", "--vault", str(vault_dir))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "rebuil" in result.stderr or "building" in result.stderr
+    assert json.loads(result.stdout)[0]["text"] == "Anna builds harpsichords"
+
+
+def test_a_search_during_a_full_rebuild_still_answers(vault):
+    vault.add_many([{"text": f"Bruno's logbook entry {i} about sailing"} for i in range(40)])
+    vault.reindex()
+    answers = []
+
+    def progress(phase, done, total):
+        if not answers:
+            # Another process searches while this one is in the middle of building the new index.
+            result = run_memvault("search", "logbook entry 17", "--lexical", "--json", "--vault", str(vault.root))
+            answers.append((result.returncode, result.stdout, result.stderr))
+
+    report = vault.reindex(clear=True, progress=progress)
+    assert answers, "the rebuild reported no progress"
+    code, out, err = answers[0]
+    assert code == 0, err
+    assert json.loads(out)[0]["text"] == "Bruno's logbook entry 17 about sailing"
+    assert report["facts"] == 40
+    assert texts(vault.search("logbook entry 17"))[0] == "Bruno's logbook entry 17 about sailing"
+    generations = [p for p in (vault.state_dir / "index").iterdir() if p.name.startswith("gen-")]
+    assert len(generations) <= 2
+
+
+def test_parallel_adds_and_searches_lose_no_fact(vault_dir):
+    adder = textwrap.dedent("""
+        import sys
+        from memvault import Vault
+        vault = Vault.open(sys.argv[1])
+        for i in range(8):
+            vault.add(f"parallel fact token{sys.argv[2]}x{i} about lighthouses")
+    """)
+    searcher = textwrap.dedent("""
+        import sys
+        from memvault import Vault
+        vault = Vault.open(sys.argv[1])
+        for i in range(8):
+            vault.search("lighthouses", limit=5, lexical_only=(i % 2 == 0))
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", adder, str(vault_dir), str(n)], stderr=subprocess.PIPE)
+             for n in range(3)]
+    procs += [subprocess.Popen([sys.executable, "-c", searcher, str(vault_dir)], stderr=subprocess.PIPE)
+              for _ in range(2)]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err.decode()
+
+    from memvault import Vault
+
+    vault = Vault.open(vault_dir)
+    hits = vault.search("lighthouses", limit=100, lexical_only=True)
+    assert len(hits) == 24
+    for n in range(3):
+        for i in range(8):
+            assert texts(vault.search(f"token{n}x{i}", lexical_only=True)) == [f"parallel fact token{n}x{i} about lighthouses"]
+    status = vault.index_status()
+    assert status["documents"] == 24 and status["drift"] == 0
+
+
+def test_reindex_cli_reports_counts(cli):
+    cli("add", "Carla keeps a reading diary")
+    result = cli("reindex", "--json")
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    assert report["facts"] == 1 and report["sections"] == 0 and report["pending_embeddings"] == 0
+    text = cli("reindex", "--clear")
+    assert text.exit_code == 0 and "indexed 1 facts" in text.stdout

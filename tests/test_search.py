@@ -1,0 +1,228 @@
+"""Search as a user sees it: finding facts by words and meaning, filters, scope, ranking, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+
+from conftest import commit_count, is_clean, run_memvault
+from memvault.errors import InvalidInput
+
+
+@pytest.fixture(autouse=True)
+def _close_indexes():
+    yield
+    from memvault.index.search import forget_engines
+
+    forget_engines()
+
+
+def ids(hits):
+    return [h.id for h in hits]
+
+
+def test_finds_a_fact_by_its_words_and_by_its_meaning(vault):
+    tea = vault.add("Alice prefers green tea in the morning", category="preference", tags=["alice"])
+    vault.add("The team moved the database to Postgres", category="decision")
+    vault.add("Bob is allergic to peanuts", tags=["bob"])
+
+    assert ids(vault.search("green tea"))[0] == tea.id
+    # No word in common with the fact: only the embedding can find it.
+    assert ids(vault.search("which beverage does she like to drink"))[0] == tea.id
+    # Lexical-only mode answers by words and does not rank unrelated facts.
+    assert ids(vault.search("peanuts", lexical_only=True)) == [ids(vault.search("peanuts"))[0]]
+
+
+def test_stemming_matches_other_forms_of_a_word(vault):
+    fact = vault.add("Carol went hiking in the Alps last summer")
+    assert ids(vault.search("hikes", lexical_only=True)) == [fact.id]
+
+
+def test_hits_carry_the_contract_fields(vault):
+    fact = vault.add("Dana moved to Lyon", category="event", tags=["dana", "move"], source="agent-7",
+                     at="2025-03-04T10:00")
+    hit = vault.search("Lyon")[0]
+    data = hit.to_dict()
+    assert data["id"] == fact.id and data["kind"] == "fact" and data["text"] == "Dana moved to Lyon"
+    assert data["category"] == "event" and data["tags"] == ["dana", "move"] and data["source"] == "agent-7"
+    assert data["at"].startswith("2025-03-04T10:00") and data["path"] == "logs/2025/2025-03-04.md"
+    assert isinstance(data["score"], float) and "heading" not in data
+
+
+def test_filters_narrow_results_in_both_halves(vault):
+    vault.add("Coffee with Erin about the garden", category="moment", tags=["erin"], source="chat",
+              at="2025-01-10")
+    vault.add("Coffee beans are stored in the pantry", category="fact", tags=["home"], source="notes",
+              at="2025-06-10")
+    vault.add("Erin likes strong coffee", category="preference", tags=["erin"], source="chat",
+              at="2025-09-10")
+
+    def texts(**filters):
+        return {h.text for h in vault.search("coffee", **filters)}
+
+    assert texts(category="preference") == {"Erin likes strong coffee"}
+    assert texts(tag="erin") == {"Coffee with Erin about the garden", "Erin likes strong coffee"}
+    assert texts(source="notes") == {"Coffee beans are stored in the pantry"}
+    assert texts(since="2025-06-01", until="2025-06-30") == {"Coffee beans are stored in the pantry"}
+    assert texts(until="2025-01-10") == {"Coffee with Erin about the garden"}
+    # Filters hold for the dense half too (a query sharing no word with the facts).
+    assert {h.text for h in vault.search("espresso drinker", tag="home")} == {"Coffee beans are stored in the pantry"}
+
+
+def test_bad_search_input_is_refused_with_a_clear_error(vault):
+    """Bad inputs tried: empty query, blank query, limit 0, limit 5000, limit as text, unknown
+    category, unparseable --since, --since after --until, empty tag."""
+    vault.add("anything at all")
+    for kwargs in ({"query": ""}, {"query": "   "}, {"query": "x", "limit": 0}, {"query": "x", "limit": 5000},
+                   {"query": "x", "limit": "3"}, {"query": "x", "category": "nonsense"},
+                   {"query": "x", "since": "last tuesday-ish"},
+                   {"query": "x", "since": "2025-02-01", "until": "2025-01-01"}, {"query": "x", "tag": ""}):
+        query = kwargs.pop("query")
+        with pytest.raises(InvalidInput):
+            vault.search(query, **kwargs)
+
+
+def test_default_scope_is_pages_and_facts_after_the_watermark(vault):
+    old = vault.add("Frank adopted a cat named Miso", at="2025-01-05")
+    new = vault.add("Frank's cat Miso likes the balcony", at="2025-02-20")
+    page = vault.root / "wiki" / "people" / "frank.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(textwrap.dedent("""\
+        ---
+        title: Frank
+        zone: people
+        tags: [frank, pets]
+        created: 2025-01-31
+        updated: 2025-01-31
+        sources: []
+        ---
+        # Frank
+
+        ## Pets
+        Frank has a cat called Miso, adopted in January 2025.[^x]
+        """))
+    with open(vault.root / "log.md", "a", encoding="utf-8") as log:
+        log.write("\n- 2025-02-01 dream: batch consolidated watermark=2025-01-31\n")
+
+    scoped = ids(vault.search("Miso the cat"))
+    assert old.id not in scoped and new.id in scoped and "wiki/people/frank.md#pets" in scoped
+    assert old.id in ids(vault.search("Miso the cat", include_all=True))
+
+
+def test_page_sections_are_hits_with_heading_and_tags_and_no_frontmatter(vault):
+    page = vault.root / "wiki" / "topics" / "gardening.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(textwrap.dedent("""\
+        ---
+        title: Gardening
+        zone: topics
+        tags: [garden, hobby]
+        created: 2025-04-01
+        updated: 2025-05-02
+        sources: [aaaa]
+        ---
+        # Gardening
+
+        ## Tomatoes
+        Grace grows cherry tomatoes on the balcony.[^aaaa]
+
+        ## Roses
+        The roses need pruning in March.
+        """))
+    hits = vault.search("cherry tomatoes balcony")
+    top = hits[0]
+    assert top.id == "wiki/topics/gardening.md#tomatoes" and top.kind == "page"
+    assert top.heading == "Tomatoes" and top.tags == ["garden", "hobby"] and top.path == "wiki/topics/gardening.md"
+    assert "zone:" not in top.text and top.to_dict()["heading"] == "Tomatoes"
+    assert top.at.startswith("2025-05-02")
+    assert ids(vault.search("hobby", lexical_only=True, tag="garden"))  # tags are searchable and filterable
+
+
+def test_recency_prefers_the_newer_of_two_conflicting_facts(vault):
+    vault.add("Hana lives in Paris", category="fact", at="2024-01-15")
+    newer = vault.add("Hana lives in Berlin", category="fact", at="2025-08-01")
+    assert ids(vault.search("where does Hana live"))[0] == newer.id
+
+
+def test_old_events_are_not_buried_by_newer_facts(vault):
+    trip = vault.add("Ivan travelled to Japan and climbed Mount Fuji", category="event", at="2019-07-01")
+    vault.add_many([{"text": f"Ivan had a routine team meeting number {i}", "at": "2025-10-01"} for i in range(30)])
+    assert ids(vault.search("when did Ivan climb Fuji in Japan"))[0] == trip.id
+
+
+def test_importance_breaks_a_tie(vault):
+    vault.add("Jun's locker code is 4411", at="2025-05-01T10:00")
+    important = vault.add("Jun's locker code is 4411", at="2025-05-01T10:00", importance=1.0)
+    assert ids(vault.search("Jun locker code"))[0] == important.id
+
+
+def test_explain_shows_each_signal(vault):
+    vault.add("Kim bakes sourdough bread on Sundays")
+    hit = vault.search("sourdough", explain=True)[0]
+    assert set(hit.explain) >= {"lexical", "dense", "recency", "importance", "total"}
+    parts = sum(hit.explain[s]["contribution"] for s in ("lexical", "dense", "recency", "importance"))
+    assert parts == pytest.approx(hit.score, abs=1e-4)
+    assert vault.search("sourdough")[0].explain is None
+
+
+def test_cli_search_json_and_text(cli):
+    cli("add", "Lena plays the cello in an orchestra", "--tag", "lena")
+    result = cli("search", "cello", "--json")
+    assert result.exit_code == 0
+    hits = json.loads(result.stdout)
+    assert hits[0]["text"] == "Lena plays the cello in an orchestra"
+    assert set(hits[0]) == {"id", "kind", "text", "score", "at", "category", "tags", "source", "path"}
+    text = cli("search", "cello", "--explain")
+    assert "Lena plays the cello" in text.stdout and "lexical #1" in text.stdout
+
+
+def test_cli_search_stdin_answers_one_line_per_query(cli):
+    cli("add", "Mia's birthday is on 3 March")
+    cli("add", "Noah drives a red bicycle to work")
+    queries = 'birthday\n{"query": "bicycle", "limit": 1, "lexical": true}\n\n{"query": "x", "limit": 0}\n'
+    result = cli("search", "--stdin", "--json", input=queries)
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 3
+    assert lines[0]["query"] == "birthday" and lines[0]["hits"][0]["text"] == "Mia's birthday is on 3 March"
+    assert [h["text"] for h in lines[1]["hits"]] == ["Noah drives a red bicycle to work"]
+    assert lines[2]["error"]["type"] == "InvalidInput"
+    assert result.exit_code == 2  # one line failed; the others were still answered
+
+
+def test_cli_bad_input_exits_non_zero_and_changes_nothing(cli, vault_dir):
+    """Bad inputs tried: missing query, query plus --stdin, --limit 0, unknown --category, bad --until,
+    a --stdin line that is not JSON, a --stdin object with an unknown field."""
+    cli("add", "Olivia collects stamps")
+    before = commit_count(vault_dir)
+    for args, stdin in ((("search",), None), (("search", "x", "--stdin"), ""), (("search", "x", "--limit", "0"), None),
+                        (("search", "x", "--category", "nope"), None), (("search", "x", "--until", "soonish"), None),
+                        (("search", "--stdin", "--json"), "{not json\n"),
+                        (("search", "--stdin", "--json"), '{"query": "x", "colour": "red"}\n')):
+        result = cli(*args, input=stdin)
+        assert result.exit_code == 2, args
+    assert commit_count(vault_dir) == before and is_clean(vault_dir)
+
+
+def test_without_the_model_search_answers_by_words_with_one_notice(vault_dir, tmp_path):
+    """Bad input tried: MEMVAULT_EMBED_MODEL_PATH pointing at a directory with no model."""
+    from memvault import Vault
+
+    Vault.open(vault_dir).add("Paula repairs vintage radios")
+    env = {"MEMVAULT_EMBED_MODEL_PATH": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    result = run_memvault("search", "vintage radios", "--json", "--vault", str(vault_dir), env=env, timeout=30)
+    assert result.returncode == 0
+    assert json.loads(result.stdout)[0]["text"] == "Paula repairs vintage radios"
+    notices = [line for line in result.stderr.splitlines() if "embedding model" in line]
+    assert len(notices) == 1 and "words only" in notices[0]
+
+
+def test_python_api_and_cli_return_the_same_hits(cli, vault_dir):
+    from memvault import Vault
+
+    for text in ("Quinn runs marathons", "Quinn's marathon best is 3h10", "Rita swims in the lake"):
+        cli("add", text)
+    api = [h.to_dict() for h in Vault.open(vault_dir).search("marathon running", limit=3)]
+    assert json.loads(cli("search", "marathon running", "--limit", "3", "--json").stdout) == api
