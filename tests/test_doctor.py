@@ -1,0 +1,100 @@
+"""`memvault doctor`: checks that explain, and `--fix` repairs that say what they did."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from conftest import commit_count, git, is_clean
+
+
+def _checks(result) -> dict[str, dict]:
+    return {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+
+
+def test_healthy_vault_passes(cli, vault):
+    vault.add("Alice prefers green tea")
+    result = cli("doctor", "--json")
+    assert result.exit_code == 0, result.stdout
+    checks = _checks(result)
+    assert all(c["status"] in ("ok", "warn") for c in checks.values())
+    assert checks["merge driver"]["status"] == "ok"
+    assert checks["git identity"]["status"] == "ok" and "author@example.test" in checks["git identity"]["message"]
+    model = checks["embedding model"]
+    assert model["status"] == "ok" and os.environ["MEMVAULT_EMBED_MODEL_PATH"] in model["message"]
+    assert checks["LLM"]["status"] == "warn" and "MEMVAULT_MODEL" in checks["LLM"]["message"]
+
+
+def test_doctor_finds_problems_and_fix_repairs_the_safe_ones(cli, vault):
+    """Broken on purpose: a hand-mangled log line, a page citing a fact that does not exist, an
+    uncommitted hand edit, the merge driver removed from git config, a stale .git/index.lock."""
+    fact = vault.add("Alice prefers green tea", at="2026-11-01T09:00:00")
+    log = vault.root / fact.path
+    with open(log, "a") as f:
+        f.write("- typed by hand without metadata\n")
+    page = vault.root / "wiki" / "people" / "alice.md"
+    page.write_text(f"---\ntitle: Alice\n---\n# Alice\n\nTea [^{fact.id}], coffee [^zzzzzzzzzzzzzzzz].\n")
+    git(vault.root, "config", "--unset", "merge.union.driver")
+    lock = vault.root / ".git" / "index.lock"
+    lock.write_text("")
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+
+    result = cli("doctor", "--json")
+
+    assert result.exit_code == 1
+    checks = _checks(result)
+    assert "logs/2026/2026-11-01.md:4" in checks["daily logs"]["details"][0]
+    assert checks["daily logs"]["status"] == "fail"
+    assert checks["citations"]["status"] == "fail"
+    assert "wiki/people/alice.md cites zzzzzzzzzzzzzzzz" in checks["citations"]["details"][0]
+    assert checks["uncommitted changes"]["status"] == "fail"
+    assert set(checks["uncommitted changes"]["details"]) == {fact.path, "wiki/people/alice.md"}
+    assert checks["merge driver"]["status"] == "fail"
+    assert checks["locks"]["status"] == "fail" and "index.lock" in checks["locks"]["message"]
+    text = cli("doctor")
+    assert "FAIL   daily logs" in text.stdout and "doctor --fix` would" in text.stdout
+    commits = commit_count(vault.root)
+
+    fixed = cli("doctor", "--fix", "--json")
+
+    assert fixed.exit_code == 1  # the log line and the citation need a person
+    report = json.loads(fixed.stdout)
+    checks = {c["name"]: c for c in report["checks"]}
+    for name in ("locks", "uncommitted changes", "merge driver"):
+        assert checks[name]["status"] == "fixed", checks[name]
+    assert any("committed 2 leftover change(s)" in line for line in report["fixed"])
+    assert checks["daily logs"]["status"] == "fail" and checks["citations"]["status"] == "fail"
+    assert not lock.exists() and is_clean(vault.root)
+    assert commit_count(vault.root) == commits + 1
+    assert "memvault.union_merge" in git(vault.root, "config", "--get", "merge.union.driver")
+
+
+def test_llm_and_embedding_configuration_are_checked_without_network(cli, vault, monkeypatch, tmp_path):
+    """Bad inputs tried: a model whose provider key is missing, an embedding path with no model."""
+    monkeypatch.setenv("MEMVAULT_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("MEMVAULT_EMBED_MODEL_PATH", str(tmp_path / "no-model"))
+    result = cli("doctor", "--json")
+    assert result.exit_code == 1
+    checks = _checks(result)
+    assert checks["LLM"]["status"] == "fail" and "OPENAI_API_KEY" in checks["LLM"]["message"]
+    assert checks["embedding model"]["status"] == "fail"
+    assert "no-model" in checks["embedding model"]["message"]
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.delenv("MEMVAULT_EMBED_MODEL_PATH")
+    checks = _checks(cli("doctor", "--json"))
+    assert checks["LLM"]["status"] == "ok" and "not contacted" in checks["LLM"]["message"]
+
+
+def test_fix_reindexes_a_drifted_index(cli, vault):
+    vault.add("Alice prefers green tea")
+    vault.reindex()
+    vault.add("Bob moved to Lyon")
+    checks = _checks(cli("doctor", "--json"))
+    assert checks["search index"]["status"] == "warn" and "changed since indexing" in checks["search index"]["message"]
+    checks = _checks(cli("doctor", "--fix", "--json"))
+    assert checks["search index"]["status"] == "fixed"
+    assert vault.index_status()["drift"] == 0

@@ -1,0 +1,70 @@
+"""`memvault status`: what the vault holds and where it stands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from conftest import git
+
+
+def test_status_counts_facts_days_pages_and_dream_progress(cli, vault):
+    kept = vault.add("Alice prefers green tea", at="2026-11-01T09:00:00")
+    gone = vault.add("Bob's phone is 555", at="2026-11-02T09:00:00")
+    vault.add("Carol joined", at="2026-11-03T09:00:00")
+    vault.forget(gone.id, "wrong")
+    page = vault.root / "wiki" / "people" / "alice.md"
+    page.write_text(f"---\ntitle: Alice\n---\n# Alice\n\nPrefers green tea [^{kept.id}].\n")
+    with open(vault.root / "log.md", "a") as log:
+        log.write("- 2026-11-02T03:00:00+00:00 dream ok 2026-11-01..2026-11-01 watermark=2026-11-01 · 1 fact\n")
+        log.write("- 2026-11-03T03:00:00+00:00 dream failed 2026-11-02..2026-11-03 · attempt 1/3: bad answer\n")
+    vault.git.commit(["."], "dream: 2026-11-01..2026-11-01 — 1 created")
+
+    result = cli("status", "--json")
+
+    assert result.exit_code == 0, result.stderr
+    state = json.loads(result.stdout)
+    assert state["path"] == str(vault.root)
+    assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1}
+    assert state["days"] == 3 and state["pages"] == 1
+    assert state["watermark"] == "2026-11-01"
+    assert state["pending"] == {"days": 2, "facts": 1}  # the forgotten fact is not pending
+    assert state["last_dream"]["outcome"] == "failed"
+    assert state["failed_attempts"] == 1
+    assert state["remote"] is None and state["lock"] is None
+    assert state["git"]["uncommitted"] == 0
+    text = cli("status").stdout
+    assert "2 (1 forgotten) in 3 daily log(s)" in text and "watermark   2026-11-01" in text
+
+
+def test_status_shows_the_lock_holder_and_ahead_behind(cli, vault, tmp_path):
+    """A real process holds the write lock: status names its pid and command, and returns at once."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    vault.set_remote(str(remote))
+    vault.add("first")
+    vault.sync()
+    vault.add("second, not yet synced")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from memvault import Vault\n"
+         "with Vault(sys.argv[1]).write_lock():\n    print('held', flush=True); time.sleep(30)",
+         str(vault.root)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        state = json.loads(cli("status", "--json").stdout)
+        assert time.monotonic() - started < 5
+        assert state["lock"]["pid"] == holder.pid
+        assert "-c" in state["lock"]["command"]
+        assert state["remote"]["url"] == str(remote)
+        assert (state["remote"]["ahead"], state["remote"]["behind"]) == (1, 0)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert json.loads(cli("status", "--json").stdout)["lock"] is None
+    assert git(vault.root, "status", "--porcelain") == ""
