@@ -9,15 +9,12 @@ timeouts from the provider; no model configured.
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import date, timedelta
 
 import pytest
 from conftest import commit_count, git, is_clean
-from dream_support import (
-    MODEL, TODAY, FakeLLM, answer, consolidated, dream, log_lines, request_data, settings,
-)
+from dream_support import TODAY, FakeLLM, answer, consolidated, dream, log_lines, request_data
 from fake_llm import consolidate_everything
 
 from memvault.errors import LLMError, NotFound

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
 from memvault.dream.pages import (
     CONFLICTS_PAGE, INBOX_ZONE, Page, check_page_path, cited_ids, clean_body, has_control,
