@@ -90,11 +90,12 @@ def _root(
 
 def _register() -> None:
     # Explicit registration, in the order `--help` lists the commands.
-    from memvault.cli import context_cmd, facts_cmd, vault_cmd
+    from memvault.cli import context_cmd, dream_cmd, facts_cmd, vault_cmd
 
     vault_cmd.register(app)
     facts_cmd.register(app)
     context_cmd.register(app)
+    dream_cmd.register(app)
     from memvault.cli import health_cmd, sync_cmd
 
     sync_cmd.register(app)
