@@ -73,7 +73,7 @@ def _dream_state(vault: "Vault") -> dict:
     }
 
 
-def _index_built(vault: "Vault") -> bool | None:
+def index_built(vault: "Vault") -> bool | None:
     """Whether a search index exists (None: this installation has no search module)."""
     try:
         from memvault.index.search import engine
@@ -83,7 +83,7 @@ def _index_built(vault: "Vault") -> bool | None:
 
 
 def _index_state(vault: "Vault") -> dict | None:
-    built = _index_built(vault)
+    built = index_built(vault)
     if built is None or not hasattr(vault, "index_status"):
         return None
     if not built:

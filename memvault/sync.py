@@ -39,7 +39,7 @@ class SyncReport:
     sent: int = 0              # commits pushed
     merged: bool = False       # a merge commit was made (both sides had new commits)
     changed: list[str] = field(default_factory=list)   # files the merge changed here
-    index: str | None = None   # what the search index did afterwards, if anything
+    index: dict | None = None  # what the search index did afterwards (reindex report), if anything
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -260,6 +260,9 @@ def _merge(vault: "Vault", branch: str, report: SyncReport) -> tuple[int, list[s
 
 def _conflict(vault: "Vault", paths: list[str], branch: str) -> SyncConflict:
     shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    if any(p.startswith("logs/") or p == "tombstones.jsonl" for p in paths):
+        # these merge by union unless the driver is broken (a moved Python, say)
+        shown += " (append-only files: run `memvault doctor --fix` to repair the merge driver, then sync)"
     error = SyncConflict(
         f"sync stopped: {shown} changed differently here and on {REMOTE}/{branch}; nothing was merged and "
         f"the vault is as before. To resolve: let only one machine run `memvault dream`; then in {vault.root} "
@@ -293,15 +296,17 @@ def _push(vault: "Vault", url: str, branch: str) -> int:
     return ahead
 
 
-def _catch_up_index(vault: "Vault") -> str | None:
-    """Let the search index re-read the changed files now, if this vault has an index at all."""
-    if not hasattr(vault, "reindex") or not (vault.root / ".memvault" / "index").exists():
+def _catch_up_index(vault: "Vault") -> dict | None:
+    """Let the search index re-read the changed files now (by content hash), if it was ever built."""
+    from memvault.health import index_built
+
+    if not hasattr(vault, "reindex") or not index_built(vault):
         return None
     try:
         result = vault.reindex()
     except Exception as e:  # noqa: BLE001 - the sync itself succeeded; search catches up later
-        return f"index not updated ({type(e).__name__}: {e}); the next search catches up"
-    return "updated" if result is None else str(result)
+        return {"error": f"{type(e).__name__}: {e}; the next search catches up"}
+    return result if isinstance(result, dict) else {}
 
 
 def _git_reason(error: Exception) -> str:

@@ -186,3 +186,25 @@ def test_uncommitted_hand_edits_block_the_sync(tmp_path, vault_dir):
     done = run_memvault("sync", "--vault", str(vault_dir))
     assert done.returncode == ExitCode.USAGE and "MEMORY.md" in done.stderr and "doctor --fix" in done.stderr
     assert (vault_dir / "MEMORY.md").read_text() == "edited by hand\n"
+
+
+def test_after_a_sync_the_index_catches_up_with_only_the_changed_files(tmp_path):
+    remote = _remote(tmp_path)
+    a = Vault.init(tmp_path / "a")
+    a.set_remote(str(remote))
+    for i in range(5):
+        a.add(f"older fact number {i} about the garden", at="2026-11-01T09:00:00")
+    a.sync()
+    b = Vault.clone(str(remote), tmp_path / "b")
+    assert a.sync().index is None  # nothing came in, and no index was ever built
+    a.reindex()
+    b.add("Dana adopted a grey cat named Pixel", at="2026-11-02T09:00:00")
+    b.sync()
+
+    report = a.sync()
+
+    assert report.received == 1 and report.changed == ["logs/2026/2026-11-02.md"]
+    # the new fact only; a rebuild would have reused the cached vectors of the five older facts
+    assert (report.index["embedded"], report.index["reused"]) == (1, 0)
+    assert a.index_status()["drift"] == 0
+    assert any("Pixel" in hit.text for hit in a.search("grey cat", limit=3))

@@ -62,6 +62,8 @@ def sync(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     Example: memvault sync --json
     """
     report = open_vault(vault_path).sync()
+    if report.index and report.index.get("error"):
+        notice(f"search index not updated: {report.index['error']}")
     if json_:
         emit_json(report.to_dict())
         return
