@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--rrf-k", type=float, default=60.0)
     parser.add_argument("--w-lexical", type=float, default=1.0)
     parser.add_argument("--w-dense", type=float, default=1.0)
-    parser.add_argument("--recency", type=float, default=0.02)
+    parser.add_argument("--recency", type=float, default=0.05)
     parser.add_argument("--importance", type=float, default=0.02)
     args = parser.parse_args()
     os.environ.setdefault("MEMVAULT_EMBED_MODEL_PATH", str(DEFAULT_MODEL))

@@ -22,7 +22,7 @@ class Weights:
     rrf_k: float = 60.0
     lexical: float = 1.0
     dense: float = 1.0
-    recency: float = 0.02
+    recency: float = 0.05
     importance: float = 0.02
 
 
