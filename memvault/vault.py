@@ -202,9 +202,17 @@ class Vault:
         """
         if kind not in ("append", "replace"):
             raise ValueError(kind)
+        paths = sorted(paths)
         journal = self.state_dir / JOURNAL_FILE
-        _atomic_write(journal, json.dumps({"kind": kind, "paths": sorted(paths), "message": message}))
-        yield
+        _atomic_write(journal, json.dumps({"kind": kind, "paths": paths, "message": message}))
+        try:
+            yield
+        except BaseException:
+            if kind == "replace":
+                # All-or-nothing: undo the partial write now rather than at the next command.
+                self._restore_from_head(paths)
+                journal.unlink(missing_ok=True)
+            raise  # an "append" keeps its journal: its data is durable and the next command commits it
         journal.unlink(missing_ok=True)
 
     def recover(self) -> list[str]:

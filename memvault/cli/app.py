@@ -64,7 +64,6 @@ def _fail(kind: str, message: str, code: int, wants_json: bool) -> None:
 app = typer.Typer(
     cls=MemvaultGroup,
     name="memvault",
-    help="Long-term memory for agents and people: markdown facts in git, hybrid search, nightly consolidation.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -90,11 +89,12 @@ def _root(
 
 def _register() -> None:
     # Explicit registration, in the order `--help` lists the commands.
-    from memvault.cli import context_cmd, dream_cmd, facts_cmd, vault_cmd
+    from memvault.cli import context_cmd, dream_cmd, facts_cmd, search_cmd, vault_cmd
 
     vault_cmd.register(app)
     facts_cmd.register(app)
     context_cmd.register(app)
+    search_cmd.register(app)
     dream_cmd.register(app)
     from memvault.cli import health_cmd, sync_cmd
 
