@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from memvault.index.documents import Document, fact_document, page_documents
 
 TOMBSTONES = "tombstones.jsonl"
+# The daily log file name, as the vault defines it (memvault.vault._LOG_NAME).
+_LOG_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
+
+
+def _entries(path: str) -> Iterator[os.DirEntry]:
+    try:
+        with os.scandir(path) as entries:
+            yield from entries
+    except (FileNotFoundError, NotADirectoryError):
+        return
 
 
 class Corpus:
@@ -23,6 +35,37 @@ class Corpus:
         wiki = self.root / "wiki"
         if wiki.is_dir():
             found += sorted(p.relative_to(self.root).as_posix() for p in wiki.rglob("*.md") if p.is_file())
+        return found
+
+    def stat_files(self) -> dict[str, tuple[int, int]]:
+        """(mtime_ns, size) of every indexed file and of tombstones.jsonl, by vault-relative path.
+
+        Runs before every search, so it walks with os.scandir rather than pathlib: at a few
+        hundred daily logs pathlib's object overhead was most of a warm search.
+        """
+        found: dict[str, tuple[int, int]] = {}
+        root = str(self.root)
+        for year in _entries(os.path.join(root, "logs")):
+            if not year.is_dir():
+                continue
+            for entry in _entries(year.path):
+                if _LOG_NAME.match(entry.name) and entry.is_file():
+                    st = entry.stat()
+                    found[f"logs/{year.name}/{entry.name}"] = (st.st_mtime_ns, st.st_size)
+        for folder, _dirs, names in os.walk(os.path.join(root, "wiki")):
+            for name in names:
+                if name.endswith(".md"):
+                    path = os.path.join(folder, name)
+                    try:
+                        st = os.stat(path)
+                    except FileNotFoundError:
+                        continue
+                    found[os.path.relpath(path, root).replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
+        try:
+            st = os.stat(os.path.join(root, TOMBSTONES))
+            found[TOMBSTONES] = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            pass
         return found
 
     def documents(self, rel: str, content: str) -> list[Document]:

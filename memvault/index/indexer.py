@@ -74,6 +74,7 @@ class Generation:
             raise IndexDamaged(str(exc)) from exc
         self.version = -1
         self.manifest: dict[str, FileState] = {}
+        self.memo: dict = {}  # per-version results a warm process may reuse (see search._dense)
 
     def check(self) -> None:
         """Cheap consistency checks run when a generation is opened."""
@@ -199,17 +200,13 @@ class SearchIndex:
     def scan(self, generation: Generation) -> Scan:
         """Files whose stat differs from the manifest; costs one stat per file, no reads."""
         scan = Scan()
-        seen = set()
-        for rel in [*self.corpus.files(), TOMBSTONES]:
-            try:
-                st = os.stat(self.corpus.root / rel)
-            except FileNotFoundError:
-                continue
-            seen.add(rel)
-            known = generation.manifest.get(rel)
-            if known is None or known.mtime_ns != st.st_mtime_ns or known.size != st.st_size:
-                scan.stale.append((rel, st.st_mtime_ns, st.st_size))
-        scan.gone = [rel for rel in generation.manifest if rel not in seen]
+        current = self.corpus.stat_files()
+        manifest = generation.manifest
+        for rel, (mtime_ns, size) in current.items():
+            known = manifest.get(rel)
+            if known is None or known.mtime_ns != mtime_ns or known.size != size:
+                scan.stale.append((rel, mtime_ns, size))
+        scan.gone = [rel for rel in manifest if rel not in current]
         return scan
 
     def refresh(self, embed: bool = True) -> RefreshReport:

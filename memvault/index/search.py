@@ -162,7 +162,15 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
     catalog = generation.catalog
     if filters.any:
         where, params = _sql_filters(filters)
-        slots = np.asarray(catalog.slots_where(where, params), dtype=np.int64)
+        # The default scope (after a dream) filters every search the same way: keep its slots
+        # for as long as the index does not change, instead of scanning the catalog each time.
+        memo = (generation.version, where, tuple(params))
+        slots = generation.memo.get(memo)
+        if slots is None:
+            slots = np.asarray(catalog.slots_where(where, params), dtype=np.int64)
+            if len(generation.memo) > 16:
+                generation.memo.clear()
+            generation.memo[memo] = slots
         best = generation.vectors.top(vector, wanted, slots)
     else:
         # Rows of deleted documents are dead space in the vector file: ask for a margin and skip them.
