@@ -207,7 +207,7 @@ class Vault:
         _atomic_write(journal, json.dumps({"kind": kind, "paths": paths, "message": message}))
         try:
             yield
-        except BaseException:
+        except (Exception, KeyboardInterrupt):
             if kind == "replace":
                 # All-or-nothing: undo the partial write now rather than at the next command.
                 self._restore_from_head(paths)

@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
+import pytest
 from filelock import FileLock
 
 from conftest import commit_count, git, is_clean, run_memvault
@@ -120,7 +121,8 @@ def test_an_interrupted_append_is_committed_by_the_next_command(vault):
     path = vault.root / "logs" / "2026" / "2026-11-02.md"
     with vault.write_lock():
         # A process that journaled its write, wrote the fact durably, and died before committing.
-        vault.transaction("append", ["logs/2026/2026-11-02.md"], "add: abc interrupted fact").__enter__()
+        unfinished = vault.transaction("append", ["logs/2026/2026-11-02.md"], "add: abc interrupted fact")
+        unfinished.__enter__()
         path.parent.mkdir(parents=True)
         path.write_text(log_header(fact.day) + format_item(fact))
     assert not is_clean(vault.root)
@@ -135,7 +137,8 @@ def test_an_interrupted_append_is_committed_by_the_next_command(vault):
 def test_an_interrupted_replace_is_rolled_back_by_the_next_command(vault):
     page = vault.root / "wiki" / "people" / "alice.md"
     with vault.write_lock():
-        vault.transaction("replace", ["wiki", "MEMORY.md"], "dream: half applied").__enter__()
+        unfinished = vault.transaction("replace", ["wiki", "MEMORY.md"], "dream: half applied")
+        unfinished.__enter__()  # and never left: the process "dies" here
         page.write_text("half-written page")
         (vault.root / "MEMORY.md").write_text("half-written memory")
     memory_before = git(vault.root, "show", "HEAD:MEMORY.md")
@@ -144,3 +147,13 @@ def test_an_interrupted_replace_is_rolled_back_by_the_next_command(vault):
     assert not page.exists()
     assert (vault.root / "MEMORY.md").read_text() == memory_before
     assert is_clean(vault.root)
+
+
+def test_a_failing_replace_is_rolled_back_at_once(vault):
+    page = vault.root / "wiki" / "people" / "bob.md"
+    with vault.write_lock(), pytest.raises(RuntimeError):
+        with vault.transaction("replace", ["wiki"], "dream: fails midway"):
+            page.write_text("partial")
+            raise RuntimeError("model answer ran out midway")
+    assert not page.exists() and is_clean(vault.root)
+    assert not (vault.root / ".memvault" / "journal.json").exists()

@@ -108,7 +108,7 @@ def test_works_without_a_git_identity_and_honours_one_when_configured(tmp_path, 
     assert git(vault.root, "log", "-1", "--format=%an <%ae>").strip() == "Real Person <real@example.test>"
     assert again.git.identity().fallback is False
     # The fallback was never written into the vault's config.
-    assert "memvault" not in (vault.root / ".git" / "config").read_text()
+    assert "[user]" not in (vault.root / ".git" / "config").read_text()
 
 
 def test_import_of_the_cli_stays_light():
