@@ -73,7 +73,7 @@ def test_second_dream_refused_and_add_not_blocked_during_a_slow_dream(vault_dir,
     """Real processes: the first dream waits on a slow model while others use the vault."""
     run_memvault("add", "Sam climbs", "--at", DAY, "--vault", str(vault_dir)).check_returncode()
     slow = consolidate_everything("wiki/people/sam.md", "Sam")
-    fake.default = lambda body: {"delay": 6, "content": slow(body)}
+    fake.default = lambda body: {"delay": 8, "content": slow(body)}
     first = subprocess.Popen([sys.executable, "-m", "memvault", "dream", "--json", "--vault", str(vault_dir)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

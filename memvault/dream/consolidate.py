@@ -288,14 +288,14 @@ class _Runner:
         paths: list[str] = []
         search = getattr(self.vault, "search", None)
         if search is not None:
-            try:
-                for fact in facts[:40]:
-                    for hit in search(fact.text[:300], limit=5):
-                        if hit.kind == "page" and hit.path not in paths:
-                            paths.append(hit.path)
-            except MemvaultError as e:
-                self.say(f"  search unavailable ({e}); choosing pages by shared words")
-                paths = []
+            for fact in facts[:40]:
+                try:
+                    hits = search(fact.text[:300], limit=5)
+                except MemvaultError:  # e.g. a fact of punctuation only: no query to make
+                    continue
+                for hit in hits:  # several sections of one page may match
+                    if hit.kind == "page" and hit.path not in paths:
+                        paths.append(hit.path)
         if not paths:
             paths = _pages_sharing_words(root, facts)
         chosen, size = [], 0
