@@ -52,7 +52,15 @@ def dream(
     else:
         _print_report(data)
     if report.error:
-        notice(report.error)
+        # the summary above is the result; the failure itself is reported like any other error
+        if json_:
+            import json
+            import sys
+
+            error = {"type": "LLMError", "message": report.error, "exit_code": int(ExitCode.LLM)}
+            sys.stderr.write(json.dumps({"error": error}) + "\n")
+        else:
+            notice(report.error)
         raise typer.Exit(int(ExitCode.LLM))
     for label in data["skipped"]:
         notice(f"batch {label} was skipped after repeated failures; its facts stay searchable as raw facts")
