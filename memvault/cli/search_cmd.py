@@ -169,9 +169,7 @@ def reindex(
     """
     vault = open_vault(vault_path)
     with _progress(vault):
-        from memvault.index.search import engine
-
-        report = vault.reindex(clear=clear, progress=engine(vault).progress)
+        report = vault.reindex(clear=clear)
     if json_:
         emit_json(report)
         return

@@ -109,6 +109,10 @@ class Catalog:
         self.set_meta("version", str(self.version + 1))
         self.db.execute("COMMIT")
 
+    def compact(self) -> None:
+        """After a rebuild: fold the write-ahead log (as large as the data) back into the file."""
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def rollback(self) -> None:
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")

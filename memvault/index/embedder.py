@@ -179,6 +179,8 @@ class EmbeddingCache:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        # A big batch leaves a WAL as large as the data; fold it back so the cache is stored once.
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         self._db.close()

@@ -417,6 +417,7 @@ class SearchIndex:
         if embed:
             # Documents added by the catch-up still need vectors.
             report.merge(self.embed_pending(generation))
+        generation.catalog.compact()
         return report
 
     def _prune(self, keep: set[str]) -> None:

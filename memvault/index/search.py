@@ -29,14 +29,19 @@ def model_spec(vault: Any) -> ModelSpec:
     return ModelSpec(name=config.embed_model, path=config.embed_model_path)
 
 
-def engine(vault: Any, progress: Progress | None = None) -> SearchIndex:
+_KEEP: Any = object()
+
+
+def engine(vault: Any, progress: Progress | None = _KEEP) -> SearchIndex:
+    """The vault's index in this process; `progress` (if given) receives its long work from now on."""
     spec = model_spec(vault)
     key = (str(vault.root), spec.name, spec.path)
     found = _engines.get(key)
     if found is None:
         found = SearchIndex(vault.state_dir, Corpus(vault), spec, notify=stderr_notice)
         _engines[key] = found
-    found.progress = progress
+    if progress is not _KEEP:
+        found.progress = progress
     return found
 
 
@@ -218,7 +223,10 @@ def _within(at: str | None, lower: datetime | None, upper: datetime | None) -> b
 def reindex(vault: Any, clear: bool = False, progress: Progress | None = None) -> dict:
     """Bring the index up to date (or rebuild it from scratch, aside); returns what was done."""
     started = time.perf_counter()
-    index = engine(vault, progress)
+    index = engine(vault)
+    previous = index.progress
+    if progress is not None:
+        index.progress = progress
     try:
         if clear or not index.exists():
             # An explicit rebuild (or the first build) needs no "index missing" notice.
@@ -228,7 +236,7 @@ def reindex(vault: Any, clear: bool = False, progress: Progress | None = None) -
         status = index.open().catalog
         counts = _kinds(status)
     finally:
-        index.progress = None
+        index.progress = previous
     return {
         "facts": counts.get("fact", 0),
         "sections": counts.get("page", 0),

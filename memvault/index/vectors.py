@@ -56,7 +56,8 @@ class VectorFile:
             if rows == 0:
                 self._matrix = np.zeros((0, DIMENSIONS), dtype=np.float32)
             else:
-                self._matrix = np.memmap(self.path, dtype=np.float32, mode="r", shape=(rows, DIMENSIONS))
+                # A plain ndarray view of the map: numpy's memmap subclass slows every operation on it.
+                self._matrix = np.asarray(np.memmap(self.path, dtype=np.float32, mode="r", shape=(rows, DIMENSIONS)))
         return self._matrix
 
     def top(self, query: "np.ndarray", limit: int, slots: "np.ndarray | None" = None) -> list[tuple[int, float]]:
