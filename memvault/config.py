@@ -39,15 +39,33 @@ class DreamConfig:
 
 
 @dataclass(frozen=True)
+class LLMConfig:
+    """[llm]: which model dream calls, and how patiently."""
+
+    model: str | None = None
+    api_base: str | None = None
+    timeout: float = 120.0     # seconds per call
+    attempts: int = 3          # calls per request, retries included
+    backoff: float = 2.0       # seconds before the first retry; doubles each time
+
+
+@dataclass(frozen=True)
 class Config:
     timezone: str = "local"
     categories: tuple[str, ...] = CATEGORIES
     lock_timeout: float = 10.0
     embed_model: str = DEFAULT_EMBED_MODEL
     embed_model_path: str | None = None
-    llm_model: str | None = None
-    api_base: str | None = None
+    llm: LLMConfig = field(default_factory=LLMConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
+
+    @property
+    def llm_model(self) -> str | None:
+        return self.llm.model
+
+    @property
+    def api_base(self) -> str | None:
+        return self.llm.api_base
 
     @property
     def tz(self) -> tzinfo:
@@ -111,13 +129,30 @@ def load_config(root: Path) -> Config:
             lock_timeout=float(os.environ.get("MEMVAULT_LOCK_TIMEOUT") or vault.get("lock_timeout", 10.0)),
             embed_model=os.environ.get("MEMVAULT_EMBED_MODEL") or embedding.get("model") or DEFAULT_EMBED_MODEL,
             embed_model_path=os.environ.get("MEMVAULT_EMBED_MODEL_PATH") or embedding.get("path") or None,
-            llm_model=os.environ.get("MEMVAULT_MODEL") or llm.get("model") or None,
-            api_base=os.environ.get("MEMVAULT_API_BASE") or llm.get("api_base") or None,
+            llm=LLMConfig(
+                model=os.environ.get("MEMVAULT_MODEL") or llm.get("model") or None,
+                api_base=os.environ.get("MEMVAULT_API_BASE") or llm.get("api_base") or None,
+                timeout=_positive_number(llm.get("timeout", 120.0), "llm.timeout"),
+                attempts=_positive_int(llm.get("attempts", 3), "llm.attempts"),
+                backoff=_non_negative_number(llm.get("backoff", 2.0), "llm.backoff"),
+            ),
             dream=dream_config,
         )
     except (TypeError, ValueError) as e:
         raise InvalidInput(f"{path}: {e}") from e
     return config
+
+
+def _positive_number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _non_negative_number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{name} must be zero or a positive number, got {value!r}")
+    return float(value)
 
 
 def _positive_int(value: object, name: str) -> int:

@@ -204,7 +204,7 @@ class Vault:
             raise ValueError(kind)
         paths = sorted(paths)
         journal = self.state_dir / JOURNAL_FILE
-        _atomic_write(journal, json.dumps({"kind": kind, "paths": paths, "message": message}))
+        atomic_write(journal, json.dumps({"kind": kind, "paths": paths, "message": message}))
         try:
             yield
         except (Exception, KeyboardInterrupt):
@@ -552,7 +552,8 @@ def _add_message(new: list[Fact]) -> str:
     return f"add: {len(new)} facts ({new[0].id}..{new[-1].id})"
 
 
-def _atomic_write(path: Path, content: str) -> None:
+def atomic_write(path: Path, content: str) -> None:
+    """Replace a file so readers see the old or the new content, never a torn one."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(content)

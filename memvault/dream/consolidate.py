@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -120,22 +119,9 @@ def llm_settings(vault, model: str | None = None) -> LLMSettings:
             "no LLM model configured for dream: pass --model, set MEMVAULT_MODEL, or set "
             "[llm] model in memvault.toml (a litellm model string such as openai/gpt-4o-mini)"
         )
-    extra = _llm_table(vault)
-    settings = LLMSettings(model=model, api_base=vault.config.api_base)
-    for key in ("timeout", "attempts", "backoff"):
-        if isinstance(extra.get(key), (int, float)) and not isinstance(extra.get(key), bool):
-            setattr(settings, key, type(getattr(settings, key))(extra[key]))
-    return settings
-
-
-def _llm_table(vault) -> dict:
-    # timeout/attempts/backoff are dream-only knobs in [llm]; Config does not carry them
-    try:
-        data = tomllib.loads((vault.root / "memvault.toml").read_text(encoding="utf-8"))
-    except (FileNotFoundError, tomllib.TOMLDecodeError):
-        return {}
-    table = data.get("llm", {})
-    return table if isinstance(table, dict) else {}
+    llm = vault.config.llm
+    return LLMSettings(model=model, api_base=llm.api_base, timeout=llm.timeout, attempts=llm.attempts,
+                       backoff=llm.backoff)
 
 
 def run_dream(
@@ -364,14 +350,14 @@ class _Runner:
 
     def _commit(self, files: dict[str, str], message: str) -> str | None:
         """All files of a batch land in one commit, or (after a crash) not at all."""
-        from memvault.vault import _atomic_write
+        from memvault.vault import atomic_write
 
         vault = self.vault
         with vault.transaction("replace", list(files), message):
             for rel, content in files.items():
                 target = vault.root / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                _atomic_write(target, content)
+                atomic_write(target, content)
             return vault.git.commit(sorted(files), message)
 
     def _log_only(self, entry: str, message: str) -> str | None:
