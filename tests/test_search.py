@@ -88,6 +88,8 @@ def test_bad_search_input_is_refused_with_a_clear_error(vault):
 def test_default_scope_is_pages_and_facts_after_the_watermark(vault):
     old = vault.add("Frank adopted a cat named Miso", at="2025-01-05")
     new = vault.add("Frank's cat Miso likes the balcony", at="2025-02-20")
+    # Before the watermark but carried by no page (a late or skipped fact): stays in scope.
+    stranded = vault.add("Frank's cat Miso was ill in January", at="2025-01-20")
     page = vault.root / "wiki" / "people" / "frank.md"
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(textwrap.dedent("""\
@@ -102,13 +104,16 @@ def test_default_scope_is_pages_and_facts_after_the_watermark(vault):
         # Frank
 
         ## Pets
-        Frank has a cat called Miso, adopted in January 2025.[^x]
-        """))
+        Frank has a cat called Miso, adopted in January 2025.[^OLD]
+        """).replace("OLD", old.id))
     with open(vault.root / "log.md", "a", encoding="utf-8") as log:
         log.write("\n- 2025-02-01 dream: batch consolidated watermark=2025-01-31\n")
 
     scoped = ids(vault.search("Miso the cat"))
-    assert old.id not in scoped and new.id in scoped and "wiki/people/frank.md#pets" in scoped
+    assert old.id not in scoped and "wiki/people/frank.md#pets" in scoped
+    assert new.id in scoped and stranded.id in scoped
+    assert old.id not in ids(vault.search("Miso adopted", lexical_only=True))
+    assert stranded.id in ids(vault.search("Miso ill", lexical_only=True))
     assert old.id in ids(vault.search("Miso the cat", include_all=True))
 
 

@@ -22,8 +22,10 @@ class Filters:
     source: str | None = None
     since: int | None = None
     until: int | None = None
-    # Facts on or before this day are consolidated into the wiki and out of default scope.
+    # Facts on or before this day are consolidated into the wiki and out of default scope...
     watermark: int | None = None
+    # ...except these: facts of skipped dream batches and late (backdated) facts no page carries.
+    unconsolidated: frozenset[str] = frozenset()
 
     @property
     def any(self) -> bool:
@@ -142,7 +144,11 @@ class LexicalIndex:
         if filters.watermark is not None:
             newer = _day_range(schema, filters.watermark + 1, None)
             pages = term(schema, "kind", "page")
-            queries.append(tantivy.Query.boolean_query([(tantivy.Occur.Should, pages), (tantivy.Occur.Should, newer)]))
+            scope = [(tantivy.Occur.Should, pages), (tantivy.Occur.Should, newer)]
+            if filters.unconsolidated:
+                stranded = tantivy.Query.term_set_query(schema, "key", sorted(filters.unconsolidated))
+                scope.append((tantivy.Occur.Should, stranded))
+            queries.append(tantivy.Query.boolean_query(scope))
         return queries
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -124,6 +125,8 @@ def search(
     index.refresh(embed=not lexical_only)
     generation = index.open()
     catalog = generation.catalog
+    if filters.watermark is not None:
+        filters = replace(filters, unconsolidated=_unconsolidated(vault, generation, filters.watermark))
     wanted = max(CANDIDATES_MIN, limit * CANDIDATES_PER_HIT)
 
     lexical = [] if dense_only else generation.lexical.search(query, filters, wanted)
@@ -169,10 +172,14 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
         where, params = _sql_filters(filters)
         # The default scope (after a dream) filters every search the same way: keep its slots
         # for as long as the index does not change, instead of scanning the catalog each time.
-        memo = (generation.version, where, tuple(params))
+        memo = (generation.version, where, tuple(params), len(filters.unconsolidated))
         slots = generation.memo.get(memo)
         if slots is None:
-            slots = np.asarray(catalog.slots_where(where, params), dtype=np.int64)
+            found = catalog.slots_where(where, params)
+            if filters.unconsolidated:
+                stranded = catalog.by_keys(filters.unconsolidated).values()
+                found = sorted(set(found) | {d.slot for d in stranded if d.slot is not None and _passes(d, filters)})
+            slots = np.asarray(found, dtype=np.int64)
             if len(generation.memo) > 16:
                 generation.memo.clear()
             generation.memo[memo] = slots
@@ -182,6 +189,39 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
         best = generation.vectors.top(vector, wanted + 16)
     by_slot = catalog.by_slots(s for s, _ in best)
     return [(by_slot[s].key, score) for s, score in best if s in by_slot][:wanted]
+
+
+def _unconsolidated(vault: Any, generation, watermark: int) -> frozenset[str]:
+    """Facts up to the watermark that no page carries (skipped batches, late facts): still in scope.
+
+    Same rule as memvault.dream.planner.unconsolidated_ids, but the facts come from the index
+    rather than from parsing every log, and the answer is kept until the index or log.md changes.
+    """
+    try:
+        st = (vault.root / "log.md").stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except FileNotFoundError:
+        stamp = None
+    memo = ("unconsolidated", generation.version, stamp, watermark)
+    found = generation.memo.get(memo)
+    if found is None:
+        from memvault.dream.planner import accounted_ids, read_journal
+
+        entries = read_journal(vault)
+        accounted = accounted_ids(vault, [e for e in entries if e.outcome != "skipped"])
+        rows = generation.catalog.db.execute("SELECT key FROM docs WHERE kind = 'fact' AND day <= ?", (watermark,))
+        found = frozenset(key for (key,) in rows if key not in accounted)
+        generation.memo[memo] = found
+    return found
+
+
+def _passes(doc, filters: Filters) -> bool:
+    """The non-scope filters, for documents brought into scope by id."""
+    return ((filters.category is None or doc.category == filters.category)
+            and (filters.tag is None or filters.tag in doc.tags)
+            and (filters.source is None or doc.source == filters.source)
+            and (filters.since is None or (doc.day is not None and doc.day >= filters.since))
+            and (filters.until is None or (doc.day is not None and doc.day <= filters.until)))
 
 
 def _sql_filters(filters: Filters) -> tuple[str, list]:
