@@ -68,7 +68,7 @@ _memvault() {
         "sessions") COMPREPLY=($(compgen -W "--since --until --source --json --vault --help" -- "$cur")) ;;
         "completions") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --since --until --all --lexical --explain --stdin --json --vault --help" -- "$cur")) ;;
-        "reindex") COMPREPLY=($(compgen -W "--clear --json --vault --help" -- "$cur")) ;;
+        "reindex") COMPREPLY=($(compgen -W "--clear --download-model --json --vault --help" -- "$cur")) ;;
         "dream") COMPREPLY=($(compgen -W "--dry-run --max-batches --min-facts --model --undo --status --json --vault --help" -- "$cur")) ;;
         "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;

@@ -84,6 +84,7 @@ complete -c memvault -n '__fish_seen_subcommand_from search' -l json -d 'Print o
 complete -c memvault -n '__fish_seen_subcommand_from search' -l vault -x -a '(__fish_complete_directories)' -d 'Vault directory (default: the enclosing vault, else the default vault)'
 complete -c memvault -n '__fish_seen_subcommand_from search' -l help -s h -d 'Show help and exit'
 complete -c memvault -n '__fish_seen_subcommand_from reindex' -l clear -d 'Rebuild from scratch, aside, then swap it in (searches keep working)'
+complete -c memvault -n '__fish_seen_subcommand_from reindex' -l download-model -d 'First fetch the embedding model from the hub into the user cache (searches never download)'
 complete -c memvault -n '__fish_seen_subcommand_from reindex' -l json -d 'Print one JSON document on stdout'
 complete -c memvault -n '__fish_seen_subcommand_from reindex' -l vault -x -a '(__fish_complete_directories)' -d 'Vault directory (default: the enclosing vault, else the default vault)'
 complete -c memvault -n '__fish_seen_subcommand_from reindex' -l help -s h -d 'Show help and exit'

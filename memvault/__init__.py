@@ -17,6 +17,7 @@ from memvault.errors import (  # noqa: E402
     VaultBusy,
 )
 from memvault.facts import Fact  # noqa: E402
+from memvault.index.hits import Hit  # noqa: E402
 from memvault.tombstones import Tombstone  # noqa: E402
 from memvault.vault import FactView, Vault  # noqa: E402
 
@@ -25,6 +26,7 @@ __all__ = [
     "ExitCode",
     "Fact",
     "FactView",
+    "Hit",
     "InvalidInput",
     "LLMError",
     "MemvaultError",

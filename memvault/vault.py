@@ -493,6 +493,17 @@ class Vault:
 
         return build_context(self, query, budget=budget, recent=recent, relevant=relevant)
 
+    def download_model(self) -> str:
+        """Fetch the embedding model into the user cache (raises if the hub is unreachable)."""
+        from memvault.errors import RemoteError
+        from memvault.index.embedder import ModelUnavailable, download_model
+        from memvault.index.search import model_spec
+
+        try:
+            return download_model(model_spec(self))
+        except ModelUnavailable as e:
+            raise RemoteError(str(e)) from None
+
     def index_status(self) -> dict:
         """Documents indexed, documents without a vector yet, files that differ from the index."""
         from memvault.index.search import index_status

@@ -158,6 +158,7 @@ def _progress(vault: Any) -> Iterator[None]:
 
 def reindex(
     clear: Annotated[bool, typer.Option("--clear", help="Rebuild from scratch, aside, then swap it in (searches keep working).")] = False,
+    download_model: Annotated[bool, typer.Option("--download-model", help="First fetch the embedding model from the hub into the user cache (searches never download).")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -168,6 +169,9 @@ def reindex(
     Example: memvault reindex --clear
     """
     vault = open_vault(vault_path)
+    if download_model:
+        notice(f"downloading embedding model {vault.config.embed_model} (a few tens of MB, once)…")
+        notice(f"model {vault.config.embed_model} is in {vault.download_model()}")
     with _progress(vault):
         report = vault.reindex(clear=clear)
     if json_:

@@ -45,6 +45,39 @@ class ModelSpec:
         return f"{self.name}@{size}"
 
 
+def model_cache_dir() -> Path:
+    """Where downloaded models live: FASTEMBED_CACHE_PATH, else memvault's user cache directory."""
+    configured = os.environ.get("FASTEMBED_CACHE_PATH")
+    if configured:
+        return Path(configured)
+    from platformdirs import user_cache_path
+
+    return user_cache_path("memvault", appauthor=False) / "models"
+
+
+def download_model(spec: ModelSpec) -> str:
+    """Fetch the model from the hub into the model cache, once; returns where it is.
+
+    Searches never download (offline they would hang on retries); this is the one explicit step.
+    """
+    if spec.path:
+        return spec.path
+    target = model_cache_dir()
+    target.mkdir(parents=True, exist_ok=True)
+    os.environ.pop("HF_HUB_OFFLINE", None)
+    try:
+        from fastembed import TextEmbedding
+        from loguru import logger
+
+        logger.disable("fastembed")  # its retry chatter; the caller reports the outcome
+        TextEmbedding(spec.name, cache_dir=str(target))
+    except Exception as exc:  # noqa: BLE001 - network, hub and onnx errors alike
+        raise ModelUnavailable(f"could not download embedding model {spec.name}: {_one_line(exc)}") from exc
+    finally:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+    return str(target)
+
+
 def content_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
@@ -85,13 +118,17 @@ class Embedder:
                 if not (Path(self.spec.path) / "model.onnx").is_file():
                     raise ModelUnavailable(f"cannot load embedding model {self.spec.name}: no model.onnx in {self.spec.path}")
                 kwargs["specific_model_path"] = self.spec.path
+            else:
+                kwargs["cache_dir"] = str(model_cache_dir())
             self._model = TextEmbedding(self.spec.name, threads=self.threads, **kwargs)
             _loaded[(self.spec.name, self.spec.path, self.threads)] = self._model
         except ModelUnavailable as exc:
             self._error = str(exc)
             raise
         except Exception as exc:  # fastembed raises ValueError/OSError/onnx errors alike
-            hint = "" if self.spec.path else " (set MEMVAULT_EMBED_MODEL_PATH to a local ONNX model)"
+            hint = "" if self.spec.path else (
+                " (run `memvault reindex --download-model` once, or set MEMVAULT_EMBED_MODEL_PATH to a local ONNX model)"
+            )
             self._error = f"cannot load embedding model {self.spec.name}{hint}: {_one_line(exc)}"
             raise ModelUnavailable(self._error) from exc
         return self._model
