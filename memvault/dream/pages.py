@@ -9,14 +9,13 @@ from typing import Iterable, Mapping, Sequence
 
 import yaml
 
+from memvault.citations import cited_in
 from memvault.dream.schema import AnswerRejected
 
 INBOX_ZONE = "0_Inbox"
 CONFLICTS_PAGE = f"wiki/{INBOX_ZONE}/conflicts.md"
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
 ZONE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
-# A citation is a markdown footnote reference to a fact id: "Prefers tea [^01jd8x...]."
-CITATION = re.compile(r"\[\^([0-9a-z]{6,40})\](?!:)")
 FOOTNOTE_DEF = re.compile(r"^\[\^[^\]]*\]:.*(?:\n|$)", re.MULTILINE)
 SOURCES_MARK = "<!-- fact sources (written by memvault dream) -->"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -62,10 +61,7 @@ def zone_of(path: str) -> str:
 
 def cited_ids(body: str) -> list[str]:
     """Fact ids cited in a page body, in order of first appearance."""
-    seen: dict[str, None] = {}
-    for match in CITATION.finditer(body):
-        seen.setdefault(match.group(1))
-    return list(seen)
+    return cited_in(body)
 
 
 def clean_body(body: str) -> str:

@@ -1,0 +1,104 @@
+"""Which wiki pages cite which facts, and page text with the statements of forgotten facts taken out.
+
+One place for the lookup that `forget` (its notice), `doctor` (its check), dream (its scrub) and
+search (hiding what a forgotten fact said until dream rewrites the page) all rely on.
+Light on purpose: the page frontmatter parser is imported only when a page mentions a wanted id.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+# A citation is a markdown footnote reference to a fact id: "Prefers tea [^01jd8x...]."
+# The lookahead leaves out footnote definitions ("[^id]: 2026-11-01 preference · logs/...").
+CITATION = re.compile(r"\[\^([0-9a-z]{6,40})\](?!:)")
+_FOOTNOTE_DEF = re.compile(r"^\[\^([0-9a-z]{6,40})\]:")
+_TOKEN = re.compile(r"[0-9a-z]{6,40}")
+_LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+
+
+def cited_in(text: str) -> list[str]:
+    """Fact ids cited in markdown text, in order of first appearance."""
+    return list(dict.fromkeys(CITATION.findall(text)))
+
+
+def pages_citing(vault, ids: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Page path -> the ids among `ids` it cites (body citations or frontmatter `sources`).
+
+    `ids` defaults to every forgotten fact. Pages that mention none of the ids cost one read and
+    one regex scan; only the others have their frontmatter parsed.
+    """
+    wanted = set(vault.tombstones()) if ids is None else {str(i).strip() for i in ids}
+    if not wanted:
+        return {}
+    from memvault.dream.pages import list_pages
+
+    found: dict[str, list[str]] = {}
+    for rel in list_pages(vault.root):
+        try:
+            text = (vault.root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if wanted.isdisjoint(_TOKEN.findall(text)):
+            continue
+        hits = [fid for fid in page_citations(text) if fid in wanted]
+        if hits:
+            found[rel] = hits
+    return found
+
+
+def page_citations(text: str) -> list[str]:
+    """Every fact id a page file draws from: body citations first, then frontmatter `sources`."""
+    from memvault.dream.pages import clean_body, split_frontmatter
+
+    meta, rest = split_frontmatter(text)
+    sources = meta.get("sources") or []
+    listed = [str(s) for s in sources] if isinstance(sources, list) else []
+    return list(dict.fromkeys(cited_in(clean_body(rest)) + listed))
+
+
+def strip_forgotten_statements(text: str, forgotten_ids: Iterable[str]) -> str:
+    """The text without the lines and list items whose citations include a forgotten id.
+
+    A dropped list item takes its continuation lines and nested items with it; footnote
+    definitions of forgotten ids go too. Everything else is returned unchanged, so text citing
+    no forgotten id comes back identical.
+    """
+    forgotten = set(forgotten_ids)
+    if not forgotten or forgotten.isdisjoint(_TOKEN.findall(text)):
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    dropped = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        item = _LIST_ITEM.match(line)
+        end = i + 1
+        if item:
+            # the item's own continuation lines (indented, not a new item) belong to its statement
+            indent = _width(item.group(1))
+            while end < len(lines) and lines[end].strip() and _width(lines[end]) > indent \
+                    and not _LIST_ITEM.match(lines[end]):
+                end += 1
+        block = lines[i:end]
+        definition = _FOOTNOTE_DEF.match(line)
+        if forgotten.isdisjoint(CITATION.findall("\n".join(block))) and not (
+                definition and definition.group(1) in forgotten):
+            out.extend(block)
+            i = end
+            continue
+        dropped = True
+        if item:  # nested items under a dropped item lose their context: drop them too
+            while end < len(lines) and lines[end].strip() and _width(lines[end]) > indent:
+                end += 1
+        i = end
+    if not dropped:
+        return text
+    result = re.sub(r"\n{3,}", "\n\n", "\n".join(out))
+    return result.strip("\n") + ("\n" if text.endswith("\n") else "")
+
+
+def _width(prefix: str) -> int:
+    return len(prefix.expandtabs(4)) - len(prefix.expandtabs(4).lstrip())
