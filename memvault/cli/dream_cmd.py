@@ -69,10 +69,14 @@ def dream(
 def _print_report(data: dict) -> None:
     if data["gated"]:
         echo(f"nothing to do: {data['pending_facts']} pending fact(s)")
-        return
+        if not data["batches"]:
+            return
     for batch in data["batches"]:
         line = f"{batch['label']}: {batch['outcome']}"
-        if batch["outcome"] in ("ok", "proposed"):
+        if batch["outcome"] in ("ok", "proposed") and "removed" in batch:
+            line += (f" — {len(batch.get('updated', []))} page(s) rewritten without forgotten facts, "
+                     f"{len(batch['removed'])} removed")
+        elif batch["outcome"] in ("ok", "proposed"):
             line += (f" — {len(batch.get('created', []))} created, {len(batch.get('updated', []))} updated, "
                      f"{batch.get('conflicts', 0)} conflict(s), {batch.get('noop', 0)} noop")
         if batch.get("reason"):

@@ -184,20 +184,28 @@ def forget(
     """Forget a fact: a committed tombstone hides it from listing, search and dream for good.
 
     The log line itself is kept, so git history stays auditable. Forgetting twice changes nothing.
+    Wiki pages that cite the fact are named on stderr: the next `memvault dream` rewrites them.
 
     Example: memvault forget 01jdq5x8k2m7v3qa --reason "wrong person"
     """
+    from memvault.citations import pages_citing
+
     vault = open_vault(vault_path)
     tombstone = vault.forget(fact_id, reason)
     already = tombstone is None
     if already:
         tombstone = vault.tombstones()[fact_id.strip()]
+    cited_by = list(pages_citing(vault, [tombstone.id]))
     if json_:
-        emit_json({"id": tombstone.id, "already_forgotten": already, "tombstone": tombstone.to_dict()})
+        emit_json({"id": tombstone.id, "already_forgotten": already, "tombstone": tombstone.to_dict(),
+                   "cited_by": cited_by})
     elif already:
         notice(f"fact {tombstone.id} was already forgotten at {tombstone.at}; nothing changed")
     else:
         echo(f"forgot {tombstone.id}")
+        if cited_by:
+            notice(f"cited by {', '.join(cited_by)}: search already hides those statements and the "
+                   "next `memvault dream` rewrites the page(s) without them")
 
 
 def register(app: typer.Typer) -> None:

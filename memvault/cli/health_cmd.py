@@ -64,8 +64,8 @@ def doctor(
     """Check the vault's health and explain each problem; exits 1 when a check fails.
 
     Checks: git identity, union merge driver, unparseable log lines, citations of missing facts,
-    search index drift, embedding model, LLM configuration (no network call), stale locks,
-    uncommitted changes.
+    pages citing forgotten facts, search index drift, embedding model, LLM configuration (no
+    network call), stale locks, uncommitted changes.
 
     Example: memvault doctor --fix
     """

@@ -41,6 +41,7 @@ class BatchResult:
     late: int = 0
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
+    removed: list[str] | None = None  # scrub only: pages that cited nothing but forgotten facts
     conflicts: int = 0
     duplicates: int = 0
     noop: int = 0
@@ -136,6 +137,8 @@ def run_dream(
     progress: Progress | None = None,
 ) -> DreamReport:
     """Consolidate pending days batch after batch; see docs/dream.md for the guarantees."""
+    from memvault.dream.scrub import SCRUB_BATCH, ScrubRunner, scrub_due
+
     settings = llm or llm_settings(vault, model)
     say = progress or (lambda _msg: None)
     vault.recover()
@@ -146,32 +149,44 @@ def run_dream(
             pending_days=len(plan.pending_days), pending_facts=plan.pending_facts,
             dry_run=dry_run, model=settings.model,
         )
+        # pages citing forgotten facts are rewritten first, on quiet nights too: forgetting is a promise
+        scrub = scrub_due(vault)
+        batches = list(plan.batches)
         if min_facts is not None and plan.pending_facts < min_facts:
-            report.gated = True
+            report.gated, batches = True, []
             say(f"quiet night: {plan.pending_facts} pending fact(s) < --min-facts {min_facts}; nothing to do")
+        if not batches and not scrub:
+            report.caught_up = not report.gated
+            if report.caught_up:
+                say("nothing to consolidate: caught up")
             return report
-        if not plan.batches:
-            report.caught_up = True
-            say("nothing to consolidate: caught up")
-            return report
-        limit = len(plan.batches) if max_batches is None else max(0, max_batches)
-        runner = _Runner(vault, settings, say, plan)
-        for number, batch in enumerate(plan.batches[:limit], start=1):
-            say(f"batch {number}/{len(plan.batches)} {batch.label}: {len(batch.facts)} fact(s)"
-                + (f", {len(batch.late)} late" if batch.late else ""))
+        if scrub:
+            batches.insert(0, SCRUB_BATCH)
+        limit = len(batches) if max_batches is None else max(0, max_batches)
+        runner = ScrubRunner(vault, settings, say, plan)
+        for number, batch in enumerate(batches[:limit], start=1):
+            if batch is SCRUB_BATCH:
+                say(f"batch {number}/{len(batches)} scrub: pages citing forgotten facts")
+            else:
+                say(f"batch {number}/{len(batches)} {batch.label}: {len(batch.facts)} fact(s)"
+                    + (f", {len(batch.late)} late" if batch.late else ""))
             if dry_run and number > 1:
                 report.batches.append(BatchResult(batch.label, "planned", facts=len(batch.facts),
                                                   late=len(batch.late)))
                 continue
-            result = runner.run(batch, dry_run=dry_run)
+            result = runner.scrub(dry_run=dry_run) if batch is SCRUB_BATCH else runner.run(batch, dry_run=dry_run)
             report.batches.append(result)
             say(_describe(result))
             if result.outcome in ("failed", "error"):
-                report.error = f"batch {batch.label}: {result.reason}"
-                break
+                report.error = report.error or f"batch {batch.label}: {result.reason}"
+                # a rejected scrub does not hold up the day batches (their answers may not cite
+                # forgotten facts either); provider trouble would fail them all the same
+                if not (batch is SCRUB_BATCH and result.outcome == "failed"):
+                    break
         report.watermark_after = _iso(vault.watermark)
-        done = [b for b in report.batches if b.outcome in ("ok", "skipped")]
-        report.caught_up = not dry_run and report.error is None and len(done) == len(plan.batches)
+        done = [b for b in report.batches if b.outcome in ("ok", "skipped") and b.label != SCRUB_BATCH.label]
+        report.caught_up = not dry_run and report.error is None and len(done) == len(plan.batches) \
+            and not report.gated
     if not dry_run and any(b.outcome == "ok" for b in report.batches):
         _refresh_index(vault, say)
     return report
@@ -182,6 +197,8 @@ def _iso(day) -> str | None:
 
 
 def _describe(r: BatchResult) -> str:
+    if r.outcome == "ok" and r.removed is not None:
+        return f"  {r.label}: {len(r.updated)} page(s) rewritten, {len(r.removed)} removed without forgotten facts"
     if r.outcome == "ok":
         return (f"  {r.label}: {len(r.created)} created, {len(r.updated)} updated, "
                 f"{r.conflicts} conflict(s), {r.duplicates} duplicate(s), {r.noop} noop "
@@ -348,17 +365,20 @@ class _Runner:
         )
         return {INDEX_FILE: render_index(pages.values(), self.vault.config.zones), MEMORY_FILE: memory}
 
-    def _commit(self, files: dict[str, str], message: str) -> str | None:
+    def _commit(self, files: dict[str, str], message: str, removed=()) -> str | None:
         """All files of a batch land in one commit, or (after a crash) not at all."""
         from memvault.vault import atomic_write
 
         vault = self.vault
-        with vault.transaction("replace", list(files), message):
+        paths = sorted({*files, *removed})
+        with vault.transaction("replace", paths, message):
+            for rel in removed:
+                (vault.root / rel).unlink(missing_ok=True)
             for rel, content in files.items():
                 target = vault.root / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(target, content)
-            return vault.git.commit(sorted(files), message)
+            return vault.git.commit(paths, message)
 
     def _log_only(self, entry: str, message: str) -> str | None:
         with self.vault.write_lock():

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 OUTCOMES = ("ok", "failed", "skipped", "error")
 LATE_LABEL = "late"
+SCRUB_LABEL = "scrub"    # rewrites pages that cite forgotten facts; never moves the watermark
 _ENTRY = re.compile(
     r"^- (?P<at>\S+) dream (?P<outcome>ok|failed|skipped|error) (?P<label>\S+)"
     r"(?: watermark=(?P<watermark>\d{4}-\d{2}-\d{2}))?(?: · (?P<detail>.*))?$"
@@ -81,9 +82,16 @@ def parse_journal(text: str) -> list[Entry]:
 
 
 def failed_attempts(entries: list[Entry], label: str) -> int:
-    """Failed attempts on this batch since the last batch that was applied or skipped."""
+    """Failed attempts on this batch since the last batch of its kind that was applied or skipped.
+
+    Scrubs and day batches count apart: a scrub that succeeds between two failed attempts of a
+    day batch must not reset that batch's count, nor a day batch the scrub's.
+    """
     count = 0
+    scrub = label == SCRUB_LABEL
     for entry in entries:
+        if (entry.label == SCRUB_LABEL) != scrub:
+            continue
         if entry.outcome in ("ok", "skipped"):
             count = 0
         elif entry.outcome == "failed" and entry.label == label:

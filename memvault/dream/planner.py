@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from memvault.dream.journal import LATE_LABEL, Entry, parse_journal, settled_ids
+from memvault.dream.journal import LATE_LABEL, SCRUB_LABEL, Entry, parse_journal, settled_ids
 from memvault.dream.pages import cited_ids, list_pages, read_page
 
 LOG_FILE = "log.md"
@@ -103,6 +103,8 @@ def make_plan(vault, *, today: date | None = None, max_days: int | None = None) 
 def _failed_batch_end(entries: list[Entry], pending: list[date]) -> date | None:
     """Last day of the batch whose latest attempt failed, if it starts at the first pending day."""
     for entry in reversed(entries):
+        if entry.label == SCRUB_LABEL:
+            continue  # a scrub in between does not end the retries of a day batch
         if entry.outcome in ("ok", "skipped"):
             return None
         if entry.outcome in ("failed", "error") and ".." in entry.label and pending:

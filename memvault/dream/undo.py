@@ -8,6 +8,9 @@ from memvault.dream.consolidate import dream_lock
 from memvault.errors import MemvaultError, NotFound
 
 UNDO_PREFIX = "dream: undo "
+# Reverting a scrub would bring back what forgotten facts said: undo never picks one. A scrub
+# writes log.md like every batch, so the batches before it can no longer be undone either.
+SCRUB_PREFIX = "dream: scrub "
 
 
 class UndoRefused(MemvaultError):
@@ -32,7 +35,7 @@ def undo_last_dream(vault) -> dict:
 
         later, target = [], None
         for commit in commits:
-            if commit.message.startswith("dream: ") and not commit.message.startswith(UNDO_PREFIX) \
+            if commit.message.startswith("dream: ") and not commit.message.startswith((UNDO_PREFIX, SCRUB_PREFIX)) \
                     and not is_undone(commit.sha):
                 target = commit
                 break
