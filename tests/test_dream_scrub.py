@@ -63,8 +63,11 @@ def test_forget_notice_doctor_warning_then_one_scrub_commit_leaves_no_trace(vaul
     assert warned["status"] == "warn" and "next `memvault dream` rewrites" in warned["message"]
     assert warned["details"] == [f"{ALICE} cites {coffee.id}", f"{COFFEE} cites {coffee.id}"]
 
-    fake.script = [rewrite_alice(tea.id)]
+    fake.script = [rewrite_alice(tea.id), rewrite_alice(tea.id)]
     before = commit_count(vault.root)
+    dry = dream(vault, fake, dry_run=True).batches[0]
+    assert (dry.label, dry.outcome, dry.updated, dry.removed) == ("scrub", "proposed", [ALICE], [COFFEE])
+    assert commit_count(vault.root) == before and is_clean(vault.root)
     report = dream(vault, fake, min_facts=5)  # a quiet night: no day batch, the scrub still runs
 
     assert report.ok and report.gated and vault.watermark.isoformat() == "2026-11-01"
@@ -84,7 +87,7 @@ def test_forget_notice_doctor_warning_then_one_scrub_commit_leaves_no_trace(vaul
     assert doctor_check(cli)["status"] == "ok"
     assert cli("doctor").exit_code == 0
 
-    assert dream(vault, fake).caught_up and len(fake.requests) == 2  # nothing left to scrub
+    assert dream(vault, fake).caught_up and len(fake.requests) == 3  # nothing left to scrub
     with pytest.raises(UndoRefused, match="cannot undo"):
         vault.dream_undo()  # undo never brings the forgotten statements back
 

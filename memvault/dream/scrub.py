@@ -15,12 +15,15 @@ from dataclasses import dataclass, field, replace
 from memvault.citations import pages_citing, strip_forgotten_statements
 from memvault.dream import journal
 from memvault.dream.consolidate import (
-    LOG_FILE, MEMORY_FILE, BatchResult, _memory_lines, _memory_pairs, _page_hashes, _read, _Runner, _Stale,
+    LOG_FILE, MEMORY_FILE, BatchResult, _memory_lines, _memory_pairs, _page_hashes, _read, _Runner,
+    _safe_json, _Stale,
 )
 from memvault.dream.journal import SCRUB_LABEL, append_entry, failed_attempts, format_entry
 from memvault.dream.llm import complete_json
 from memvault.dream.memory_md import render_memory
-from memvault.dream.pages import INBOX_ZONE, Page, cited_ids, list_pages, read_page, render_index, render_page, zone_of
+from memvault.dream.pages import (
+    INBOX_ZONE, Page, cited_ids, list_pages, read_page, render_index, render_page, zone_of,
+)
 from memvault.dream.planner import Batch
 from memvault.dream.prompt import build_scrub_messages
 from memvault.dream.schema import AnswerRejected, answer_schema, parse_answer
@@ -88,11 +91,16 @@ class ScrubRunner(_Runner):
                 stale = str(e)
         return self._log_failed(f"vault kept changing during the dream ({stale})")
 
-    def _log_failed(self, reason: str) -> BatchResult:
-        """A failed attempt, counted towards max_retries; the scrub is never skipped."""
+    def _failure(self, reason: str) -> tuple[int, int, str]:
+        """(attempt number, max_retries, the log.md line) of a failed scrub attempt."""
         attempt = failed_attempts(journal.parse_journal(_read(self.vault.root / LOG_FILE)), SCRUB_LABEL) + 1
         limit = self.dream.max_retries
-        entry = format_entry(self.now().isoformat(), "failed", SCRUB_LABEL, detail=f"attempt {attempt}/{limit}: {reason}")
+        detail = f"attempt {attempt}/{limit}: {reason}"
+        return attempt, limit, format_entry(self.now().isoformat(), "failed", SCRUB_LABEL, detail=detail)
+
+    def _log_failed(self, reason: str) -> BatchResult:
+        """A failed attempt, counted towards max_retries; the scrub is never skipped."""
+        attempt, limit, entry = self._failure(reason)
         commit = self._log_only(entry, f"dream: scrub — attempt {attempt}/{limit} failed")
         return BatchResult(SCRUB_LABEL, "failed", reason=reason, attempt=attempt, commit=commit)
 
@@ -119,6 +127,8 @@ class ScrubRunner(_Runner):
                 if dry_run:
                     raise
                 return self._record_error(SCRUB_BATCH, str(e))
+            if dry_run:
+                result.proposal = _safe_json(raw)
             try:
                 proposal = self._check(raw, plan, forgotten)
             except AnswerRejected as e:
@@ -151,11 +161,9 @@ class ScrubRunner(_Runner):
 
     def _scrub_failed(self, plan: ScrubPlan, reason: str, snapshot: dict[str, str]) -> BatchResult:
         """A rejected answer; on the last allowed attempt the runner drops the cited lines itself."""
-        attempt = failed_attempts(journal.parse_journal(_read(self.vault.root / LOG_FILE)), SCRUB_LABEL) + 1
-        limit = self.dream.max_retries
+        attempt, limit, failed = self._failure(reason)
         if attempt < limit:
             return self._log_failed(reason)
-        failed = format_entry(self.now().isoformat(), "failed", SCRUB_LABEL, detail=f"attempt {attempt}/{limit}: {reason}")
         pages = dict(plan.direct)
         for path, page in plan.ask.items():
             body = strip_forgotten_statements(page.body, plan.forgotten)
