@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault import tokens
+from memvault.citations import cited_in
 from memvault.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -22,8 +23,6 @@ DEFAULT_BUDGET = 2000
 MAX_BUDGET = 1_000_000
 MEMORY_FILE = "MEMORY.md"
 _COMMENT = re.compile(r"<!--.*?-->\n?", re.DOTALL)
-# Dream cites facts as markdown footnote references: "Prefers green tea [^01jdq5x8k2m7v3qa]."
-_CITATION = re.compile(r"\[\^([0-9a-z]{6,40})\](?!:)")
 
 
 @dataclass
@@ -218,7 +217,7 @@ def _page_item(hit: Any) -> ContextItem:
     from memvault.dream.pages import clean_body
 
     text = _COMMENT.sub("", clean_body(hit.text)).strip("\n")
-    cites = list(dict.fromkeys(_CITATION.findall(hit.text)))
+    cites = cited_in(hit.text)
     return ContextItem(kind="page", reason="relevant", id=hit.id, path=hit.path or hit.id.split("#")[0],
                        text=text, at=hit.at, heading=hit.heading, tags=list(hit.tags or ()),
                        score=hit.score, cites=cites)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
 
 OK, WARN, FAIL, FIXED = "ok", "warn", "fail", "fixed"
 SHOWN_DETAILS = 20
-_CITATION = re.compile(r"\[\^([0-9a-z]{16})\]")
 
 
 # -- status -------------------------------------------------------------------------------------
@@ -294,7 +292,9 @@ def _cited(vault: "Vault", rel: str) -> list[str]:
     try:
         from memvault.dream.pages import cited_ids, read_page
     except ImportError:
-        return _CITATION.findall((vault.root / rel).read_text(encoding="utf-8", errors="replace"))
+        from memvault.citations import cited_in
+
+        return cited_in((vault.root / rel).read_text(encoding="utf-8", errors="replace"))
     page = read_page(vault.root, rel)
     if page is None:
         return []

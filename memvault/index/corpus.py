@@ -68,9 +68,13 @@ class Corpus:
             pass
         return found
 
-    def documents(self, rel: str, content: str) -> list[Document]:
+    def documents(self, rel: str, content: str, forgotten: set[str] = frozenset()) -> list[Document]:
         if rel.startswith("wiki/"):
-            return page_documents(content, rel)
+            from memvault.citations import strip_forgotten_statements
+
+            # A page may still carry a statement from a fact forgotten since the last dream; the
+            # next dream rewrites the page, and until then search must not show that statement.
+            return page_documents(strip_forgotten_statements(content, forgotten), rel)
         from memvault.facts import parse_log
 
         # Lines that do not parse are left to `doctor`; the index takes every fact that does.

@@ -233,6 +233,15 @@ class SearchIndex:
         removed: set[str] = set()
         added: dict[str, object] = {}
         states: dict[str, FileState] = {}
+        # New tombstones change what unchanged pages may show: read every page again.
+        reread: set[str] = set()
+        if any(rel == TOMBSTONES for rel, _, _ in scan.stale):
+            stale = {rel for rel, _, _ in scan.stale}
+            for rel, (mtime_ns, size) in self.corpus.stat_files().items():
+                if rel.startswith("wiki/"):
+                    reread.add(rel)
+                    if rel not in stale:
+                        scan.stale.append((rel, mtime_ns, size))
         total = len(scan.stale)
         for done, (rel, mtime_ns, size) in enumerate(scan.stale, 1):
             if self.progress:
@@ -247,10 +256,10 @@ class SearchIndex:
             # The stat from before the read is stored: a write racing this read shows up as stale next time.
             states[rel] = FileState(mtime_ns, size, digest)
             known = generation.manifest.get(rel)
-            if rel == TOMBSTONES or (known is not None and known.hash == digest):
+            if rel == TOMBSTONES or (known is not None and known.hash == digest and rel not in reread):
                 continue
             report.files += 1
-            docs = {d.key: d for d in self.corpus.documents(rel, content) if d.key not in tombstoned}
+            docs = {d.key: d for d in self.corpus.documents(rel, content, tombstoned) if d.key not in tombstoned}
             old = catalog.doc_hashes(rel)
             for key, digest_old in old.items():
                 if key not in docs or digest_old != doc_hash(docs[key]):

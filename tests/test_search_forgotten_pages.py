@@ -1,0 +1,62 @@
+"""A page statement drawn from a forgotten fact stays out of search until dream rewrites the page."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _close_indexes():
+    yield
+    from memvault.index.search import forget_engines
+
+    forget_engines()
+
+
+def _page(vault, kept_id: str, gone_id: str) -> None:
+    page = vault.root / "wiki" / "people" / "bob.md"
+    page.write_text(textwrap.dedent(f"""\
+        ---
+        title: Bob
+        zone: people
+        tags: [bob]
+        created: 2026-11-01
+        updated: 2026-11-01
+        sources: [{kept_id}, {gone_id}]
+        ---
+        # Bob
+
+        ## Contact
+        - Bob plays the cello in a string quartet.[^{kept_id}]
+        - Bob's phone number is 555-0100.[^{gone_id}]
+        """))
+    vault.git.commit(["wiki"], "dream: 2026-11-01..2026-11-01 — 1 created, 0 updated, 0 conflict, 0 noop")
+
+
+def test_forgetting_a_cited_fact_hides_its_statement_on_the_page_at_once(vault):
+    kept = vault.add("Bob plays the cello in a string quartet")
+    gone = vault.add("Bob's phone number is 555-0100")
+    _page(vault, kept.id, gone.id)
+    section = "wiki/people/bob.md#contact"
+    assert any(h.id == section and "555-0100" in h.text for h in vault.search("phone number 555-0100"))
+
+    vault.forget(gone.id, reason="wrong number")
+
+    hits = vault.search("phone number 555-0100", include_all=True)
+    assert all("555-0100" not in h.text for h in hits)
+    assert gone.id not in [h.id for h in hits]
+    cello = [h for h in vault.search("cello quartet") if h.id == section]
+    assert cello and "cello" in cello[0].text and "555-0100" not in cello[0].text
+    # The hiding is in the index, not the file: the page waits for dream's rewrite.
+    assert "555-0100" in (vault.root / "wiki" / "people" / "bob.md").read_text()
+
+
+def test_the_statement_stays_hidden_after_a_full_rebuild(vault):
+    kept = vault.add("Bob plays the cello in a string quartet")
+    gone = vault.add("Bob's phone number is 555-0100")
+    _page(vault, kept.id, gone.id)
+    vault.forget(gone.id)
+    vault.reindex(clear=True)
+    assert all("555-0100" not in h.text for h in vault.search("phone number 555-0100", include_all=True))
