@@ -209,3 +209,20 @@ def test_reindex_cli_reports_counts(cli):
     assert report["facts"] == 1 and report["sections"] == 0 and report["pending_embeddings"] == 0
     text = cli("reindex", "--clear")
     assert text.exit_code == 0 and "indexed 1 facts" in text.stdout
+
+
+def test_a_long_lived_process_follows_rebuilds_by_other_processes(vault):
+    """Two `reindex --clear` runs elsewhere delete the generation this process had open; its next
+    search (which must write the new fact into the index) still works and finds the fact."""
+    vault.add("Cleo tunes pianos")
+    assert texts(vault.search("pianos"))[0] == "Cleo tunes pianos"
+    index = vault.state_dir / "index"
+    first = (index / "current").read_text().strip()
+    for _ in range(2):
+        result = run_memvault("reindex", "--clear", "--vault", str(vault.root))
+        assert result.returncode == 0, result.stderr
+    assert not (index / first).exists()
+
+    vault.add("Dario restores violins")
+    assert texts(vault.search("violins restore"))[0] == "Dario restores violins"
+    assert vault.index_status()["drift"] == 0

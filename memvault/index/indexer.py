@@ -160,12 +160,14 @@ class SearchIndex:
 
     # -- opening ------------------------------------------------------------------------------
     def exists(self) -> bool:
-        return self.generation is not None or (self.root / POINTER).exists()
+        return (self.root / POINTER).exists()
 
     def open(self, embed: bool = True) -> Generation:
-        """The live generation, rebuilt (with a notice) when it is missing or damaged."""
-        if self.generation is not None:
-            return self.generation
+        """The live generation, rebuilt (with a notice) when it is missing or damaged.
+
+        `current` is re-read on every call (one small read): another process's `reindex --clear`
+        swaps it, and two swaps later the generation this process had open is deleted.
+        """
         problem = self._open_live()
         if problem is None:
             return self.generation  # type: ignore[return-value]
@@ -182,19 +184,34 @@ class SearchIndex:
         assert self.generation is not None
         return self.generation
 
-    def _open_live(self) -> str | None:
-        """Open the generation `current` names; None when that worked, else what is wrong."""
+    def _live_name(self) -> str | None:
         try:
-            name = (self.root / POINTER).read_text(encoding="utf-8").strip()
+            return (self.root / POINTER).read_text(encoding="utf-8").strip()
         except FileNotFoundError:
+            return None
+
+    def _open_live(self) -> str | None:
+        """Open the generation `current` names (kept when already open); None when that worked, else what is wrong."""
+        name = self._live_name()
+        if name is None:
             return "missing"
+        if not name.startswith("gen-"):
+            return f"{POINTER} names no generation ({name[:40]!r})"
+        if self.generation is not None and self.generation.path.name == name:
+            return None
         try:
             generation = Generation(self.root / name)
             generation.check()
         except IndexDamaged as exc:
             return str(exc)
-        self.generation = generation
+        old, self.generation = self.generation, generation
+        if old is not None:
+            old.close()
         return None
+
+    def _is_live(self, generation: Generation) -> bool:
+        """False once another process swapped in a newer generation (this one may soon be deleted)."""
+        return self._live_name() == generation.path.name
 
     # -- refreshing ---------------------------------------------------------------------------
     def scan(self, generation: Generation) -> Scan:
@@ -216,7 +233,9 @@ class SearchIndex:
         report = RefreshReport()
         if self.scan(generation):
             with self.lock():
-                # Another process may have done the work while we waited for the lock.
+                # Another process may have done the work, or swapped in a new generation, while
+                # we waited for the lock.
+                generation = self.open(embed=embed)
                 generation.load_state()
                 if self.scan(generation):
                     report.merge(self._apply(generation, self.scan(generation)))
@@ -334,6 +353,8 @@ class SearchIndex:
         if not vectors:
             return report
         with self.lock():
+            if generation is self.generation and not self._is_live(generation):
+                return report  # swapped out meanwhile; the vectors are cached for the next search
             generation.load_state()
             if catalog.get_meta("model") != self.model.identity:
                 return report  # another process switched models meanwhile; the next search redoes this
