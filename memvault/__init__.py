@@ -8,6 +8,7 @@ from memvault.errors import (  # noqa: E402
     DreamRunning,
     ExitCode,
     InvalidInput,
+    InvalidItem,
     LLMError,
     MemvaultError,
     NotAVault,
@@ -19,15 +20,17 @@ from memvault.errors import (  # noqa: E402
 from memvault.facts import Fact  # noqa: E402
 from memvault.index.hits import Hit  # noqa: E402
 from memvault.tombstones import Tombstone  # noqa: E402
-from memvault.vault import FactView, Vault  # noqa: E402
+from memvault.vault import FactView, Forgotten, Vault  # noqa: E402
 
 __all__ = [
     "DreamRunning",
     "ExitCode",
     "Fact",
     "FactView",
+    "Forgotten",
     "Hit",
     "InvalidInput",
+    "InvalidItem",
     "LLMError",
     "MemvaultError",
     "NotAVault",

@@ -32,6 +32,15 @@ class InvalidInput(MemvaultError):
     exit_code = ExitCode.USAGE
 
 
+class InvalidItem(InvalidInput):
+    """One item of a batch is invalid; the batch writes nothing. `item` counts from 1."""
+
+    def __init__(self, item: int, reason: str):
+        super().__init__(f"item {item}: {reason}")
+        self.item = item
+        self.reason = reason
+
+
 class NotFound(MemvaultError):
     exit_code = ExitCode.NOT_FOUND
 

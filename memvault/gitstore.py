@@ -15,7 +15,7 @@ from typing import Sequence
 
 import git
 
-from memvault.errors import MemvaultError, VaultBusy
+from memvault.errors import VaultBusy
 
 FALLBACK_NAME = "memvault"
 _LEAKY_VARS = (
@@ -79,20 +79,24 @@ class GitStore:
         return store
 
     def run(self, *args: str, **kwargs) -> str:
-        """Run one git command in the vault, waiting out a busy index.lock."""
+        """Run one git command in the vault, waiting out another git process's index.lock."""
         deadline = time.monotonic() + INDEX_LOCK_WAIT_SECONDS
         while True:
             try:
                 return self.repo.git.execute(["git", *args], **kwargs)
             except git.GitCommandError as e:
-                if "index.lock" not in str(e.stderr):
+                # Only "File exists" means another git holds the lock; "Permission denied" and the
+                # like are real errors and must not be retried.
+                if "index.lock" not in str(e.stderr) or "File exists" not in str(e.stderr):
                     raise
-                if self._remove_stale_index_lock() or time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
-                raise VaultBusy(
-                    f"git's index.lock in {self.git_dir} is held by another git process; try again"
-                ) from None
+                if not self._remove_stale_index_lock() and time.monotonic() >= deadline:
+                    raise VaultBusy(
+                        f"git's index.lock in {self.git_dir} is held by another git process; try again"
+                    ) from None
+                time.sleep(0.05)
+
+    def merge_in_progress(self) -> bool:
+        return (self.git_dir / "MERGE_HEAD").exists()
 
     def identity(self) -> Identity:
         """The user's git identity if one is configured, else memvault's fallback."""
@@ -163,7 +167,7 @@ class GitStore:
         try:
             age = time.time() - lock.stat().st_mtime
         except FileNotFoundError:
-            return True  # gone already: just retry
+            return False  # nothing to remove; the caller retries until its deadline
         if age < STALE_INDEX_LOCK_SECONDS or _git_running_in(self.root):
             return False
         try:
@@ -193,7 +197,3 @@ def _git_running_in(root: Path) -> bool:
         if cwd == target or cwd.startswith(target + os.sep) or f"GIT_DIR={target}".encode() in environ:
             return True
     return False
-
-
-class GitError(MemvaultError):
-    """git refused an operation memvault needed."""

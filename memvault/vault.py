@@ -25,7 +25,7 @@ from filelock import FileLock, Timeout
 from memvault import facts as factlog
 from memvault.config import CONFIG_FILE, Config, load_config
 from memvault.dates import parse_at
-from memvault.errors import InvalidInput, NotAVault, NotFound, VaultBusy
+from memvault.errors import InvalidInput, InvalidItem, NotAVault, NotFound, SyncConflict, VaultBusy
 from memvault.facts import Fact, FactDraft, ParseProblem
 from memvault.tombstones import TOMBSTONES_FILE, Tombstone, read_tombstones, text_hash
 
@@ -48,6 +48,22 @@ class FactView:
         data = self.fact.to_dict()
         data["forgotten"] = self.forgotten.to_dict() if self.forgotten else None
         return data
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What `forget` did: the tombstone, whether it already existed, and the pages citing the fact.
+
+    Those pages keep the statement until the next dream rewrites them; search hides it meanwhile.
+    """
+
+    tombstone: Tombstone
+    already_forgotten: bool
+    cited_by: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.tombstone.id, "already_forgotten": self.already_forgotten,
+                "tombstone": self.tombstone.to_dict(), "cited_by": self.cited_by}
 
 
 def default_vault_path() -> Path:
@@ -131,12 +147,8 @@ class Vault:
         path.mkdir(exist_ok=True)
         return path
 
-    @property
-    def tz(self):
-        return self._tz
-
     @cached_property
-    def _tz(self):
+    def tz(self):
         return self.config.tz
 
     @cached_property
@@ -227,8 +239,18 @@ class Vault:
             pass  # a live writer holds the lock; its journal is not a leftover
         return self.recovered
 
+    def _refuse_during_merge(self) -> None:
+        """A commit of a few paths is impossible mid-merge; refuse before anything is written."""
+        if self.git.merge_in_progress():
+            raise SyncConflict(
+                f"a git merge is in progress in {self.root} (an interrupted sync or a hand merge): resolve it "
+                "and `git commit`, or `git merge --abort`, then try again; nothing was written"
+            )
+
     def _recover_locked(self) -> list[str]:
         journal = self.state_dir / JOURNAL_FILE
+        if journal.exists() and self.git.merge_in_progress():
+            return [f"a leftover change waits in {journal.name} until the merge in progress is finished"]
         try:
             entry = json.loads(journal.read_text(encoding="utf-8"))
             kind, paths, message = entry["kind"], list(entry["paths"]), str(entry["message"])
@@ -263,22 +285,20 @@ class Vault:
         """Remember one fact: appended to its day's log and committed."""
         draft = FactDraft(text=text, category=category, tags=tuple(tags), source=source, session=session,
                           importance=importance, at=at)
-        return self.add_many([draft])[0]
+        try:
+            return self.add_many([draft])[0]
+        except InvalidItem as e:
+            raise InvalidInput(e.reason) from None
 
     def add_many(self, drafts: Iterable[FactDraft | Mapping[str, Any]]) -> list[Fact]:
         """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing."""
         now = datetime.now(self.tz)
-        drafts = list(drafts)
         new: list[Fact] = []
         for number, draft in enumerate(drafts, start=1):
             try:
                 new.append(self._materialize(draft, now))
             except InvalidInput as e:
-                if len(drafts) == 1:
-                    raise
-                error = InvalidInput(f"item {number}: {e}")
-                error.item = number  # type: ignore[attr-defined]
-                raise error from None
+                raise InvalidItem(number, str(e)) from None
         if not new:
             raise InvalidInput("nothing to add: no facts given")
         by_path: dict[str, list[Fact]] = defaultdict(list)
@@ -287,6 +307,7 @@ class Vault:
         message = _add_message(new)
         with self.write_lock():
             self._recover_locked()
+            self._refuse_during_merge()
             with self.transaction("append", by_path, message):
                 for rel, items in by_path.items():
                     path = self.root / rel
@@ -330,8 +351,10 @@ class Vault:
             session=session, importance=importance, path=self.relpath(self.log_path(at.date())),
         )
 
-    def forget(self, fact_id: str, reason: str | None = None) -> Tombstone | None:
-        """Tombstone a fact (committed). None if it was already forgotten."""
+    def forget(self, fact_id: str, reason: str | None = None) -> "Forgotten":
+        """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""
+        from memvault.citations import pages_citing
+
         if reason is not None:
             reason = reason.strip() or None
             if reason and ("\n" in reason or len(reason) > 500):
@@ -339,17 +362,19 @@ class Vault:
         fact = self._find(fact_id)
         with self.write_lock():
             self._recover_locked()
-            if fact_id in self.tombstones():
-                return None
-            tombstone = Tombstone(
-                id=fact.id, at=datetime.now(self.tz).replace(microsecond=0).isoformat(), reason=reason,
-                hash=text_hash(fact.text),
-            )
-            message = f"forget: {fact.id}" + (f" ({reason})" if reason else "")
-            with self.transaction("append", [TOMBSTONES_FILE], message):
-                factlog.fsync_append(self.root / TOMBSTONES_FILE, tombstone.to_line())
-                self.git.commit([TOMBSTONES_FILE], message)
-        return tombstone
+            tombstone = self.tombstones().get(fact.id)
+            already = tombstone is not None
+            if tombstone is None:
+                self._refuse_during_merge()
+                tombstone = Tombstone(
+                    id=fact.id, at=datetime.now(self.tz).replace(microsecond=0).isoformat(), reason=reason,
+                    hash=text_hash(fact.text),
+                )
+                message = f"forget: {fact.id}" + (f" ({reason})" if reason else "")
+                with self.transaction("append", [TOMBSTONES_FILE], message):
+                    factlog.fsync_append(self.root / TOMBSTONES_FILE, tombstone.to_line())
+                    self.git.commit([TOMBSTONES_FILE], message)
+        return Forgotten(tombstone, already, sorted(pages_citing(self, [fact.id])))
 
     # -- reading facts ------------------------------------------------------------------------
 
@@ -396,8 +421,14 @@ class Vault:
 
     def recent(self, limit: int | None = 20, *, since: datetime | None = None, until: datetime | None = None,
                category: str | None = None, tag: str | None = None, source: str | None = None,
-               session: str | None = None, oldest_first: bool = False) -> list[Fact]:
-        """The newest `limit` facts, forgotten ones left out; newest first unless `oldest_first`."""
+               session: str | None = None, oldest_first: bool | None = None) -> list[Fact]:
+        """The newest `limit` facts, forgotten ones left out.
+
+        Newest first, except that one source's or session's facts read as a thread, oldest first
+        (`oldest_first` overrides either way).
+        """
+        if oldest_first is None:
+            oldest_first = source is not None or session is not None
         if limit is not None and limit < 1:
             raise InvalidInput("limit must be at least 1")
         if category is not None:

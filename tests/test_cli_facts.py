@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -201,3 +202,51 @@ def test_history_lists_the_commits_that_touched_a_fact(cli):
     assert [h["message"].split(":")[0] for h in history] == ["add", "forget"]
     assert history[0]["message"].startswith(f"add: {fact_id}")
     assert all(len(h["commit"]) == 40 for h in history)
+
+
+def test_forget_with_a_padded_id_is_still_one_tombstone(cli, vault_dir):
+    """Bad input: an id with surrounding spaces, as copied from a terminal."""
+    fact_id = cli("add", "padded").stdout.strip()
+    assert cli("forget", f"  {fact_id} ").exit_code == 0
+    again = cli("forget", f"{fact_id}\n")
+    assert again.exit_code == 0 and "already forgotten" in again.stderr
+    assert len((vault_dir / "tombstones.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_thread_reads_oldest_first_in_the_library_and_the_cli(cli, vault):
+    for i in range(3):
+        vault.add(f"turn {i}", session="chat-1", at=f"2026-11-0{i + 1}T10:00")
+    vault.add("elsewhere", session="chat-2")
+    assert [f.text for f in vault.recent(session="chat-1")] == ["turn 0", "turn 1", "turn 2"]
+    assert [f.text for f in vault.recent(session="chat-1", oldest_first=False)] == ["turn 2", "turn 1", "turn 0"]
+    assert [f["text"] for f in json.loads(cli("recent", "--session", "chat-1", "--json").stdout)] == [
+        "turn 0", "turn 1", "turn 2"]
+
+
+def test_writes_are_refused_while_a_merge_is_unfinished(cli, vault_dir):
+    """Bad state: a sync or hand merge stopped on a conflict; add and forget must not half-write."""
+    page = vault_dir / "wiki" / "people" / "ann.md"
+    page.write_text("base\n")
+    git(vault_dir, "add", "-A")
+    git(vault_dir, "commit", "-qm", "page")
+    git(vault_dir, "checkout", "-qb", "other")
+    page.write_text("theirs\n")
+    git(vault_dir, "commit", "-qam", "theirs")
+    git(vault_dir, "checkout", "-q", "main")
+    page.write_text("ours\n")
+    git(vault_dir, "commit", "-qam", "ours")
+    kept = cli("add", "before the merge").stdout.strip()
+    subprocess.run(["git", "-C", str(vault_dir), "merge", "other"], capture_output=True)
+    assert (vault_dir / ".git" / "MERGE_HEAD").exists()
+    logs_before = {p: p.read_bytes() for p in (vault_dir / "logs").rglob("*.md")}
+
+    for args in (["add", "during the merge"], ["forget", kept]):
+        result = cli(*args)
+        assert result.exit_code == ExitCode.SYNC_CONFLICT, result.stderr
+        assert "merge is in progress" in result.stderr and result.stderr.count("\n") == 1
+    assert {p: p.read_bytes() for p in (vault_dir / "logs").rglob("*.md")} == logs_before
+    assert not (vault_dir / "tombstones.jsonl").exists()
+    assert cli("recent").exit_code == 0  # reading still works
+
+    git(vault_dir, "merge", "--abort")
+    assert cli("add", "after the merge").exit_code == 0

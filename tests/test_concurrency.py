@@ -157,3 +157,19 @@ def test_a_failing_replace_is_rolled_back_at_once(vault):
             raise RuntimeError("model answer ran out midway")
     assert not page.exists() and is_clean(vault.root)
     assert not (vault.root / ".memvault" / "journal.json").exists()
+
+
+def test_a_git_error_about_index_lock_that_is_not_a_held_lock_fails_at_once(vault, monkeypatch):
+    """A read-only .git ("Permission denied" creating index.lock) must not be retried for ever."""
+    import git as gitpython
+
+    def refuse(self, *args, **kwargs):
+        raise gitpython.GitCommandError(["git", "add"], 128,
+                                        stderr=f"fatal: Unable to create '{vault.root}/.git/index.lock': Permission denied")
+
+    store = vault.git
+    monkeypatch.setattr(gitpython.cmd.Git, "execute", refuse)
+    started = time.monotonic()
+    with pytest.raises(gitpython.GitCommandError):
+        store.run("add", "-A")
+    assert time.monotonic() - started < 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -118,11 +119,11 @@ def test_import_of_the_cli_stays_light():
     assert out.stdout.strip() == "[]"
 
 
-def test_exit_codes_are_stable():
-    assert {c.name: int(c) for c in ExitCode} == {
-        "OK": 0, "ERROR": 1, "USAGE": 2, "NOT_FOUND": 3, "BUSY": 4, "LLM": 5, "DREAM_RUNNING": 6,
-        "SYNC_CONFLICT": 7, "REMOTE": 8, "INTERRUPTED": 130,
-    }
+def test_exit_codes_match_the_readme_table():
+    """Scripts rely on the documented codes: the README table and the enum must agree."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = dict((name, int(code)) for code, name in re.findall(r"^\| (\d+) \| ([A-Z_]+) \|", readme, flags=re.M))
+    assert table == {c.name: int(c) for c in ExitCode}
 
 
 def test_python_module_entry_point(tmp_path):

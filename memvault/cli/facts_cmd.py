@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
-from memvault.errors import InvalidInput, NotFound
+from memvault.errors import InvalidInput, InvalidItem, NotFound
 
 CategoryOption = Annotated[Optional[str], typer.Option("--category", "-c", help="Only facts of this category.")]
 TagOption = Annotated[Optional[str], typer.Option("--tag", "-t", help="Only facts with this tag.")]
@@ -44,11 +44,8 @@ def add(
         vault = open_vault(vault_path)
         try:
             facts = vault.add_many(drafts)
-        except InvalidInput as e:
-            item = getattr(e, "item", None)
-            if item is None:
-                raise
-            raise InvalidInput(f"line {line_numbers[item - 1]}: {str(e).split(': ', 1)[1]}") from None
+        except InvalidItem as e:
+            raise InvalidInput(f"line {line_numbers[e.item - 1]}: {e.reason}") from None
     else:
         if text is None:
             raise InvalidInput("missing TEXT (or use --stdin)")
@@ -142,7 +139,7 @@ def recent(
         since=parse_bound(since, vault.tz) if since else None,
         until=parse_bound(until, vault.tz, end=True, option="--until") if until else None,
         category=category, tag=tag, source=source, session=session,
-        oldest_first=(source is not None or session is not None) if oldest_first is None else oldest_first,
+        oldest_first=oldest_first,
     )
     if json_:
         emit_json([f.to_dict() for f in facts])
@@ -188,23 +185,16 @@ def forget(
 
     Example: memvault forget 01jdq5x8k2m7v3qa --reason "wrong person"
     """
-    from memvault.citations import pages_citing
-
-    vault = open_vault(vault_path)
-    tombstone = vault.forget(fact_id, reason)
-    already = tombstone is None
-    if already:
-        tombstone = vault.tombstones()[fact_id.strip()]
-    cited_by = list(pages_citing(vault, [tombstone.id]))
+    result = open_vault(vault_path).forget(fact_id, reason)
+    tombstone = result.tombstone
     if json_:
-        emit_json({"id": tombstone.id, "already_forgotten": already, "tombstone": tombstone.to_dict(),
-                   "cited_by": cited_by})
-    elif already:
+        emit_json(result.to_dict())
+    elif result.already_forgotten:
         notice(f"fact {tombstone.id} was already forgotten at {tombstone.at}; nothing changed")
     else:
         echo(f"forgot {tombstone.id}")
-        if cited_by:
-            notice(f"cited by {', '.join(cited_by)}: search already hides those statements and the "
+        if result.cited_by:
+            notice(f"cited by {', '.join(result.cited_by)}: search already hides those statements and the "
                    "next `memvault dream` rewrites the page(s) without them")
 
 
