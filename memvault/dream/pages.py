@@ -56,7 +56,9 @@ def check_page_path(path: str, root: Path, zones: Sequence[str], *, allow_inbox:
 
 
 def zone_of(path: str) -> str:
-    return path.split("/")[1]
+    """The zone of wiki/<zone>/<page>.md; "" for any other path."""
+    parts = path.split("/")
+    return parts[1] if len(parts) == 3 and parts[0] == "wiki" else ""
 
 
 def cited_ids(body: str) -> list[str]:
