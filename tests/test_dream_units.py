@@ -116,3 +116,28 @@ def test_memory_md_is_bounded_and_links_only_existing_pages():
     assert parse_memory(text)[0] == ("Likes tea", "wiki/topics/tea.md")
     small = render_memory(lines, pages, watermark=None, max_lines=1000, max_bytes=600)
     assert len(small.encode()) <= 600
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+def test_consolidated_into_a_path_outside_the_vault_is_rejected_without_reading_it(tmp_path, where):
+    """Bad input: a disposition naming /abs/outside.md or ../outside.md, a file that cites the fact."""
+    from memvault.dream.validate import build_proposal
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    fid = "aaaaaaaaaaaaaaaa"
+    outside = tmp_path / "outside.md"
+    outside.write_text(f"---\ntitle: x\n---\nStolen [^{fid}]\n")
+    page = str(outside) if where == "absolute" else "../outside.md"
+    answer = parse_answer(json.dumps({"pages": [], "facts": [{"id": fid, "disposition": "consolidated", "page": page}]}))
+    with pytest.raises(AnswerRejected, match="page path"):
+        build_proposal(answer, root=root, zones=ZONES, batch_ids={fid}, known_ids={fid}, tombstoned=set(),
+                       day="2026-11-22", label="2026-11-01..2026-11-01")
+
+
+@pytest.mark.parametrize("path, zone", [("wiki/topics/tea.md", "topics"), ("/etc/x", ""), ("x", ""),
+                                        ("wiki/topics/a/b.md", "")])
+def test_zone_of_names_the_zone_only_of_a_wiki_page_path(path, zone):
+    from memvault.dream.pages import zone_of
+
+    assert zone_of(path) == zone

@@ -119,9 +119,10 @@ def build_proposal(
             raise AnswerRejected(f"fact {d.id} has more than one disposition")
         prop.dispositions[d.id] = d.disposition
         if d.disposition == "consolidated":
-            target = prop.pages.get(d.page or "") or (read_page(root, d.page) if d.page else None)
-            if d.page and zone_of_safe(d.page) == INBOX_ZONE:
-                target = None
+            target = prop.pages.get(d.page or "")
+            if target is None and d.page:
+                # the model names the page: check the path before reading anything there
+                target = read_page(root, check_page_path(d.page, root, zones))
             if target is None:
                 raise AnswerRejected(f"fact {d.id} is consolidated into {d.page!r}, no such page")
             if d.id not in cited_ids(target.body):
@@ -147,11 +148,6 @@ def build_proposal(
     if answer.memory is not None:
         prop.memory = [(line.text, line.page) for line in answer.memory]
     return prop
-
-
-def zone_of_safe(path: str) -> str:
-    parts = path.split("/")
-    return parts[1] if len(parts) == 3 else ""
 
 
 def _add_conflicts(prop: Proposal, root: Path, day: str, label: str) -> None:
