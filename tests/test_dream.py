@@ -381,15 +381,3 @@ def test_a_day_whose_facts_were_all_forgotten_moves_the_watermark_without_asking
     report = dream(vault, fake)
     assert report.ok and vault.watermark == date(2026, 11, 1) and not fake.requests
     assert gone.id not in (vault.root / "log.md").read_text() and is_clean(vault.root)
-
-
-def test_unconsolidated_ids_name_skipped_and_late_facts(vault, fake):
-    from memvault.dream.planner import unconsolidated_ids
-
-    skipped = add(vault, "Vic's note the model never handles", "2026-11-01")
-    fake.default = "not json"
-    for _ in range(3):
-        dream(vault, fake)
-    late = add(vault, "Vic's backdated note", "2026-11-01")
-    assert vault.watermark == date(2026, 11, 1)
-    assert unconsolidated_ids(vault) == {skipped.id, late.id}

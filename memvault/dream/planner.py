@@ -116,15 +116,3 @@ def _failed_batch_end(entries: list[Entry], pending: list[date]) -> date | None:
                 return None
             return None
     return None
-
-
-def unconsolidated_ids(vault) -> set[str]:
-    """Live facts on days up to the watermark that no page carries: skipped batches and late facts.
-
-    Search's default scope (wiki + facts after the watermark) can add these so they stay findable.
-    """
-    entries = read_journal(vault)
-    skipped = {fid for e in entries if e.outcome == "skipped" for fid in e.ids}
-    plan = make_plan(vault)
-    cited = accounted_ids(vault, [e for e in entries if e.outcome != "skipped"])
-    return {fid for fid in skipped if fid in plan.facts_by_id and fid not in cited} | {f.id for f in plan.late}
