@@ -71,23 +71,17 @@ def _dream_state(vault: "Vault") -> dict:
     }
 
 
-def index_built(vault: "Vault") -> bool | None:
-    """Whether a search index exists (None: this installation has no search module)."""
-    try:
-        from memvault.index.search import engine
-    except ImportError:
-        return None
+def index_built(vault: "Vault") -> bool:
+    """Whether a search index exists (a cheap check: nothing is opened or built)."""
+    from memvault.index.search import engine
+
     return engine(vault).exists()
 
 
-def _index_state(vault: "Vault") -> dict | None:
-    built = index_built(vault)
-    if built is None or not hasattr(vault, "index_status"):
-        return None
-    if not built:
-        # Asking the index for its status would build it (and embed everything): just say so.
-        return {"built": False, "documents": 0, "pending_embeddings": 0, "drift": None}
-    return {"built": True, **vault.index_status()}
+def _index_state(vault: "Vault") -> dict:
+    """The index's counts; a missing or damaged index is reported as it is, never built here."""
+    state = vault.index_status()
+    return {"built": not state["missing"], **state}
 
 
 def lock_holder(vault: "Vault") -> dict | None:
@@ -303,16 +297,17 @@ def _cited(vault: "Vault", rel: str) -> list[str]:
 
 def check_index(vault: "Vault") -> Check:
     state = _index_state(vault)
-    if state is None:
-        return Check("search index", OK, "no search module installed")
     if not state["built"]:
         return Check("search index", WARN, "not built yet (the first search builds it)", fix="build it now")
+    if state["damaged"]:
+        return Check("search index", WARN, f"damaged ({state['damaged']}); the next search rebuilds it",
+                     fix="rebuild it from the vault files")
     lag = []
-    if state.get("drift"):
+    if state["drift"]:
         lag.append(f"{state['drift']} file(s) changed since indexing")
-    if state.get("pending_embeddings"):
+    if state["pending_embeddings"]:
         lag.append(f"{state['pending_embeddings']} document(s) without a vector")
-    summary = f"{state.get('documents', 0)} document(s)"
+    summary = f"{state['documents']} document(s)"
     if lag:
         return Check("search index", WARN, f"{summary}; " + ", ".join(lag) + " (the next search catches up)",
                      fix="reindex")
@@ -320,10 +315,9 @@ def check_index(vault: "Vault") -> Check:
 
 
 def repair_index(vault: "Vault") -> list[str]:
-    result = vault.reindex()
-    extra = f": {result['facts']} fact(s), {result['sections']} page section(s)" if isinstance(result, dict) \
-        and "facts" in result else ""
-    return [f"reindexed{extra}"]
+    damaged = vault.index_status()["damaged"]
+    result = vault.reindex(clear=bool(damaged))
+    return [f"{'rebuilt' if damaged else 'reindexed'}: {result['facts']} fact(s), {result['sections']} page section(s)"]
 
 
 def check_embedding_model(vault: "Vault") -> Check:

@@ -142,6 +142,7 @@ def test_json_outputs_match_the_documentation(outputs, tmp_path):
     """Runs every command that needs no LLM; dream is checked with --status only."""
     run, seen, documented, types = outputs
     run("init", str(tmp_path / "other"), vault=False)
+    run("status")  # before any index exists: the index fields are the same, some null
     fact = run("add", "Alice prefers green tea", "--session", "chat-1", "--source", "agent", "--tag", "alice")
     run("add", "--stdin", variant="--stdin", input='first\n{"text": "second", "at": "2025-03-01"}\n')
     run("show", fact["id"])

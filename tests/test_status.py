@@ -68,3 +68,39 @@ def test_status_shows_the_lock_holder_and_ahead_behind(cli, vault, tmp_path):
         holder.wait()
     assert json.loads(cli("status", "--json").stdout)["lock"] is None
     assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_status_reports_a_missing_or_damaged_index_without_building_it(cli, vault_dir):
+    """Bad states tried: no index yet, then a catalog overwritten with garbage. Status and doctor
+    report each as it is, keep the same index fields, and neither builds nor repairs anything."""
+    from conftest import run_memvault
+    from memvault import Vault
+
+    Vault.open(vault_dir).add("Anna builds harpsichords")
+    index = json.loads(cli("status", "--json").stdout)["index"]
+    assert index["built"] is False and index["missing"] is True and index["damaged"] is None
+    assert index["documents"] == 0 and index["drift"] == 1 and index["model"]
+    assert not (vault_dir / ".memvault" / "index").exists()
+
+    assert run_memvault("reindex", "--vault", str(vault_dir)).returncode == 0
+    root = vault_dir / ".memvault" / "index"
+    live = root / (root / "current").read_text().strip()
+    (live / "catalog.sqlite").write_bytes(b"this is not a database" * 100)
+    for extra in live.glob("catalog.sqlite-*"):
+        extra.unlink()
+
+    result = cli("status", "--json")
+    assert result.exit_code == 0 and "rebuild" not in result.stderr
+    index = json.loads(result.stdout)["index"]
+    assert set(index) == {"built", "documents", "pending_embeddings", "drift", "model", "missing", "damaged"}
+    assert index["built"] is True and index["damaged"] and index["documents"] is None
+    assert "damaged" in cli("status").stdout
+    check = {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}["search index"]
+    assert check["status"] == "warn" and "damaged" in check["message"]
+    # Nothing was rebuilt: the same generation is live and its catalog is still garbage.
+    assert (root / "current").read_text().strip() == live.name
+    assert (live / "catalog.sqlite").read_bytes().startswith(b"this is not a database")
+
+    fixed = {c["name"]: c for c in json.loads(cli("doctor", "--fix", "--json").stdout)["checks"]}["search index"]
+    assert fixed["status"] == "fixed" and "rebuilt" in fixed["message"]
+    assert json.loads(cli("status", "--json").stdout)["index"]["documents"] == 1

@@ -35,10 +35,10 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     if state["failed_attempts"]:
         echo(f"failed      {state['failed_attempts']} attempt(s) on the next batch")
     index = state["index"]
-    if index is None:
-        echo("index       (search not installed)")
-    elif not index["built"]:
+    if not index["built"]:
         echo("index       not built yet (the first search builds it)")
+    elif index["damaged"]:
+        echo(f"index       damaged ({index['damaged']}); the next search rebuilds it")
     else:
         echo(f"index       {index['documents']} document(s), {index['pending_embeddings']} without a vector, "
              f"{index['drift']} file(s) changed since indexing")

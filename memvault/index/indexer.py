@@ -463,11 +463,16 @@ class SearchIndex:
 
     # -- status -------------------------------------------------------------------------------
     def status(self) -> dict:
-        if not (self.root / POINTER).exists():
-            # Reporting must not build: a missing index shows as every file drifting.
-            return {"documents": 0, "pending_embeddings": 0, "drift": len(self.corpus.files()),
-                    "model": self.model.identity, "missing": True}
-        generation = self.open()
+        """Counts and drift; never builds or repairs (a missing or damaged index is reported as such)."""
+        problem = self._open_live()
+        if problem is not None:
+            missing = problem == "missing"
+            # A missing index shows as every file drifting; a damaged one has no counts to trust.
+            return {"documents": 0 if missing else None, "pending_embeddings": 0 if missing else None,
+                    "drift": len(self.corpus.files()) if missing else None,
+                    "model": self.model.identity, "missing": missing, "damaged": None if missing else problem}
+        generation = self.generation
+        assert generation is not None
         generation.load_state()
         scan = self.scan(generation)
         drift = 0
@@ -487,6 +492,7 @@ class SearchIndex:
             "drift": drift,
             "model": self.model.identity,
             "missing": False,
+            "damaged": None,
         }
 
     def close(self) -> None:
