@@ -69,7 +69,9 @@ class VectorFile:
             slots = slots[slots < len(matrix)]
             if len(slots) == 0:
                 return []
-            scores = matrix[slots] @ query
+            # Gathering rows copies them: for a large share of the matrix, scoring every row and
+            # picking the scores is far cheaper (at 100k rows the copy alone took ~10 ms).
+            scores = (matrix @ query)[slots] if len(slots) * 8 > len(matrix) else matrix[slots] @ query
         else:
             if len(matrix) == 0:
                 return []
