@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -330,13 +329,27 @@ def check_embedding_model(vault: "Vault") -> Check:
             return Check("embedding model", FAIL, f"{name}: no model.onnx in {model_dir} (from {origin}); "
                          "search falls back to words only")
         return Check("embedding model", OK, f"{name} from {model_dir} (from {origin})")
-    cache = Path(os.environ.get("FASTEMBED_CACHE_PATH") or Path(tempfile.gettempdir()) / "fastembed_cache")
+    from memvault.index.embedder import model_cache_dir
+
+    # Where `memvault reindex --download-model` puts the model and where search loads it from.
+    cache = model_cache_dir()
+    found = _cached_model(cache, name)
+    if found is not None:
+        return Check("embedding model", OK, f"{name} from the model cache ({found})")
+    return Check("embedding model", WARN, f"{name} is not in the model cache ({cache}) and searches never "
+                 "download it: search uses words only; run `memvault reindex --download-model` once, or set "
+                 "MEMVAULT_EMBED_MODEL_PATH to a local ONNX model directory")
+
+
+def _cached_model(cache: Path, name: str) -> Path | None:
+    """The cache directory holding this model's ONNX file (hub layout or fastembed's own), if any."""
     stem = name.rsplit("/", 1)[-1].lower()
-    found = [p for p in cache.glob("*") if p.is_dir() and stem in p.name.lower()] if cache.is_dir() else []
-    if found:
-        return Check("embedding model", OK, f"{name} from the fastembed cache ({found[0]})")
-    return Check("embedding model", WARN, f"{name} is not available locally and memvault never downloads it: "
-                 "search uses words only; set MEMVAULT_EMBED_MODEL_PATH to a local ONNX model directory")
+    if not cache.is_dir():
+        return None
+    for folder in sorted(cache.iterdir()):
+        if folder.is_dir() and stem in folder.name.lower() and next(folder.rglob("*.onnx"), None) is not None:
+            return folder
+    return None
 
 
 def check_llm(vault: "Vault") -> Check:

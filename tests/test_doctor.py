@@ -98,3 +98,35 @@ def test_fix_reindexes_a_drifted_index(cli, vault):
     checks = _checks(cli("doctor", "--fix", "--json"))
     assert checks["search index"]["status"] == "fixed"
     assert vault.index_status()["drift"] == 0
+
+
+def test_doctor_finds_the_model_where_download_model_puts_it(cli, vault, monkeypatch, tmp_path):
+    """No MEMVAULT_EMBED_MODEL_PATH: doctor warns (naming `reindex --download-model`) while the model
+    cache is empty, and says ok once the model is in the cache search loads it from."""
+    from memvault import Vault
+    from memvault.index.embedder import model_cache_dir
+
+    from conftest import SHARED_MODEL
+
+    monkeypatch.delenv("MEMVAULT_EMBED_MODEL_PATH", raising=False)
+    monkeypatch.delenv("FASTEMBED_CACHE_PATH", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    check = _checks(cli("doctor", "--json"))["embedding model"]
+    assert check["status"] == "warn" and "memvault reindex --download-model" in check["message"]
+
+    # The hub's cache layout, as `reindex --download-model` leaves it (files linked, not copied).
+    repo = model_cache_dir() / "models--Qdrant--all-MiniLM-L6-v2-onnx"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    for file in SHARED_MODEL.iterdir():
+        (snapshot / file.name).symlink_to(file)
+    check = _checks(cli("doctor", "--json"))["embedding model"]
+    assert check["status"] == "ok" and str(model_cache_dir()) in check["message"]
+
+    # ... and search really loads it from there (the dense half answers).
+    fresh = Vault.open(vault.root)
+    fresh.add("Ines collects antique maps")
+    hits = fresh.search("old cartography", explain=True)
+    assert hits and "dense" in hits[0].explain
