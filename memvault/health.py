@@ -357,10 +357,9 @@ def check_llm(vault: "Vault") -> Check:
     if not model:
         return Check("LLM", WARN, "no model set: `memvault dream` cannot run (set MEMVAULT_MODEL or "
                      "[llm] model in memvault.toml)")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from memvault.dream.llm import load_litellm
 
-    litellm.suppress_debug_info = True
+    litellm = load_litellm()
     where = f" at {vault.config.api_base}" if vault.config.api_base else ""
     try:
         found = litellm.validate_environment(model=model, api_base=vault.config.api_base)
