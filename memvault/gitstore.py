@@ -66,6 +66,9 @@ class GitStore:
             GIT_CEILING_DIRECTORIES=str(root.parent),
             GIT_TERMINAL_PROMPT="0",
         )
+        if not (os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")):
+            # memvault runs unattended (cron, agents): an ssh passphrase prompt would hang it.
+            env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
         self.repo.git.update_environment(**env)
         self._identity: Identity | None = None
 
