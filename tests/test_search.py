@@ -185,16 +185,25 @@ def test_cli_search_json_and_text(cli):
 
 
 def test_cli_search_stdin_answers_one_line_per_query(cli):
+    """Bad lines tried: limit 0, an object without "query", a number as query, a Python-style
+    option name (`lexical_only`)."""
     cli("add", "Mia's birthday is on 3 March")
     cli("add", "Noah drives a red bicycle to work")
-    queries = 'birthday\n{"query": "bicycle", "limit": 1, "lexical": true}\n\n{"query": "x", "limit": 0}\n'
+    queries = ('birthday\n{"query": "bicycle", "limit": 1, "lexical": true}\n\n{"query": "x", "limit": 0}\n'
+               '{"limit": 3}\n{"query": 7}\n{"query": "bicycle", "lexical_only": true}\n')
     result = cli("search", "--stdin", "--json", input=queries)
     lines = [json.loads(line) for line in result.stdout.splitlines()]
-    assert len(lines) == 3
+    assert len(lines) == 6
     assert lines[0]["query"] == "birthday" and lines[0]["hits"][0]["text"] == "Mia's birthday is on 3 March"
     assert [h["text"] for h in lines[1]["hits"]] == ["Noah drives a red bicycle to work"]
     assert lines[2]["error"]["type"] == "InvalidInput"
-    assert result.exit_code == 2  # one line failed; the others were still answered
+    # A line without a string query, or with a name that is not a CLI option, is refused; the
+    # error echoes the line as read, so `query` is always a string.
+    assert lines[3] == {"query": '{"limit": 3}', "error": {**lines[3]["error"], "type": "InvalidInput"}}
+    assert '"query"' in lines[3]["error"]["message"] and "line 5" in lines[3]["error"]["message"]
+    assert lines[4]["query"] == '{"query": 7}' and "error" in lines[4]
+    assert "lexical_only" in lines[5]["error"]["message"]
+    assert result.exit_code == 2  # some lines failed; the others were still answered
 
 
 def test_cli_bad_input_exits_non_zero_and_changes_nothing(cli, vault_dir):

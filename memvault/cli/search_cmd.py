@@ -12,11 +12,10 @@ import typer
 from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, emit_jsonl, notice, open_vault
 from memvault.errors import ExitCode, InvalidInput, MemvaultError
 
-# Keys a --stdin JSON line may carry, mapped to Vault.search keyword arguments.
+# Keys a --stdin JSON line may carry (the CLI option names), mapped to Vault.search keyword arguments.
 _STDIN_KEYS = {
     "query": "query", "limit": "limit", "category": "category", "tag": "tag", "source": "source",
-    "since": "since", "until": "until", "all": "include_all", "include_all": "include_all",
-    "lexical": "lexical_only", "lexical_only": "lexical_only", "explain": "explain",
+    "since": "since", "until": "until", "all": "include_all", "lexical": "lexical_only", "explain": "explain",
 }
 
 
@@ -39,7 +38,7 @@ def search(
 
     By default searches wiki pages and the facts not yet consolidated by dream; --all adds the
     consolidated facts. With --stdin each line is a query or {"query", "limit", "category", "tag",
-    "source", "since", "until", "all", "lexical"}; the model loads once for all of them.
+    "source", "since", "until", "all", "lexical", "explain"}; the model loads once for all of them.
 
     Example: memvault search "what does Alice drink" --limit 5 --json
     """
@@ -71,11 +70,12 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
         if not line.strip():
             continue
         options = dict(defaults)
-        query: Any = line
+        # Until a JSON line is known to be good, errors echo the line itself as the query.
+        query = line
         try:
             if line.lstrip().startswith("{"):
-                request = _parse_request(line, number)
-                query = request.pop("query", None)
+                request = _parse_request(line)
+                query = request.pop("query")
                 options.update(request)
             with _progress(vault):
                 hits = vault.search(query, **options)
@@ -96,7 +96,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
     return failed
 
 
-def _parse_request(line: str, number: int) -> dict:
+def _parse_request(line: str) -> dict:
     try:
         item = json.loads(line)
     except json.JSONDecodeError as e:
@@ -105,7 +105,9 @@ def _parse_request(line: str, number: int) -> dict:
         raise InvalidInput("expected a JSON object")
     unknown = sorted(set(item) - set(_STDIN_KEYS))
     if unknown:
-        raise InvalidInput(f"unknown field(s) {', '.join(unknown)}; use {', '.join(sorted(set(_STDIN_KEYS)))}")
+        raise InvalidInput(f"unknown field(s) {', '.join(unknown)}; use {', '.join(_STDIN_KEYS)}")
+    if not isinstance(item.get("query"), str):
+        raise InvalidInput('a JSON line needs "query", a string')
     return {_STDIN_KEYS[k]: v for k, v in item.items()}
 
 
