@@ -273,8 +273,16 @@ def test_max_batches_and_min_facts_gate(vault, fake):
     head = git(vault.root, "rev-parse", "HEAD")
     gated = dream(vault, fake, min_facts=5)
     assert gated.gated and gated.ok and git(vault.root, "rev-parse", "HEAD") == head and not fake.requests
+    assert gated.to_dict()["deferred"] == ["2026-10-01..2026-10-03"]
+    # no model configured anywhere: a quiet night and a caught-up night need none
+    quiet = vault.dream(today=TODAY, min_facts=5)
+    assert quiet.gated and quiet.ok and quiet.model is None
     with pytest.raises(LLMError, match="MEMVAULT_MODEL"):
-        vault.dream(today=TODAY)  # no model configured anywhere
+        vault.dream(today=TODAY)  # work to do, no model
+    first = dream(vault, fake, max_batches=0)
+    assert first.batches == [] and first.to_dict()["deferred"] == ["2026-10-01..2026-10-03"] and not fake.requests
+    assert dream(vault, fake).caught_up
+    assert vault.dream(today=TODAY).caught_up
 
 
 def test_late_fact_backdated_into_a_dreamed_day_is_consolidated_next_time(vault, fake):

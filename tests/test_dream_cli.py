@@ -66,6 +66,8 @@ def test_exit_codes_for_missing_model_bad_answer_and_bad_options(cli, fake, monk
     assert bad.exit_code == 5 and json.loads(bad.stdout)["error"].endswith("answer is not valid JSON (Expecting value at line 1)")
     assert json.loads(bad.stderr.splitlines()[-1])["error"]["exit_code"] == 5
     monkeypatch.delenv("MEMVAULT_MODEL")
+    quiet = cli("dream", "--min-facts", "5", "--json")  # the README's cron line on a quiet night
+    assert quiet.exit_code == 0 and json.loads(quiet.stdout)["gated"], quiet.stderr
     missing = cli("dream")
     assert missing.exit_code == 5 and "MEMVAULT_MODEL" in missing.stderr and "[llm] model" in missing.stderr
 

@@ -68,9 +68,12 @@ def test_forget_notice_doctor_warning_then_one_scrub_commit_leaves_no_trace(vaul
     dry = dream(vault, fake, dry_run=True).batches[0]
     assert (dry.label, dry.outcome, dry.updated, dry.removed) == ("scrub", "proposed", [ALICE], [COFFEE])
     assert commit_count(vault.root) == before and is_clean(vault.root)
-    report = dream(vault, fake, min_facts=5)  # a quiet night: no day batch, the scrub still runs
+    quiet = dream(vault, fake, min_facts=5)  # a quiet night: the scrub waits for a night past the gate
+    assert quiet.ok and quiet.gated and quiet.batches == [] and quiet.to_dict()["deferred"] == ["scrub"]
+    assert commit_count(vault.root) == before and len(fake.requests) == 2  # the first dream's, the dry run's
+    report = dream(vault, fake)
 
-    assert report.ok and report.gated and vault.watermark.isoformat() == "2026-11-01"
+    assert report.ok and not report.gated and vault.watermark.isoformat() == "2026-11-01"
     assert [(b.label, b.outcome, b.updated, b.removed) for b in report.batches] == [("scrub", "ok", [ALICE], [COFFEE])]
     sent = request_data(fake.requests[-1])
     assert sent["forgotten_ids"] == [coffee.id] and [p["path"] for p in sent["pages"]] == [ALICE]

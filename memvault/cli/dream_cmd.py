@@ -68,9 +68,9 @@ def dream(
 
 def _print_report(data: dict) -> None:
     if data["gated"]:
-        echo(f"nothing to do: {data['pending_facts']} pending fact(s)")
-        if not data["batches"]:
-            return
+        echo(f"nothing to do: {data['pending_facts']} pending fact(s)"
+             + (" (the scrub of pages citing forgotten facts waits too)" if "scrub" in data["deferred"] else ""))
+        return
     for batch in data["batches"]:
         line = f"{batch['label']}: {batch['outcome']}"
         if batch["outcome"] in ("ok", "proposed") and "removed" in batch:

@@ -68,6 +68,7 @@ class DreamReport:
     caught_up: bool = False
     error: str | None = None
     model: str | None = None
+    deferred: list[str] = field(default_factory=list)  # batches not started: gated, or past --max-batches
 
     @property
     def ok(self) -> bool:
@@ -86,6 +87,7 @@ class DreamReport:
             "pending_facts": self.pending_facts,
             "caught_up": self.caught_up,
             "gated": self.gated,
+            "deferred": list(self.deferred),
             "dry_run": self.dry_run,
             "model": self.model,
             "error": self.error,
@@ -139,7 +141,6 @@ def run_dream(
     """Consolidate pending days batch after batch; see docs/dream.md for the guarantees."""
     from memvault.dream.scrub import SCRUB_BATCH, ScrubRunner, scrub_due
 
-    settings = llm or llm_settings(vault, model)
     say = progress or (lambda _msg: None)
     vault.recover()
     with dream_lock(vault):
@@ -147,22 +148,27 @@ def run_dream(
         report = DreamReport(
             watermark_before=_iso(plan.watermark), watermark_after=_iso(plan.watermark),
             pending_days=len(plan.pending_days), pending_facts=plan.pending_facts,
-            dry_run=dry_run, model=settings.model,
+            dry_run=dry_run, model=llm.model if llm else (model or vault.config.llm_model),
         )
-        # pages citing forgotten facts are rewritten first, on quiet nights too: forgetting is a promise
-        scrub = scrub_due(vault)
         batches = list(plan.batches)
-        if min_facts is not None and plan.pending_facts < min_facts:
-            report.gated, batches = True, []
-            say(f"quiet night: {plan.pending_facts} pending fact(s) < --min-facts {min_facts}; nothing to do")
-        if not batches and not scrub:
-            report.caught_up = not report.gated
-            if report.caught_up:
-                say("nothing to consolidate: caught up")
-            return report
-        if scrub:
+        # pages citing forgotten facts are rewritten first: forgetting is a promise
+        if scrub_due(vault):
             batches.insert(0, SCRUB_BATCH)
+        if min_facts is not None and plan.pending_facts < min_facts:
+            # a quiet night is cheap: no model, no commit; a due scrub waits for the next night past the gate
+            report.gated, report.deferred = True, [b.label for b in batches]
+            say(f"quiet night: {plan.pending_facts} pending fact(s) < --min-facts {min_facts}; nothing to do"
+                + ("; pages citing forgotten facts are rewritten by the next dream past the gate"
+                   if batches and batches[0] is SCRUB_BATCH else ""))
+            return report
+        if not batches:
+            report.caught_up = True
+            say("nothing to consolidate: caught up")
+            return report
+        settings = llm or llm_settings(vault, model)  # only now: there is work for the model
+        report.model = settings.model
         limit = len(batches) if max_batches is None else max(0, max_batches)
+        report.deferred = [b.label for b in batches[limit:]]
         runner = ScrubRunner(vault, settings, say, plan)
         for number, batch in enumerate(batches[:limit], start=1):
             if batch is SCRUB_BATCH:
