@@ -504,12 +504,13 @@ class Vault:
 
     def search(self, query: str, *, limit: int = 10, category: str | None = None, tag: str | None = None,
                source: str | None = None, since=None, until=None, include_all: bool = False,
-               lexical_only: bool = False, explain: bool = False) -> list:
+               lexical_only: bool = False, explain: bool = False, progress=None) -> list:
         """Hybrid search: wiki pages plus facts after the watermark (`include_all` adds the rest)."""
         from memvault.index.search import search
 
         return search(self, query, limit=limit, category=category, tag=tag, source=source, since=since,
-                      until=until, include_all=include_all, lexical_only=lexical_only, explain=explain)
+                      until=until, include_all=include_all, lexical_only=lexical_only, explain=explain,
+                      progress=progress)
 
     def reindex(self, clear: bool = False, progress=None) -> dict:
         """Bring the search index up to date with the files (`clear`: rebuild it aside and swap)."""

@@ -226,3 +226,15 @@ def test_a_long_lived_process_follows_rebuilds_by_other_processes(vault):
     vault.add("Dario restores violins")
     assert texts(vault.search("violins restore"))[0] == "Dario restores violins"
     assert vault.index_status()["drift"] == 0
+
+
+def test_search_reports_its_long_index_work_to_a_progress_callback(vault):
+    """The first search builds the index: `progress` hears each phase; later searches stay quiet."""
+    vault.add_many([{"text": f"Emil's diary page {i} about gliders"} for i in range(30)])
+    calls = []
+    hits = vault.search("diary gliders", progress=lambda phase, done, total: calls.append((phase, done, total)))
+    assert hits and {"reading files", "embedding"} <= {phase for phase, _, _ in calls}
+    assert ("embedding", 30, 30) in calls
+    calls.clear()
+    vault.search("diary gliders", progress=lambda *a: calls.append(a))
+    assert calls == []

@@ -54,8 +54,8 @@ def search(
         if failed:
             raise typer.Exit(int(ExitCode.USAGE))
         return
-    with _progress(vault):
-        hits = vault.search(query, **options)
+    with _progress() as progress:
+        hits = vault.search(query, progress=progress, **options)
     if json_:
         emit_json([hit.to_dict() for hit in hits])
     else:
@@ -77,8 +77,8 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
                 request = _parse_request(line)
                 query = request.pop("query")
                 options.update(request)
-            with _progress(vault):
-                hits = vault.search(query, **options)
+            with _progress() as progress:
+                hits = vault.search(query, progress=progress, **options)
         except MemvaultError as e:
             failed += 1
             error = {"type": type(e).__name__, "message": f"line {number}: {e}", "exit_code": int(e.exit_code)}
@@ -133,15 +133,13 @@ def _print_hits(hits: list, explain: bool) -> None:
 
 
 @contextmanager
-def _progress(vault: Any) -> Iterator[None]:
-    """A progress bar on stderr, only on a terminal, for long index work (first search, reindex)."""
+def _progress() -> Iterator[Any]:
+    """A progress callback drawing a bar on stderr, only on a terminal (first search, reindex)."""
     if not sys.stderr.isatty():
-        yield
+        yield None
         return
     from rich.console import Console
     from rich.progress import Progress
-
-    from memvault.index.search import engine
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
         tasks: dict[str, Any] = {}
@@ -151,11 +149,7 @@ def _progress(vault: Any) -> Iterator[None]:
                 tasks[phase] = bar.add_task(phase, total=total)
             bar.update(tasks[phase], completed=done, total=total)
 
-        engine(vault, progress=update)
-        try:
-            yield
-        finally:
-            engine(vault, progress=None)
+        yield update
 
 
 def reindex(
@@ -174,8 +168,8 @@ def reindex(
     if download_model:
         notice(f"downloading embedding model {vault.config.embed_model} (a few tens of MB, once)…")
         notice(f"model {vault.config.embed_model} is in {vault.download_model()}")
-    with _progress(vault):
-        report = vault.reindex(clear=clear)
+    with _progress() as progress:
+        report = vault.reindex(clear=clear, progress=progress)
     if json_:
         emit_json(report)
         return

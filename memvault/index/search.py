@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Iterator
 
 from memvault.errors import InvalidInput
 from memvault.index.corpus import Corpus
@@ -30,20 +30,27 @@ def model_spec(vault: Any) -> ModelSpec:
     return ModelSpec(name=config.embed_model, path=config.embed_model_path)
 
 
-_KEEP: Any = object()
-
-
-def engine(vault: Any, progress: Progress | None = _KEEP) -> SearchIndex:
-    """The vault's index in this process; `progress` (if given) receives its long work from now on."""
+def engine(vault: Any) -> SearchIndex:
+    """The vault's index in this process (opened once, kept for the next search)."""
     spec = model_spec(vault)
     key = (str(vault.root), spec.name, spec.path)
     found = _engines.get(key)
     if found is None:
         found = SearchIndex(vault.state_dir, Corpus(vault), spec, notify=stderr_notice)
         _engines[key] = found
-    if progress is not _KEEP:
-        found.progress = progress
     return found
+
+
+@contextmanager
+def _reporting(index: SearchIndex, progress: Progress | None) -> Iterator[None]:
+    """Send the index's long work (first build, embedding) to `progress` for one call."""
+    previous = index.progress
+    if progress is not None:
+        index.progress = progress
+    try:
+        yield
+    finally:
+        index.progress = previous
 
 
 def forget_engines() -> None:
@@ -113,8 +120,13 @@ def search(
     explain: bool = False,
     weights: Weights = DEFAULT_WEIGHTS,
     dense_only: bool = False,
+    progress: Progress | None = None,
 ) -> list[Hit]:
-    """Hybrid search over the vault; the index is brought up to date with the files first."""
+    """Hybrid search over the vault; the index is brought up to date with the files first.
+
+    `progress(phase, done, total)` hears about long index work this search triggers (the first
+    build, embedding many new documents).
+    """
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("search query is empty")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -122,7 +134,8 @@ def search(
     filters, lower, upper = _filters(vault, category, tag, source, since, until, include_all)
 
     index = engine(vault)
-    index.refresh(embed=not lexical_only)
+    with _reporting(index, progress):
+        index.refresh(embed=not lexical_only)
     generation = index.open()
     catalog = generation.catalog
     if filters.watermark is not None:
@@ -264,10 +277,7 @@ def reindex(vault: Any, clear: bool = False, progress: Progress | None = None) -
     """Bring the index up to date (or rebuild it from scratch, aside); returns what was done."""
     started = time.perf_counter()
     index = engine(vault)
-    previous = index.progress
-    if progress is not None:
-        index.progress = progress
-    try:
+    with _reporting(index, progress):
         if clear or not index.exists():
             # An explicit rebuild (or the first build) needs no "index missing" notice.
             report = index.rebuild()
@@ -275,8 +285,6 @@ def reindex(vault: Any, clear: bool = False, progress: Progress | None = None) -
             report = index.refresh(embed=True)
         status = index.open().catalog
         counts = _kinds(status)
-    finally:
-        index.progress = previous
     return {
         "facts": counts.get("fact", 0),
         "sections": counts.get("page", 0),
