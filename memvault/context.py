@@ -70,7 +70,7 @@ class Bundle:
     query: str | None
     budget: int
     tokenizer: str
-    searched: bool  # False when there was no query, or no search index to ask
+    searched: bool  # False when there was no query (or --relevant 0)
     items: list[ContextItem]
     omitted: int  # candidates left out for lack of budget
     markdown: str
@@ -94,7 +94,7 @@ def build_context(vault: "Vault", query: str | None = None, *, budget: int = DEF
             raise InvalidInput(f"{name} must be a whole number of at least 0, got {value!r}")
     query = " ".join(query.split()) if query else None
 
-    searched = bool(query) and relevant > 0 and hasattr(vault, "search")
+    searched = bool(query) and relevant > 0
     hits = vault.search(query, limit=relevant) if searched else []
     pages = [_page_item(h) for h in hits if h.kind == "page"]
     found = [_fact_item(h, "relevant") for h in hits if h.kind == "fact"]

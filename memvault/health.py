@@ -1,7 +1,6 @@
 """`status` (what the vault holds and where it stands) and `doctor` (checks, and safe repairs).
 
 Both only read, except `doctor(fix=True)`, whose repairs are each one commit or a local-only change.
-The search index and dream are optional parts: their state is shown when those modules are present.
 """
 
 from __future__ import annotations
@@ -51,22 +50,12 @@ def wiki_pages(vault: "Vault") -> list[Path]:
 
 
 def _dream_state(vault: "Vault") -> dict:
-    if hasattr(vault, "dream_status"):
-        state = vault.dream_status()
-        return {
-            "watermark": state.get("watermark"),
-            "pending": {"days": state.get("pending_days", 0), "facts": state.get("pending_facts", 0)},
-            "last_dream": state.get("last_dream"),
-            "failed_attempts": state.get("failed_attempts", 0),
-        }
-    # Without the dream module: the watermark alone, and the days after it are pending.
-    watermark = vault.watermark
-    days = [p for p in vault.log_files() if watermark is None or vault.day_of(p) > watermark]
+    state = vault.dream_status()
     return {
-        "watermark": watermark.isoformat() if watermark else None,
-        "pending": {"days": len(days), "facts": sum(len(vault.read_log(p)[0]) for p in days)},
-        "last_dream": None,
-        "failed_attempts": 0,
+        "watermark": state.get("watermark"),
+        "pending": {"days": state.get("pending_days", 0), "facts": state.get("pending_facts", 0)},
+        "last_dream": state.get("last_dream"),
+        "failed_attempts": state.get("failed_attempts", 0),
     }
 
 
@@ -282,12 +271,8 @@ def check_forgotten_citations(vault: "Vault") -> Check:
 
 
 def _cited(vault: "Vault", rel: str) -> list[str]:
-    try:
-        from memvault.dream.pages import cited_ids, read_page
-    except ImportError:
-        from memvault.citations import cited_in
+    from memvault.dream.pages import cited_ids, read_page
 
-        return cited_in((vault.root / rel).read_text(encoding="utf-8", errors="replace"))
     page = read_page(vault.root, rel)
     if page is None:
         return []

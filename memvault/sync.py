@@ -300,7 +300,7 @@ def _catch_up_index(vault: "Vault") -> dict | None:
     """Let the search index re-read the changed files now (by content hash), if it was ever built."""
     from memvault.health import index_built
 
-    if not hasattr(vault, "reindex") or not index_built(vault):
+    if not index_built(vault):
         return None
     try:
         result = vault.reindex()

@@ -164,3 +164,11 @@ def test_bad_input_is_refused(vault, cli, args, message):
 def test_non_numeric_budget_is_a_usage_error(cli):
     result = cli("context", "--budget", "lots")
     assert result.exit_code == 2
+
+
+def test_relevant_zero_skips_search_without_a_notice(stocked, cli):
+    """`--relevant 0` with a query is a choice, not a missing feature: recent facts only, stderr quiet."""
+    result = cli("context", "tea", "--relevant", "0", "--budget", "100000", "--json")
+    assert result.exit_code == 0 and result.stderr == ""
+    data = json.loads(result.stdout)
+    assert data["searched"] is False and {i["reason"] for i in data["items"]} <= {"memory", "recent"}

@@ -32,8 +32,6 @@ def context(
     if markdown and json_:
         raise InvalidInput("give --json or --markdown, not both")
     bundle = open_vault(vault_path).context(query, budget=budget, recent=recent, relevant=relevant)
-    if query and not bundle.searched:
-        notice("search is not available in this installation: the bundle holds recent facts only")
     if bundle.omitted:
         notice(f"{bundle.omitted} more item(s) did not fit in {bundle.budget} tokens")
     if json_:
