@@ -322,6 +322,42 @@ def test_undo_reverts_the_last_dream_and_refuses_over_later_edits(vault, fake):
     assert vault.watermark == date(2026, 11, 2)
 
 
+def test_undo_after_a_good_batch_then_a_failed_attempt_reverts_the_good_batch(vault, fake):
+    """Log-only dream commits (a rejected answer, a provider error) are never what undo reverts."""
+    add(vault, "Pam knits", "2026-11-01")
+    fake.script = [consolidate_everything("wiki/people/pam.md", "Pam")]
+    assert dream(vault, fake).ok
+    index_before = git(vault.root, "show", "HEAD~1:index.md")
+    add(vault, "Pam knits socks now", "2026-11-02")
+    fake.script = ["not json", {"status": 503}, {"status": 503}, {"status": 503}]
+    assert dream(vault, fake).batches[0].outcome == "failed"
+    assert dream(vault, fake).batches[0].outcome == "error"
+    header, _, failed, error = log_lines(vault)
+
+    undone = vault.dream_undo()
+    assert undone["message"].startswith("dream: 2026-11-01..2026-11-01 — 1 created")
+    assert not (vault.root / "wiki/people/pam.md").exists() and vault.watermark is None
+    assert (vault.root / "index.md").read_text() == index_before
+    assert log_lines(vault) == [header, failed, error] and "attempt 1/3" in failed  # the later lines stay
+    assert is_clean(vault.root) and set(undone["paths"]) == {"wiki/people/pam.md", "index.md", "MEMORY.md", "log.md"}
+    with pytest.raises(NotFound):
+        vault.dream_undo()  # the failed attempt and the error are not consolidations
+
+
+def test_undo_reads_history_with_a_fixed_number_of_git_calls(vault, fake, monkeypatch):
+    add(vault, "Quin sings", "2026-11-01")
+    fake.script = [consolidate_everything("wiki/people/quin.md", "Quin")]
+    assert dream(vault, fake).ok
+    for i in range(15):  # many later commits that do not touch the dream's files
+        vault.add(f"note {i}")
+    calls = []
+    run = vault.git.run
+    monkeypatch.setattr(vault.git, "run", lambda *args, **kw: (calls.append(args[0]), run(*args, **kw))[1])
+    vault.dream_undo()
+    assert len(calls) <= 8, calls
+    assert not (vault.root / "wiki/people/quin.md").exists()
+
+
 def test_failure_mid_apply_leaves_the_previous_commit_and_a_clean_tree(vault, fake, monkeypatch):
     add(vault, "Nina bakes bread", "2026-11-01")
     fake.default = consolidate_everything("wiki/people/nina.md", "Nina")

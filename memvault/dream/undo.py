@@ -1,73 +1,151 @@
-"""`dream --undo`: revert the last dream commit with git revert, if nothing later touched its files."""
+"""`dream --undo`: revert the last applied consolidation, if nothing later touched its files.
+
+Which commits count is read from the log.md lines each dream commit added, not from commit
+subjects: a commit whose lines include `dream ok <days or late>` applied a batch; one that only
+logged a failed attempt, a provider error or a skip (`failed`, `error`, `skipped`) wrote no page
+and is passed over, its log.md lines kept. A scrub (`dream ok scrub`) is never reverted, and undo
+does not reach past one: that could bring back what forgotten facts said.
+"""
 
 from __future__ import annotations
 
-import git
+from dataclasses import dataclass, field
 
 from memvault.dream.consolidate import dream_lock
+from memvault.dream.journal import SCRUB_LABEL, parse_journal
+from memvault.dream.planner import LOG_FILE
 from memvault.errors import MemvaultError, NotFound
 
 UNDO_PREFIX = "dream: undo "
-# Reverting a scrub would bring back what forgotten facts said: undo never picks one. A scrub
-# writes log.md like every batch, so the batches before it can no longer be undone either.
-SCRUB_PREFIX = "dream: scrub "
+_RECORD = "\x1e"
+_FIELD = "\x1f"
 
 
 class UndoRefused(MemvaultError):
-    """Later commits changed the files of the dream commit; reverting would clobber them."""
+    """Later commits changed the batch's files, or a scrub came after it (exit 1, type `UndoRefused`)."""
 
 
-def _changed(vault, sha: str) -> set[str]:
-    out = vault.git.run("diff-tree", "--no-commit-id", "--name-only", "-r", "--root", sha)
-    return {line for line in out.splitlines() if line}
+@dataclass
+class _DreamCommit:
+    sha: str
+    message: str
+    added: list[str] = field(default_factory=list)   # the log.md lines the commit appended
+
+    @property
+    def outcomes(self) -> set[tuple[str, bool]]:
+        """(outcome, is a scrub) of each log.md entry the commit added."""
+        return {(e.outcome, e.label == SCRUB_LABEL) for e in parse_journal("\n".join(self.added))}
+
+
+def _records(out: str) -> list[tuple[str, str, list[str]]]:
+    """(sha, subject, following lines) of a `git log --format=<RS>%H<US>%s ...` output."""
+    found = []
+    for record in out.split(_RECORD)[1:]:
+        head, _, rest = record.partition("\n")
+        sha, _, subject = head.partition(_FIELD)
+        found.append((sha, subject, rest.splitlines()))
+    return found
+
+
+def _dream_commits(vault) -> list[_DreamCommit]:
+    """Every commit that changed log.md with a `dream: ` subject, newest first: one git call."""
+    out = vault.git.run("log", f"--format={_RECORD}%H{_FIELD}%s", "--grep=^dream: ", "-p", "--unified=0",
+                        "--no-color", "--no-renames", "--", LOG_FILE)
+    commits = []
+    for sha, subject, lines in _records(out):
+        added = [line[1:] for line in lines if line.startswith("+") and not line.startswith("+++")]
+        commits.append(_DreamCommit(sha, subject, added))
+    return commits
+
+
+def _changes_since(vault, sha: str) -> tuple[dict[str, str], list[tuple[str, str, set[str]]]]:
+    """The target's {path: status letter} and each later commit's (sha, subject, paths): one git call."""
+    out = vault.git.run("log", f"--format={_RECORD}%H{_FIELD}%s", "--name-status", "--no-renames",
+                        f"{sha}^..HEAD")
+    target: dict[str, str] = {}
+    later = []
+    for commit, subject, lines in _records(out):
+        changes = dict(reversed(line.split("\t", 1)) for line in lines if "\t" in line)
+        if commit == sha:
+            target = {path: status[0] for path, status in changes.items()}
+        else:
+            later.append((commit, subject, set(changes)))
+    return target, later
+
+
+def _without_block(text: str, block: list[str]) -> str | None:
+    """`text` with the consecutive lines `block` removed once (None when they are not there)."""
+    lines = text.split("\n")
+    n = len(block)
+    for i in range(len(lines) - n, -1, -1):
+        if lines[i:i + n] == block:
+            return "\n".join(lines[:i] + lines[i + n:])
+    return None
 
 
 def undo_last_dream(vault) -> dict:
-    """Revert the newest dream commit not undone yet; returns what was reverted."""
+    """Revert the newest applied dream batch not undone yet; returns what was reverted."""
+    from memvault.vault import atomic_write
+
     vault.recover()
     with dream_lock(vault), vault.write_lock():
-        commits = vault.git.log()
+        commits = _dream_commits(vault)
         undone = {c.message[len(UNDO_PREFIX):].split(" ", 1)[0] for c in commits
                   if c.message.startswith(UNDO_PREFIX)}
 
         def is_undone(sha: str) -> bool:
             return any(sha.startswith(short) for short in undone)
 
-        later, target = [], None
+        target = scrub = None
         for commit in commits:
-            if commit.message.startswith("dream: ") and not commit.message.startswith((UNDO_PREFIX, SCRUB_PREFIX)) \
-                    and not is_undone(commit.sha):
-                target = commit
-                break
-            later.append(commit)
-        if target is None:
-            raise NotFound("no dream commit to undo")
-        paths = _changed(vault, target.sha)
-        for commit in later:
-            # an undone dream and its undo cancel out; anything else touching these files blocks
             if commit.message.startswith(UNDO_PREFIX) or is_undone(commit.sha):
                 continue
-            clash = paths & _changed(vault, commit.sha)
+            if ("ok", True) in commit.outcomes:
+                scrub = scrub or commit
+            elif ("ok", False) in commit.outcomes:
+                target = commit
+                break
+        if target is None:
+            raise NotFound("no applied dream batch to undo" + (
+                f" after the scrub {scrub.sha[:12]} ({scrub.message})" if scrub else ""))
+        if scrub is not None:
+            raise UndoRefused(
+                f"cannot undo {target.sha[:12]} ({target.message}): the later scrub {scrub.sha[:12]} rewrote "
+                "pages without forgotten facts, and undoing past it could bring their statements back"
+            )
+        status, later = _changes_since(vault, target.sha)
+        paths = set(status) - {LOG_FILE}
+        for sha, subject, changed in later:
+            # an undone dream and its undo cancel out; log.md is handled line by line below;
+            # anything else touching these files blocks
+            if subject.startswith(UNDO_PREFIX) or is_undone(sha):
+                continue
+            clash = paths & changed
             if clash:
                 raise UndoRefused(
-                    f"cannot undo {target.sha[:12]} ({target.message}): later commit {commit.sha[:12]} "
-                    f"({commit.message}) changed {', '.join(sorted(clash)[:3])}"
+                    f"cannot undo {target.sha[:12]} ({target.message}): later commit {sha[:12]} "
+                    f"({subject}) changed {', '.join(sorted(clash)[:3])}"
                 )
+        # later log-only commits (failed attempts, errors, skips) appended to log.md: drop only
+        # the target's own lines, so their retry counts and watermark lines stay
+        log = _without_block((vault.root / LOG_FILE).read_text(encoding="utf-8"), target.added)
+        if log is None:
+            raise UndoRefused(f"cannot undo {target.sha[:12]} ({target.message}): its log.md lines were edited since")
         message = f"{UNDO_PREFIX}{target.sha[:12]} ({target.message})"
-        with vault.transaction("replace", sorted(paths), message):
-            try:
-                vault.git.run("revert", "--no-commit", target.sha)
-            except git.GitCommandError as e:
-                vault.git.run("revert", "--abort")
-                raise UndoRefused(f"git revert of {target.sha[:12]} failed: {str(e.stderr).strip()[:200]}") from None
-            # the revert staged exactly the dream's files (deletions included); commit the index as is
-            vault.git.identity()
-            vault.git.run("commit", "-q", "--no-verify", "-m", message)
-            commit = vault.git.head()
+        restore = sorted(p for p in paths if status[p] != "A")
+        everything = sorted(paths | {LOG_FILE})
+        with vault.transaction("replace", everything, message):
+            if restore:
+                # nothing later changed these files: their state before the batch is the revert
+                vault.git.run("checkout", f"{target.sha}^", "--", *restore)
+            for path in paths - set(restore):  # pages the batch created
+                (vault.root / path).unlink(missing_ok=True)
+            atomic_write(vault.root / LOG_FILE, log)
+            commit = vault.git.commit(everything, message)
     return {
         "reverted": target.sha,
         "message": target.message,
         "commit": commit,
-        "paths": sorted(paths),
+        "paths": everything,
         "watermark": vault.watermark.isoformat() if vault.watermark else None,
     }
