@@ -115,6 +115,10 @@ def test_default_scope_is_pages_and_facts_after_the_watermark(vault):
     assert old.id not in ids(vault.search("Miso adopted", lexical_only=True))
     assert stranded.id in ids(vault.search("Miso ill", lexical_only=True))
     assert old.id in ids(vault.search("Miso the cat", include_all=True))
+    # Facts brought into scope by id still obey the other filters, in the dense half too.
+    assert stranded.id in ids(vault.search("sick kitten", since="2025-01-15"))
+    assert stranded.id not in ids(vault.search("sick kitten", until="2025-01-10"))
+    assert stranded.id not in ids(vault.search("sick kitten", category="event"))
 
 
 def test_page_sections_are_hits_with_heading_and_tags_and_no_frontmatter(vault):
@@ -240,3 +244,28 @@ def test_python_api_and_cli_return_the_same_hits(cli, vault_dir):
         cli("add", text)
     api = [h.to_dict() for h in Vault.open(vault_dir).search("marathon running", limit=3)]
     assert json.loads(cli("search", "marathon running", "--limit", "3", "--json").stdout) == api
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_search_and_dream_read_a_page_header_alike(vault, newline):
+    """Search shows the title, tags and date dream reads from the same header (Windows line ends
+    too); a header that is not YAML (bad input) hides nothing of the body from either."""
+    from memvault.dream.pages import read_page
+
+    zone = vault.root / "wiki" / "places"
+    zone.mkdir(parents=True, exist_ok=True)
+    good = "---\ntitle: Lisbon trip\ntags: [travel, portugal]\ncreated: 2025-03-01\nupdated: 2025-03-09\n---\n" \
+           "Trams climb the hills of Alfama every morning.\n"
+    (zone / "lisbon.md").write_bytes(good.replace("\n", newline).encode())
+    (zone / "porto.md").write_text("---\ntitle: [unclosed\n---\nPort wine cellars line the river in Gaia.\n")
+
+    hit = vault.search("trams Alfama hills")[0]
+    page = read_page(vault.root, "wiki/places/lisbon.md")
+    if newline == "\n":
+        assert (hit.heading, hit.tags, hit.at) == (page.title, page.tags, page.updated)
+    assert (hit.id, hit.heading, hit.tags, hit.at) == (
+        "wiki/places/lisbon.md#lisbon-trip", "Lisbon trip", ["travel", "portugal"], "2025-03-09")
+    assert "title:" not in hit.text
+    broken = vault.search("port wine cellars")[0]
+    assert broken.path == "wiki/places/porto.md" and broken.text == "Port wine cellars line the river in Gaia."
+    assert read_page(vault.root, "wiki/places/porto.md").body == broken.text

@@ -197,9 +197,18 @@ class Catalog:
                 found[doc.key] = doc
         return found
 
-    def slots_where(self, sql: str, params: list) -> list[int]:
-        rows = self.db.execute(f"SELECT slot FROM docs WHERE slot IS NOT NULL AND {sql}", params)
-        return [r[0] for r in rows]
+    def slots_where(self, sql: str, params: list, keys: Iterable[str] | None = None) -> list[int]:
+        """Vector slots of documents matching `sql` (and, if given, whose key is among `keys`)."""
+        query = f"SELECT slot FROM docs WHERE slot IS NOT NULL AND {sql}"
+        if keys is None:
+            return [r[0] for r in self.db.execute(query, params)]
+        keys = list(keys)
+        found: list[int] = []
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            rows = self.db.execute(f"{query} AND key IN ({','.join('?' * len(chunk))})", [*params, *chunk])
+            found += [r[0] for r in rows]
+        return found
 
     def iter_docs(self) -> Iterator[StoredDoc]:
         for row in self.db.execute(f"SELECT {_COLUMNS} FROM docs"):

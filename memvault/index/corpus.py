@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from memvault.index.documents import Document, fact_document, page_documents
-
-TOMBSTONES = "tombstones.jsonl"
-# The daily log file name, as the vault defines it (memvault.vault._LOG_NAME).
-_LOG_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
+from memvault.tombstones import TOMBSTONES_FILE
+from memvault.vault import _LOG_NAME
 
 
 def _entries(path: str) -> Iterator[os.DirEntry]:
@@ -62,8 +59,8 @@ class Corpus:
                         continue
                     found[os.path.relpath(path, root).replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
         try:
-            st = os.stat(os.path.join(root, TOMBSTONES))
-            found[TOMBSTONES] = (st.st_mtime_ns, st.st_size)
+            st = os.stat(os.path.join(root, TOMBSTONES_FILE))
+            found[TOMBSTONES_FILE] = (st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
             pass
         return found

@@ -8,10 +8,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-# Footnote citations of fact ids ("[^01hx...]") and their definition lines are provenance, not
-# content: they stay in the shown text but are kept out of what is matched and embedded.
-_CITATION = re.compile(r"\[\^[^\]\s]+\]")
-_FOOTNOTE_DEF = re.compile(r"^\[\^[^\]\s]+\]:.*$", re.MULTILINE)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^(```|~~~)")
 
@@ -51,7 +47,12 @@ class Document:
 
 
 def _strip_citations(text: str) -> str:
-    return _CITATION.sub("", _FOOTNOTE_DEF.sub("", text)).strip()
+    """Citations of fact ids ("[^01hx...]") and footnote definition lines are provenance, not
+    content: they stay in the shown text but are kept out of what is matched and embedded."""
+    from memvault.citations import CITATION
+    from memvault.dream.pages import FOOTNOTE_DEF
+
+    return CITATION.sub("", FOOTNOTE_DEF.sub("", text)).strip()
 
 
 def fact_document(fact: Any) -> Document:
@@ -77,8 +78,15 @@ def slugify(text: str) -> str:
 
 
 def page_documents(text: str, path: str) -> list[Document]:
-    """Split a wiki page into one document per heading section; frontmatter gives title, tags, date."""
-    meta, body = _split_frontmatter(text)
+    """Split a wiki page into one document per heading section; frontmatter gives title, tags, date.
+
+    The frontmatter is read by dream's parser, so search and dream agree on a page's title, tags
+    and dates (a header that is not valid YAML is ignored by both; the body is still indexed).
+    """
+    from memvault.dream.pages import split_frontmatter
+
+    # Hand-edited pages may have Windows line ends; the header is only recognised with "\n".
+    meta, body = split_frontmatter(text.replace("\r\n", "\n"))
     title = str(meta.get("title") or path.rsplit("/", 1)[-1].removesuffix(".md"))
     tags = _as_tags(meta.get("tags"))
     at = _as_iso(meta.get("updated") or meta.get("created"))
@@ -122,19 +130,6 @@ def page_documents(text: str, path: str) -> list[Document]:
             )
         )
     return documents
-
-
-def _split_frontmatter(text: str) -> tuple[dict, str]:
-    if not text.startswith("---"):
-        return {}, text
-    import frontmatter
-
-    try:
-        post = frontmatter.loads(text)
-    except Exception:
-        # A hand-broken header must not hide the page: index it as plain text.
-        return {}, text
-    return dict(post.metadata), post.content
 
 
 def _as_tags(value: Any) -> tuple[str, ...]:

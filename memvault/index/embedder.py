@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
+from memvault.config import DEFAULT_EMBED_MODEL
+
 if TYPE_CHECKING:
     import numpy as np
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSIONS = 384
 BATCH_SIZE = 256
 
@@ -25,7 +26,7 @@ class ModelUnavailable(Exception):
 class ModelSpec:
     """Which model embeds the vault: its fastembed name and, for offline use, a local directory."""
 
-    name: str = DEFAULT_MODEL
+    name: str = DEFAULT_EMBED_MODEL
     path: str | None = None
 
     @property

@@ -22,10 +22,11 @@ from typing import Callable, Iterator
 
 from memvault.errors import VaultBusy
 from memvault.index.catalog import Catalog, FileState, doc_hash
-from memvault.index.corpus import TOMBSTONES, Corpus
+from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable
 from memvault.index.lexical import LexicalIndex
 from memvault.index.vectors import VectorFile
+from memvault.tombstones import TOMBSTONES_FILE
 
 Progress = Callable[[str, int, int], None]
 Notify = Callable[[str], None]
@@ -254,7 +255,7 @@ class SearchIndex:
         states: dict[str, FileState] = {}
         # New tombstones change what unchanged pages may show: read every page again.
         reread: set[str] = set()
-        if any(rel == TOMBSTONES for rel, _, _ in scan.stale):
+        if any(rel == TOMBSTONES_FILE for rel, _, _ in scan.stale):
             stale = {rel for rel, _, _ in scan.stale}
             for rel, (mtime_ns, size) in self.corpus.stat_files().items():
                 if rel.startswith("wiki/"):
@@ -275,7 +276,7 @@ class SearchIndex:
             # The stat from before the read is stored: a write racing this read shows up as stale next time.
             states[rel] = FileState(mtime_ns, size, digest)
             known = generation.manifest.get(rel)
-            if rel == TOMBSTONES or (known is not None and known.hash == digest and rel not in reread):
+            if rel == TOMBSTONES_FILE or (known is not None and known.hash == digest and rel not in reread):
                 continue
             report.files += 1
             docs = {d.key: d for d in self.corpus.documents(rel, content, tombstoned) if d.key not in tombstoned}

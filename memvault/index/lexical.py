@@ -106,13 +106,6 @@ class LexicalIndex:
             raise
         self.index.reload()
 
-    def clear(self) -> None:
-        writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
-        writer.delete_all_documents()
-        writer.commit()
-        writer.wait_merging_threads()
-        self.index.reload()
-
     def count(self) -> int:
         return self.index.searcher().num_docs
 

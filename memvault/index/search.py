@@ -190,8 +190,9 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
         if slots is None:
             found = catalog.slots_where(where, params)
             if filters.unconsolidated:
-                stranded = catalog.by_keys(filters.unconsolidated).values()
-                found = sorted(set(found) | {d.slot for d in stranded if d.slot is not None and _passes(d, filters)})
+                # Facts brought into scope by id: the same filters, without the watermark, on those ids.
+                rest, rest_params = _sql_filters(replace(filters, watermark=None))
+                found = sorted(set(found) | set(catalog.slots_where(rest, rest_params, filters.unconsolidated)))
             slots = np.asarray(found, dtype=np.int64)
             if len(generation.memo) > 16:
                 generation.memo.clear()
@@ -228,16 +229,8 @@ def _unconsolidated(vault: Any, generation, watermark: int) -> frozenset[str]:
     return found
 
 
-def _passes(doc, filters: Filters) -> bool:
-    """The non-scope filters, for documents brought into scope by id."""
-    return ((filters.category is None or doc.category == filters.category)
-            and (filters.tag is None or filters.tag in doc.tags)
-            and (filters.source is None or doc.source == filters.source)
-            and (filters.since is None or (doc.day is not None and doc.day >= filters.since))
-            and (filters.until is None or (doc.day is not None and doc.day <= filters.until)))
-
-
 def _sql_filters(filters: Filters) -> tuple[str, list]:
+    """The dense half's filters; lexical.LexicalIndex._filter_queries says the same to Tantivy."""
     clauses, params = [], []
     if filters.category is not None:
         clauses.append("category = ?")
