@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from datetime import date, timedelta
+from pathlib import Path
 
 import pytest
 from conftest import commit_count, git, is_clean, run_memvault
@@ -45,6 +46,30 @@ def test_dream_json_summary_then_status_and_undo(cli, fake):
     undone = cli("dream", "--undo", "--json")
     assert undone.exit_code == 0 and json.loads(undone.stdout)["watermark"] is None
     assert is_clean(cli.vault_dir) and not (cli.vault_dir / "wiki/topics/garden.md").exists()
+
+
+def documented_error_types() -> set[str]:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "json.md").read_text(encoding="utf-8")
+    line = next(line for line in doc.splitlines() if line.startswith("| type | string | error class:"))
+    return {name.strip() for name in line.split("error class:", 1)[1].strip(" |").split(",")}
+
+
+def test_refused_and_empty_undo_report_documented_errors(cli, fake):
+    """Bad inputs: --undo over a hand edit of the batch's page, and --undo with nothing left to undo."""
+    cli("add", "Tara rows", "--at", DAY)
+    empty = cli("dream", "--undo", "--json")
+    assert empty.exit_code == 3 and json.loads(empty.stderr)["error"]["type"] in documented_error_types()
+    fake.default = consolidate_everything("wiki/people/tara.md", "Tara")
+    assert cli("dream").exit_code == 0
+    page = cli.vault_dir / "wiki/people/tara.md"
+    page.write_text(page.read_text() + "\nBy hand.\n")
+    git(cli.vault_dir, "commit", "-q", "-am", "edit tara by hand")
+    head = git(cli.vault_dir, "rev-parse", "HEAD")
+    refused = cli("dream", "--undo", "--json")
+    error = json.loads(refused.stderr)["error"]
+    assert refused.exit_code == 1 and error["type"] == "UndoRefused" and "later commit" in error["message"]
+    assert error["type"] in documented_error_types() and refused.stdout == ""
+    assert git(cli.vault_dir, "rev-parse", "HEAD") == head and is_clean(cli.vault_dir)
 
 
 def test_dry_run_prints_the_proposal_and_writes_nothing(cli, fake):
