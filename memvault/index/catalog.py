@@ -12,7 +12,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 from memvault.index.documents import Document
 from memvault.index.embedder import content_hash
@@ -59,6 +59,13 @@ class StoredDoc:
     title: str | None
     importance: float | None
     slot: int | None
+
+
+class Ranking(NamedTuple):
+    """A candidate's fields that fusion and the exact date bounds look at."""
+
+    at: str | None
+    importance: float | None
 
 
 def doc_hash(doc: Document) -> bytes:
@@ -181,21 +188,21 @@ class Catalog:
         return found
 
     def by_keys(self, keys: Iterable[str]) -> dict[str, StoredDoc]:
-        return self._select("key", list(keys))
+        return {row[0]: _row(row) for row in self._rows(_COLUMNS, "key", list(keys))}
 
-    def by_slots(self, slots: Iterable[int]) -> dict[int, StoredDoc]:
-        docs = self._select("slot", list(slots))
-        return {d.slot: d for d in docs.values()}
+    def keys_of_slots(self, slots: Iterable[int]) -> dict[int, str]:
+        return {slot: key for slot, key in self._rows("slot, key", "slot", list(slots))}
 
-    def _select(self, column: str, values: list) -> dict[str, StoredDoc]:
-        found: dict[str, StoredDoc] = {}
+    def ranking_of(self, keys: Iterable[str]) -> dict[str, "Ranking"]:
+        """What fusion needs of each candidate (no text, no tags): decoding whole rows of every
+        candidate was a tenth of a warm search, and only the top few are shown."""
+        return {key: Ranking(at, importance) for key, at, importance in self._rows("key, at, importance", "key", list(keys))}
+
+    def _rows(self, columns: str, column: str, values: list) -> Iterator[tuple]:
         for start in range(0, len(values), 500):
             chunk = values[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in self.db.execute(f"SELECT {_COLUMNS} FROM docs WHERE {column} IN ({marks})", chunk):
-                doc = _row(row)
-                found[doc.key] = doc
-        return found
+            yield from self.db.execute(f"SELECT {columns} FROM docs WHERE {column} IN ({marks})", chunk)
 
     def slots_where(self, sql: str, params: list, keys: Iterable[str] | None = None) -> list[int]:
         """Vector slots of documents matching `sql` (and, if given, whose key is among `keys`)."""

@@ -147,13 +147,17 @@ def search(
     if not lexical_only:
         dense = _dense(index, generation, query, filters, wanted)
 
-    docs = catalog.by_keys({k for k, _ in lexical} | {k for k, _ in dense})
+    candidates = catalog.ranking_of({k for k, _ in lexical} | {k for k, _ in dense})
     if lower or upper:
         # The index filters whole days; the exact bound (a time of day, `12h`) is checked here.
-        docs = {k: d for k, d in docs.items() if _within(d.at, lower, upper)}
+        candidates = {k: c for k, c in candidates.items() if _within(c.at, lower, upper)}
+    best = fuse(lexical, dense, candidates, weights)[:limit]
+    docs = catalog.by_keys(r.key for r in best)
     hits = []
-    for ranked in fuse(lexical, dense, docs, weights)[:limit]:
-        doc = docs[ranked.key]
+    for ranked in best:
+        doc = docs.get(ranked.key)
+        if doc is None:
+            continue  # removed by another process a moment ago
         hits.append(
             Hit(
                 id=doc.key,
@@ -201,8 +205,8 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
     else:
         # Rows of deleted documents are dead space in the vector file: ask for a margin and skip them.
         best = generation.vectors.top(vector, wanted + 16)
-    by_slot = catalog.by_slots(s for s, _ in best)
-    return [(by_slot[s].key, score) for s, score in best if s in by_slot][:wanted]
+    by_slot = catalog.keys_of_slots(s for s, _ in best)
+    return [(by_slot[s], score) for s, score in best if s in by_slot][:wanted]
 
 
 def _unconsolidated(vault: Any, generation, watermark: int) -> frozenset[str]:
