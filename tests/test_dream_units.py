@@ -141,3 +141,13 @@ def test_zone_of_names_the_zone_only_of_a_wiki_page_path(path, zone):
     from memvault.dream.pages import zone_of
 
     assert zone_of(path) == zone
+
+
+def test_tags_written_by_hand_as_a_string_are_words_for_dream_and_search(vault):
+    from memvault.dream.pages import read_page
+
+    page = vault.root / "wiki" / "topics" / "garden.md"
+    page.write_text("---\ntitle: Garden\ntags: garden, hobby\n---\n# Garden\n\nTomatoes on the balcony.\n")
+    assert read_page(vault.root, "wiki/topics/garden.md").tags == ["garden", "hobby"]
+    hit = vault.search("tomatoes balcony", lexical_only=True)[0]
+    assert hit.tags == ["garden", "hobby"]

@@ -95,17 +95,25 @@ class Page:
 
 
 def split_frontmatter(text: str) -> tuple[dict, str]:
-    """YAML frontmatter (safe loader only) and the rest of the file."""
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            try:
-                meta = yaml.safe_load(text[4:end]) or {}
-            except yaml.YAMLError:
-                meta = {}
-            rest = text[end + 4 :]
-            return (meta if isinstance(meta, dict) else {}), rest.lstrip("\n")
-    return {}, text
+    """YAML frontmatter (python-frontmatter, safe loader) and the rest of the file."""
+    import frontmatter
+
+    try:
+        meta, body = frontmatter.parse(text)
+    except (yaml.YAMLError, ValueError):
+        # A broken header is still a header: drop it rather than show or rewrite it as text.
+        end = text.find("\n---", 4) if text.startswith("---\n") else -1
+        meta, body = {}, (text[end + 4:].lstrip("\n") if end != -1 else text)
+    return (meta if isinstance(meta, dict) else {}), body
+
+
+def page_tags(value: object) -> list[str]:
+    """Tags as a list of words, whether written as a YAML list or as "a, b" by a person."""
+    if isinstance(value, str):
+        return [t for t in re.split(r"[,\s]+", value) if t]
+    if isinstance(value, list):
+        return [str(t) for t in value if isinstance(t, (str, int))]
+    return []
 
 
 def read_page(root: Path, path: str) -> Page | None:
@@ -118,7 +126,7 @@ def read_page(root: Path, path: str) -> Page | None:
         path=path,
         title=str(meta.get("title") or Path(path).stem),
         zone=str(meta.get("zone") or zone_of(path)),
-        tags=[str(t) for t in (meta.get("tags") or []) if isinstance(t, (str, int))],
+        tags=page_tags(meta.get("tags")),
         created=str(meta.get("created") or ""),
         updated=str(meta.get("updated") or ""),
         sources=[str(s) for s in sources] if isinstance(sources, list) else [],
@@ -141,8 +149,10 @@ def list_pages(root: Path) -> list[str]:
 
 def render_page(page: Page, facts: Mapping[str, object]) -> str:
     """Frontmatter, body, then one footnote per cited fact so the page reads well anywhere."""
-    meta = yaml.safe_dump(page.frontmatter(), sort_keys=False, allow_unicode=True, width=1000)
-    lines = ["---", meta.rstrip("\n"), "---", "", page.body.strip("\n"), ""]
+    import frontmatter
+
+    header = frontmatter.YAMLHandler().export(page.frontmatter(), sort_keys=False, width=1000)
+    lines = ["---", header, "---", "", page.body.strip("\n"), ""]
     ids = cited_ids(page.body)
     if ids:
         lines += [SOURCES_MARK, ""]

@@ -83,12 +83,12 @@ def page_documents(text: str, path: str) -> list[Document]:
     The frontmatter is read by dream's parser, so search and dream agree on a page's title, tags
     and dates (a header that is not valid YAML is ignored by both; the body is still indexed).
     """
-    from memvault.dream.pages import split_frontmatter
+    from memvault.dream.pages import page_tags, split_frontmatter
 
     # Hand-edited pages may have Windows line ends; the header is only recognised with "\n".
     meta, body = split_frontmatter(text.replace("\r\n", "\n"))
     title = str(meta.get("title") or path.rsplit("/", 1)[-1].removesuffix(".md"))
-    tags = _as_tags(meta.get("tags"))
+    tags = tuple(page_tags(meta.get("tags")))
     at = _as_iso(meta.get("updated") or meta.get("created"))
     zone = meta.get("zone") or (path.split("/")[1] if path.count("/") >= 2 else None)
 
@@ -130,14 +130,6 @@ def page_documents(text: str, path: str) -> list[Document]:
             )
         )
     return documents
-
-
-def _as_tags(value: Any) -> tuple[str, ...]:
-    if not value:
-        return ()
-    if isinstance(value, str):
-        value = re.split(r"[,\s]+", value)
-    return tuple(str(v).strip() for v in value if str(v).strip())
 
 
 def _as_iso(value: Any) -> str | None:

@@ -212,8 +212,9 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
 def _unconsolidated(vault: Any, generation, watermark: int) -> frozenset[str]:
     """Facts up to the watermark that no page carries (skipped batches, late facts): still in scope.
 
-    Same rule as memvault.dream.planner.unconsolidated_ids, but the facts come from the index
-    rather than from parsing every log, and the answer is kept until the index or log.md changes.
+    Dream's rule for accounted facts (memvault.dream.planner.accounted_ids: cited by a page, or
+    settled in log.md), with the facts taken from the index rather than from parsing every log;
+    the answer is kept until the index or log.md changes.
     """
     try:
         st = (vault.root / "log.md").stat()
