@@ -7,7 +7,7 @@ _memvault() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "${path:+$path }$word" in
-            "init"|"add"|"show"|"recent"|"history"|"forget"|"context"|"sessions"|"completions"|"search"|"reindex"|"dream"|"sync"|"clone"|"status"|"doctor"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
+            "init"|"add"|"show"|"recent"|"history"|"forget"|"search"|"reindex"|"context"|"sessions"|"completions"|"dream"|"status"|"doctor"|"sync"|"clone"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
         esac
     done
     case "$path:$prev" in
@@ -30,14 +30,6 @@ _memvault() {
         "history:--vault") COMPREPLY=(); return ;;
         "forget:--reason"|"forget:-r") COMPREPLY=(); return ;;
         "forget:--vault") COMPREPLY=(); return ;;
-        "context:--budget"|"context:-b") COMPREPLY=(); return ;;
-        "context:--recent") COMPREPLY=(); return ;;
-        "context:--relevant") COMPREPLY=(); return ;;
-        "context:--vault") COMPREPLY=(); return ;;
-        "sessions:--since") COMPREPLY=(); return ;;
-        "sessions:--until") COMPREPLY=(); return ;;
-        "sessions:--source") COMPREPLY=(); return ;;
-        "sessions:--vault") COMPREPLY=(); return ;;
         "search:--limit"|"search:-n") COMPREPLY=(); return ;;
         "search:--category"|"search:-c") COMPREPLY=($(compgen -W "fact preference correction entity decision relationship principle commitment moment skill event" -- "$cur")); return ;;
         "search:--tag"|"search:-t") COMPREPLY=(); return ;;
@@ -46,34 +38,42 @@ _memvault() {
         "search:--until") COMPREPLY=(); return ;;
         "search:--vault") COMPREPLY=(); return ;;
         "reindex:--vault") COMPREPLY=(); return ;;
+        "context:--budget"|"context:-b") COMPREPLY=(); return ;;
+        "context:--recent") COMPREPLY=(); return ;;
+        "context:--relevant") COMPREPLY=(); return ;;
+        "context:--vault") COMPREPLY=(); return ;;
+        "sessions:--since") COMPREPLY=(); return ;;
+        "sessions:--until") COMPREPLY=(); return ;;
+        "sessions:--source") COMPREPLY=(); return ;;
+        "sessions:--vault") COMPREPLY=(); return ;;
         "dream:--max-batches") COMPREPLY=(); return ;;
         "dream:--min-facts") COMPREPLY=(); return ;;
         "dream:--model") COMPREPLY=(); return ;;
         "dream:--vault") COMPREPLY=(); return ;;
-        "sync:--vault") COMPREPLY=(); return ;;
         "status:--vault") COMPREPLY=(); return ;;
         "doctor:--vault") COMPREPLY=(); return ;;
+        "sync:--vault") COMPREPLY=(); return ;;
         "remote set:--vault") COMPREPLY=(); return ;;
         "remote show:--vault") COMPREPLY=(); return ;;
     esac
     case "$path" in
-        "") COMPREPLY=($(compgen -W "--version --help init add show recent history forget context sessions completions search reindex dream sync clone status doctor remote" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "--version --help init add show recent history forget search reindex context sessions completions dream status doctor sync clone remote" -- "$cur")) ;;
         "init") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --json --vault --help" -- "$cur")) ;;
         "show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "recent") COMPREPLY=($(compgen -W "--limit --since --until --category --tag --source --session --oldest-first --newest-first --json --vault --help" -- "$cur")) ;;
         "history") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "forget") COMPREPLY=($(compgen -W "--reason --json --vault --help" -- "$cur")) ;;
+        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --since --until --all --lexical --explain --stdin --json --vault --help" -- "$cur")) ;;
+        "reindex") COMPREPLY=($(compgen -W "--clear --download-model --json --vault --help" -- "$cur")) ;;
         "context") COMPREPLY=($(compgen -W "--budget --recent --relevant --markdown --json --vault --help" -- "$cur")) ;;
         "sessions") COMPREPLY=($(compgen -W "--since --until --source --json --vault --help" -- "$cur")) ;;
         "completions") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
-        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --since --until --all --lexical --explain --stdin --json --vault --help" -- "$cur")) ;;
-        "reindex") COMPREPLY=($(compgen -W "--clear --download-model --json --vault --help" -- "$cur")) ;;
         "dream") COMPREPLY=($(compgen -W "--dry-run --max-batches --min-facts --model --undo --status --json --vault --help" -- "$cur")) ;;
-        "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
-        "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         "status") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "doctor") COMPREPLY=($(compgen -W "--fix --json --vault --help" -- "$cur")) ;;
+        "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+        "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         "remote") COMPREPLY=($(compgen -W "--help set show" -- "$cur")) ;;
         "remote set") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "remote show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;

@@ -14,14 +14,6 @@ import pytest
 from conftest import SHARED_MODEL, run_memvault
 
 
-@pytest.fixture(autouse=True)
-def _close_indexes():
-    yield
-    from memvault.index.search import forget_engines
-
-    forget_engines()
-
-
 def texts(hits):
     return [h.text for h in hits]
 

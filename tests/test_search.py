@@ -12,14 +12,6 @@ from conftest import commit_count, is_clean, run_memvault
 from memvault.errors import InvalidInput
 
 
-@pytest.fixture(autouse=True)
-def _close_indexes():
-    yield
-    from memvault.index.search import forget_engines
-
-    forget_engines()
-
-
 def ids(hits):
     return [h.id for h in hits]
 

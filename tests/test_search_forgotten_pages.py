@@ -4,15 +4,6 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-
-
-@pytest.fixture(autouse=True)
-def _close_indexes():
-    yield
-    from memvault.index.search import forget_engines
-
-    forget_engines()
 
 
 def _page(vault, kept_id: str, gone_id: str) -> None:

@@ -88,18 +88,11 @@ def _root(
 
 
 def _register() -> None:
-    # Explicit registration, in the order `--help` lists the commands.
-    from memvault.cli import context_cmd, dream_cmd, facts_cmd, search_cmd, vault_cmd
+    # Explicit registration, in the order `--help` lists the commands: remember, recall,
+    # consolidate, look after, share.
+    from memvault.cli import context_cmd, dream_cmd, facts_cmd, health_cmd, search_cmd, sync_cmd, vault_cmd
 
-    vault_cmd.register(app)
-    facts_cmd.register(app)
-    context_cmd.register(app)
-    search_cmd.register(app)
-    dream_cmd.register(app)
-    from memvault.cli import health_cmd, sync_cmd
-
-    sync_cmd.register(app)
-    health_cmd.register(app)
-
+    for module in (vault_cmd, facts_cmd, search_cmd, context_cmd, dream_cmd, health_cmd, sync_cmd):
+        module.register(app)
 
 _register()
