@@ -180,7 +180,7 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
     import numpy as np
 
     try:
-        vector = index.embedder.embed_query(query)
+        vector = index.query_embedder.embed_query(query)
     except ModelUnavailable as exc:
         index.model_unavailable(exc)
         return []
