@@ -261,3 +261,15 @@ def test_search_and_dream_read_a_page_header_alike(vault, newline):
     broken = vault.search("port wine cellars")[0]
     assert broken.path == "wiki/places/porto.md" and broken.text == "Port wine cellars line the river in Gaia."
     assert read_page(vault.root, "wiki/places/porto.md").body == broken.text
+
+
+def test_scores_are_comparable_across_queries(vault):
+    """A match by meaning alone (no shared word) scores at most half a match by both, so an agent
+    can set a threshold; before, the lone half was rescaled to look like a perfect match."""
+    vault.add("plain line")
+    vault.add("Alice prefers green tea")
+    both = vault.search("green tea")[0]
+    meaning_only = vault.search("zzzqqq nothing")[0]
+    assert both.score > 0.9
+    assert meaning_only.score < 0.6
+    assert vault.search("green tea", lexical_only=True)[0].score > 0.9  # one half asked: full scale

@@ -46,18 +46,22 @@ def _timestamp(at: str | None) -> float | None:
 
 
 def fuse(
-    lexical: Sequence[tuple[str, float]],
-    dense: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]] | None,
+    dense: Sequence[tuple[str, float]] | None,
     docs: Mapping[str, Any],
     weights: Weights = DEFAULT_WEIGHTS,
 ) -> list[Ranked]:
     """Rank the union of both candidate lists; `docs` maps key -> stored document (at, importance)."""
+    # A half that was asked and found nothing still counts in the scale, so a match by one half
+    # alone scores at most its share: scores stay comparable across queries (a threshold works).
+    # A half that was not asked (None: --lexical, or no model) does not count.
     lists = [("lexical", lexical, weights.lexical), ("dense", dense, weights.dense)]
-    used = [(name, hits, w) for name, hits, w in lists if hits]
+    asked = [(name, hits, w) for name, hits, w in lists if hits is not None]
+    used = [(name, hits, w) for name, hits, w in asked if hits]
     if weights.method == "rrf":
-        best_possible = sum(w for _n, _h, w in used) / (weights.rrf_k + 1) or 1.0
+        best_possible = sum(w for _n, _h, w in asked) / (weights.rrf_k + 1) or 1.0
     else:
-        best_possible = sum(w for _n, _h, w in used) or 1.0
+        best_possible = sum(w for _n, _h, w in asked) or 1.0
 
     signals: dict[str, dict[str, Any]] = {}
     for name, hits, weight in used:

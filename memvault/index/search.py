@@ -142,12 +142,11 @@ def search(
         filters = replace(filters, unconsolidated=_unconsolidated(vault, generation, filters.watermark))
     wanted = max(CANDIDATES_MIN, limit * CANDIDATES_PER_HIT)
 
-    lexical = [] if dense_only else generation.lexical.search(query, filters, wanted)
-    dense: list[tuple[str, float]] = []
-    if not lexical_only:
-        dense = _dense(index, generation, query, filters, wanted)
+    # None = that half was not asked (or has no model); [] = asked, and nothing matched.
+    lexical = None if dense_only else generation.lexical.search(query, filters, wanted)
+    dense = None if lexical_only else _dense(index, generation, query, filters, wanted)
 
-    candidates = catalog.ranking_of({k for k, _ in lexical} | {k for k, _ in dense})
+    candidates = catalog.ranking_of({k for k, _ in lexical or ()} | {k for k, _ in dense or ()})
     if lower or upper:
         # The index filters whole days; the exact bound (a time of day, `12h`) is checked here.
         candidates = {k: c for k, c in candidates.items() if _within(c.at, lower, upper)}
@@ -176,14 +175,14 @@ def search(
     return hits
 
 
-def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted: int) -> list[tuple[str, float]]:
+def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted: int) -> list[tuple[str, float]] | None:
     import numpy as np
 
     try:
         vector = index.query_embedder.embed_query(query)
     except ModelUnavailable as exc:
         index.model_unavailable(exc)
-        return []
+        return None
     catalog = generation.catalog
     if filters.any:
         where, params = _sql_filters(filters)
