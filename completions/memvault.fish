@@ -27,7 +27,7 @@ complete -c memvault -n '__fish_seen_subcommand_from add' -l tag -s t -x -d 'A t
 complete -c memvault -n '__fish_seen_subcommand_from add' -l source -x -d 'Who or what said it: agent or session id'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l session -x -d 'Conversation or session id, for threading'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l importance -x -d '0..1; raises the fact in search and MEMORY.md'
-complete -c memvault -n '__fish_seen_subcommand_from add' -l at -x -d 'When it happened (ISO 8601 date or datetime); backdates into that day\'s log'
+complete -c memvault -n '__fish_seen_subcommand_from add' -l at -x -d 'When it happened: ISO 8601 date or datetime, or yesterday, 3d, 12h; backdates into that day\'s log'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l stdin -d 'Read one fact per line (plain text or a JSON object); one commit'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l json -d 'Print one JSON document on stdout'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l vault -x -d 'Vault directory (default: the enclosing vault, else the default vault)'

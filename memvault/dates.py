@@ -12,9 +12,18 @@ _UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "wee
 
 
 def parse_at(value: str, tz: tzinfo, now: datetime | None = None) -> datetime:
-    """When a fact happened: an ISO date (midnight) or datetime; naive times are in the vault's zone."""
-    moment = _parse_iso(value, tz, option="--at")
+    """When a fact happened: an ISO date (midnight) or datetime, naive in the vault's zone; or
+    `now`, `today` (now), `yesterday` (this time yesterday), `3d`, `12h`, `2w` (that long ago)."""
     now = now or datetime.now(tz)
+    text = value.strip().lower()
+    match = _RELATIVE.match(text)
+    if text in ("now", "today"):
+        return now
+    if text == "yesterday":
+        return now - timedelta(days=1)
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    moment = _parse_iso(value, tz, option="--at")
     # A small allowance for clock skew between machines; beyond it, a future date is a typo.
     if moment > now + timedelta(days=1):
         raise InvalidInput(f"--at {value!r} is in the future; facts record what already happened")

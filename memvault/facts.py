@@ -32,6 +32,7 @@ MAX_LABEL_CHARS = 200
 _TAG = re.compile(r"^[^\s,#\x00-\x1f\x7f]+$")
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 ID_PATTERN = re.compile(r"^[0-9a-hjkmnp-tv-z]{16}$")
+_CROCKFORD_ALIASES = str.maketrans({"o": "0", "i": "1", "l": "1"})
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,11 @@ def new_fact_id(now_ns: int | None = None) -> str:
         chars.append(_CROCKFORD[value & 31])
         value >>= 5
     return "".join(reversed(chars))
+
+
+def normalize_id(typed: str) -> str:
+    """A fact id as a person may type it: any case, Crockford's O for 0 and I or L for 1."""
+    return typed.strip().lower().translate(_CROCKFORD_ALIASES)
 
 
 def validate_text(text: object) -> str:

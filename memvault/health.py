@@ -228,7 +228,7 @@ def check_identity(vault: "Vault") -> Check:
     identity = vault.git.identity()
     who = f"{identity.name} <{identity.email}>"
     if identity.fallback:
-        return Check("git identity", WARN, f"no git identity configured: commits are signed {who}",
+        return Check("git identity", WARN, f"no git identity configured: commits are authored as {who}",
                      [f"set one: git -C {vault.root} config user.name 'Your Name' && "
                       f"git -C {vault.root} config user.email you@example.com"])
     return Check("git identity", OK, who)

@@ -89,6 +89,8 @@ class Vault:
     def __init__(self, root: Path):
         root = Path(root).resolve()
         if not is_vault(root):
+            if root.is_file():
+                raise NotAVault(f"{root} is a file, not a vault directory")
             raise NotAVault(f"{root} is not a memvault vault (no {CONFIG_FILE} and .git); create one with `memvault init {root}`")
         self.root = root
         self.config: Config = load_config(root)
@@ -239,6 +241,12 @@ class Vault:
             pass  # a live writer holds the lock; its journal is not a leftover
         return self.recovered
 
+    def _commit_hand_edits(self, paths: list[str], when: str) -> None:
+        """Uncommitted hand edits of a log get their own commit, not a ride in memvault's."""
+        existing = [p for p in paths if (self.root / p).exists()]
+        if existing and self.git.status(*existing):
+            self.git.commit(existing, f"edit: {', '.join(existing)} (uncommitted hand edits, committed {when})")
+
     def _refuse_during_merge(self) -> None:
         """A commit of a few paths is impossible mid-merge; refuse before anything is written."""
         if self.git.merge_in_progress():
@@ -308,6 +316,7 @@ class Vault:
         with self.write_lock():
             self._recover_locked()
             self._refuse_during_merge()
+            self._commit_hand_edits(sorted(by_path), f"before {message}")
             with self.transaction("append", by_path, message):
                 for rel, items in by_path.items():
                     path = self.root / rel
@@ -401,7 +410,7 @@ class Vault:
         return found
 
     def _find(self, fact_id: str) -> Fact:
-        fact_id = fact_id.strip()
+        fact_id = factlog.normalize_id(fact_id)
         if not fact_id:
             raise InvalidInput("fact id is empty")
         needle = json.dumps({"id": fact_id})[1:-1]  # '"id": "<id>"' without spaces below
@@ -431,6 +440,8 @@ class Vault:
             oldest_first = source is not None or session is not None
         if limit is not None and limit < 1:
             raise InvalidInput("limit must be at least 1")
+        if since is not None and until is not None and since > until:
+            raise InvalidInput("--since is after --until")
         if category is not None:
             factlog.validate_category(category, self.config.categories)
         forgotten = set(self.tombstones())

@@ -250,3 +250,38 @@ def test_writes_are_refused_while_a_merge_is_unfinished(cli, vault_dir):
 
     git(vault_dir, "merge", "--abort")
     assert cli("add", "after the merge").exit_code == 0
+
+
+def test_at_accepts_the_natural_forms_and_ids_are_read_as_crockford(cli):
+    yesterday = json.loads(cli("add", "said yesterday", "--at", "yesterday", "--json").stdout)
+    week = json.loads(cli("add", "said a week ago", "--at", "7d", "--json").stdout)
+    assert yesterday["at"] > week["at"]
+    typed = yesterday["id"].upper().replace("0", "O").replace("1", "L")
+    assert json.loads(cli("show", typed, "--json").stdout)["id"] == yesterday["id"]
+
+
+def test_usage_errors_are_one_line(cli):
+    """Bad inputs tried: a non-number importance, an unknown option, --limit 0, an inverted range."""
+    for args, expected in [
+        (["add", "x", "--importance", "abc"], "'abc' is not a valid float"),
+        (["add", "x", "--bogus"], "No such option: --bogus"),
+        (["recent", "--limit", "0"], "--limit"),
+        (["recent", "--since", "yesterday", "--until", "2020-01-01"], "--since is after --until"),
+    ]:
+        result = cli(*args)
+        assert result.exit_code == ExitCode.USAGE
+        assert result.stderr.startswith("memvault: ") and expected in result.stderr
+        assert result.stderr.count("\n") == 1
+
+
+def test_a_hand_edit_of_the_days_log_is_committed_on_its_own_before_an_add(cli, vault_dir):
+    first = json.loads(cli("add", "original text", "--json").stdout)
+    log = vault_dir / first["path"]
+    log.write_text(log.read_text().replace("original text", "corrected by hand"))
+    second = cli("add", "added after the edit").stdout.strip()
+    subjects = git(vault_dir, "log", "-2", "--format=%s").splitlines()
+    assert subjects[0].startswith(f"add: {second}")
+    assert subjects[1].startswith(f"edit: {first['path']} (uncommitted hand edits")
+    assert "corrected by hand" not in git(vault_dir, "show", "-U0", "HEAD", "--format=")
+    assert "corrected by hand" in git(vault_dir, "show", "HEAD~1", "--format=")
+    assert is_clean(vault_dir)

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 
 def main() -> None:
+    import os
+    import sys
+
     from memvault.cli.app import app
 
-    app(prog_name="memvault")
+    try:
+        app(prog_name="memvault")
+    except BrokenPipeError:
+        # `memvault --help | head`: the reader left before help was written; not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 from typer._click import Context
-from typer._click.exceptions import ClickException, UsageError
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
@@ -33,10 +33,12 @@ class MemvaultGroup(TyperGroup):
             raise Exit(int(ExitCode.OK)) from None
         except KeyboardInterrupt:
             _fail("Interrupted", "interrupted", ExitCode.INTERRUPTED, wants_json)
+        except NoArgsIsHelpError:
+            raise  # a group called bare (`memvault remote`): its help is the answer
         except UsageError as e:
-            if not wants_json:
-                raise
-            _fail("UsageError", e.format_message(), ExitCode.USAGE, wants_json)
+            # One line like every other error, not a framed usage box.
+            where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
+            _fail("UsageError", e.format_message() + where, ExitCode.USAGE, wants_json)
         except (Exit, Abort, ClickException):
             raise
         except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users

@@ -24,7 +24,7 @@ def add(
     source: Annotated[Optional[str], typer.Option("--source", help="Who or what said it: agent or session id.")] = None,
     session: Annotated[Optional[str], typer.Option("--session", help="Conversation or session id, for threading.")] = None,
     importance: Annotated[Optional[float], typer.Option("--importance", help="0..1; raises the fact in search and MEMORY.md.")] = None,
-    at: Annotated[Optional[str], typer.Option("--at", help="When it happened (ISO 8601 date or datetime); backdates into that day's log.")] = None,
+    at: Annotated[Optional[str], typer.Option("--at", help="When it happened: ISO 8601 date or datetime, or yesterday, 3d, 12h; backdates into that day's log.")] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Read one fact per line (plain text or a JSON object); one commit.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,

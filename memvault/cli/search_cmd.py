@@ -166,7 +166,7 @@ def reindex(
     """
     vault = open_vault(vault_path)
     if download_model:
-        notice(f"downloading embedding model {vault.config.embed_model} (a few tens of MB, once)…")
+        notice(f"downloading embedding model {vault.config.embed_model} (about 90 MB, once; offline this fails after about 40 s of retries)…")
         notice(f"model {vault.config.embed_model} is in {vault.download_model()}")
     with _progress() as progress:
         report = vault.reindex(clear=clear, progress=progress)
