@@ -133,12 +133,19 @@ def _config_get(vault: "Vault", key: str) -> str | None:
 def set_remote(vault: "Vault", url: str) -> dict:
     """Point the vault at a remote (no network access); returns remote_info()."""
     url = (url or "").strip()
-    if not url or "\n" in url or url.startswith("-"):
+    if not url:
+        raise InvalidInput("remote URL is empty")
+    if "\n" in url or url.startswith("-"):
         raise InvalidInput("remote URL must be one line and must not start with '-'")
-    if _config_get(vault, f"remote.{REMOTE}.url") is None:
+    previous = _config_get(vault, f"remote.{REMOTE}.url")
+    if previous is None:
         vault.git.run("remote", "add", REMOTE, url)
-    else:
+    elif previous != url:
         vault.git.run("remote", "set-url", REMOTE, url)
+        # What we knew of the old remote says nothing of the new one (an empty remote must get
+        # everything pushed, and ahead/behind must not be reported from the old one).
+        for ref in vault.git.run("for-each-ref", "--format=%(refname)", f"refs/remotes/{REMOTE}/").splitlines():
+            vault.git.run("update-ref", "-d", ref)
     return remote_info(vault) or {}
 
 
@@ -215,7 +222,8 @@ def _fetch(vault: "Vault", url: str) -> None:
     import git
 
     try:
-        vault.git.run("fetch", "--quiet", "--no-tags", REMOTE, kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
+        # --prune: a branch gone from the remote must not look merged and pushed here.
+        vault.git.run("fetch", "--quiet", "--no-tags", "--prune", REMOTE, kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
         raise RemoteError(f"cannot fetch from {url}: {_git_reason(e)}; nothing changed") from None
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import git, is_clean, run_memvault
 from memvault import Vault
-from memvault.errors import ExitCode
+from memvault.errors import ExitCode, InvalidInput
 from memvault.union_merge import merge
 
 
@@ -208,3 +208,18 @@ def test_after_a_sync_the_index_catches_up_with_only_the_changed_files(tmp_path)
     assert (report.index["embedded"], report.index["reused"]) == (1, 0)
     assert a.index_status()["drift"] == 0
     assert any("Pixel" in hit.text for hit in a.search("grey cat", limit=3))
+
+
+def test_switching_to_a_new_empty_remote_pushes_the_whole_history(tmp_path, vault_dir):
+    first, second = _remote(tmp_path / "a"), _remote(tmp_path / "b")
+    vault = Vault.open(vault_dir)
+    vault.add("synced to the first remote")
+    vault.set_remote(str(first))
+    vault.sync()
+    info = vault.set_remote(str(second))
+    assert info["synced"] is False and info["ahead"] is None  # nothing known of the new remote yet
+    report = vault.sync()
+    assert report.sent == int(git(vault_dir, "rev-list", "--count", "HEAD"))
+    assert git(second, "rev-parse", "main") == git(vault_dir, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInput, match="empty"):
+        vault.set_remote("  ")
