@@ -25,6 +25,7 @@ class Corpus:
     def __init__(self, vault: Any):
         self.vault = vault
         self.root: Path = vault.root
+        self.problems: list = []  # unparseable log lines met while reading, for one notice
 
     def files(self) -> list[str]:
         """Vault-relative paths of every file whose documents belong in the index."""
@@ -74,8 +75,10 @@ class Corpus:
             return page_documents(strip_forgotten_statements(content, forgotten), rel)
         from memvault.facts import parse_log
 
-        # Lines that do not parse are left to `doctor`; the index takes every fact that does.
-        facts, _problems = parse_log(content, rel)
+        # The index takes every fact that parses; the lines that do not are told (see the indexer)
+        # and listed in full by `doctor`.
+        facts, problems = parse_log(content, rel)
+        self.problems.extend(problems)
         return [fact_document(f) for f in facts]
 
     def tombstoned(self) -> set[str]:

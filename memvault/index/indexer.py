@@ -315,6 +315,11 @@ class SearchIndex:
             catalog.rollback()
             raise
         report.added, report.removed = len(added), len(removed)
+        if self.corpus.problems:
+            first = self.corpus.problems[0]
+            self.notify(f"{len(self.corpus.problems)} line(s) in the daily logs are not facts memvault can read "
+                        f"(first: {first.path}:{first.line}); they are not searchable; see `memvault doctor`")
+            self.corpus.problems.clear()
         return report
 
     # -- embeddings ---------------------------------------------------------------------------

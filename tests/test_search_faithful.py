@@ -1,4 +1,4 @@
-"""A page statement drawn from a forgotten fact stays out of search until dream rewrites the page."""
+"""Search never shows what it should not, and never drops silently what it cannot read."""
 
 from __future__ import annotations
 
@@ -51,3 +51,16 @@ def test_the_statement_stays_hidden_after_a_full_rebuild(vault):
     vault.forget(gone.id)
     vault.reindex(clear=True)
     assert all("555-0100" not in h.text for h in vault.search("phone number 555-0100", include_all=True))
+
+
+def test_a_hand_written_line_without_metadata_is_told_not_silently_skipped(vault, capsys):
+    vault.add("Carol loves climbing")
+    log = vault.root / vault.recent()[0].path
+    with open(log, "a", encoding="utf-8") as f:
+        f.write("- Carol loves hiking\n")
+    vault.search("hiking")
+    err = capsys.readouterr().err
+    assert "1 line(s) in the daily logs are not facts memvault can read" in err
+    assert f"{vault.recent()[0].path}:4" in err
+    vault.search("hiking")
+    assert "not facts" not in capsys.readouterr().err  # told when the file changes, not on every search
