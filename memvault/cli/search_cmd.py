@@ -119,7 +119,7 @@ def _print_hits(hits: list, explain: bool) -> None:
         day = (hit.at or "")[:10] or "-"
         label = hit.category or hit.kind
         first = hit.text.strip().splitlines()[0] if hit.text.strip() else ""
-        where = f"{hit.path}#{hit.heading}" if hit.kind == "page" else hit.id
+        where = hit.id  # a page section's id is <path>#<heading-slug>, the same as in --json
         echo(f"{hit.score:.3f}  {day}  {label:<10}  {first}  [{where}]")
         if explain and hit.explain:
             parts = []
