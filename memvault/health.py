@@ -313,17 +313,29 @@ def check_embedding_model(vault: "Vault") -> Check:
         if not (model_dir / "model.onnx").is_file():
             return Check("embedding model", FAIL, f"{name}: no model.onnx in {model_dir} (from {origin}); "
                          "search falls back to words only")
-        return Check("embedding model", OK, f"{name} from {model_dir} (from {origin})")
+        return _loadable(vault, f"{name} from {model_dir} (from {origin})")
     from memvault.index.embedder import model_cache_dir
 
     # Where `memvault reindex --download-model` puts the model and where search loads it from.
     cache = model_cache_dir()
     found = _cached_model(cache, name)
     if found is not None:
-        return Check("embedding model", OK, f"{name} from the model cache ({found})")
+        return _loadable(vault, f"{name} from the model cache ({found})")
     return Check("embedding model", WARN, f"{name} is not in the model cache ({cache}) and searches never "
                  "download it: search uses words only; run `memvault reindex --download-model` once, or set "
                  "MEMVAULT_EMBED_MODEL_PATH to a local ONNX model directory")
+
+
+def _loadable(vault: "Vault", where: str) -> Check:
+    """The file is there; load it for real (a second or two), since a damaged file looks the same."""
+    from memvault.index.embedder import Embedder, ModelUnavailable
+    from memvault.index.search import model_spec
+
+    try:
+        Embedder(model_spec(vault), threads=1)._load()
+    except ModelUnavailable as e:
+        return Check("embedding model", FAIL, f"{where} does not load: {e}; search falls back to words only")
+    return Check("embedding model", OK, f"{where}, loads")
 
 
 def _cached_model(cache: Path, name: str) -> Path | None:

@@ -130,3 +130,14 @@ def test_doctor_finds_the_model_where_download_model_puts_it(cli, vault, monkeyp
     fresh.add("Ines collects antique maps")
     hits = fresh.search("old cartography", explain=True)
     assert hits and "dense" in hits[0].explain
+
+
+def test_doctor_fails_a_model_file_that_does_not_load(vault, tmp_path, monkeypatch):
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "model.onnx").write_bytes(b"not an onnx model")
+    monkeypatch.setenv("MEMVAULT_EMBED_MODEL_PATH", str(broken))
+    from memvault import Vault
+
+    check = next(c for c in Vault.open(vault.root).doctor().checks if c.name == "embedding model")
+    assert check.status == "fail" and "does not load" in check.message
