@@ -95,6 +95,11 @@ def test_exit_codes_for_missing_model_bad_answer_and_bad_options(cli, fake, monk
     assert quiet.exit_code == 0 and json.loads(quiet.stdout)["gated"], quiet.stderr
     missing = cli("dream")
     assert missing.exit_code == 5 and "MEMVAULT_MODEL" in missing.stderr and "[llm] model" in missing.stderr
+    plan = cli("dream", "--dry-run", "--json")  # the plan is worth seeing before a model is set up
+    assert plan.exit_code == 0, plan.stderr
+    assert [b["outcome"] for b in json.loads(plan.stdout)["batches"]] == ["planned"]
+    plain = cli("dream", "--dry-run")
+    assert plain.exit_code == 0 and "no model configured" in plain.stderr and "planned" in plain.stdout
 
 
 def test_second_dream_refused_and_add_not_blocked_during_a_slow_dream(vault_dir, fake):

@@ -165,7 +165,15 @@ def run_dream(
             report.caught_up = True
             say("nothing to consolidate: caught up")
             return report
-        settings = llm or llm_settings(vault, model)  # only now: there is work for the model
+        try:
+            settings = llm or llm_settings(vault, model)  # only now: there is work for the model
+        except LLMError:
+            if not dry_run:
+                raise
+            # A plan is still worth seeing before a model is set up.
+            say("no model configured: the plan only, without the model's proposal")
+            report.batches = [BatchResult(b.label, "planned", facts=len(b.facts), late=len(b.late)) for b in batches]
+            return report
         report.model = settings.model
         limit = len(batches) if max_batches is None else max(0, max_batches)
         report.deferred = [b.label for b in batches[limit:]]
