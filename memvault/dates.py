@@ -22,7 +22,7 @@ def parse_at(value: str, tz: tzinfo, now: datetime | None = None) -> datetime:
     if text == "yesterday":
         return now - timedelta(days=1)
     if match:
-        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        return _ago(now, match, value, "--at")
     moment = _parse_iso(value, tz, option="--at")
     # A small allowance for clock skew between machines; beyond it, a future date is a typo.
     if moment > now + timedelta(days=1):
@@ -42,12 +42,18 @@ def parse_bound(value: str, tz: tzinfo, *, end: bool = False, now: datetime | No
         return _day_bound(day, tz, end)
     match = _RELATIVE.match(text)
     if match:
-        amount, unit = int(match.group(1)), _UNITS[match.group(2)]
-        return now - timedelta(**{unit: amount})
+        return _ago(now, match, value, option)
     moment = _parse_iso(value, tz, option=option)
     if _is_date_only(value):
         return _day_bound(moment.date(), tz, end)
     return moment
+
+
+def _ago(now: datetime, match: re.Match, value: str, option: str) -> datetime:
+    try:
+        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    except OverflowError:
+        raise InvalidInput(f"{option} {value!r} is too far back") from None
 
 
 def _day_bound(day: date, tz: tzinfo, end: bool) -> datetime:

@@ -186,7 +186,7 @@ def repair_locks(vault: "Vault") -> list[str]:
 
 def check_worktree(vault: "Vault") -> Check:
     name = "uncommitted changes"
-    if (vault.root / ".git" / "MERGE_HEAD").exists():
+    if vault.git.merge_in_progress():
         return Check(name, FAIL, "a git merge is in progress (a sync conflict being resolved by hand?): "
                      "finish it with `git commit` or abandon it with `git merge --abort`")
     lines = vault.git.status()
@@ -197,7 +197,7 @@ def check_worktree(vault: "Vault") -> Check:
 
 
 def repair_worktree(vault: "Vault") -> list[str]:
-    if (vault.root / ".git" / "MERGE_HEAD").exists():
+    if vault.git.merge_in_progress():
         return []
     with vault.write_lock():
         paths = [line[3:].split(" -> ")[-1] for line in vault.git.status()]

@@ -145,7 +145,7 @@ def set_remote(vault: "Vault", url: str) -> dict:
         # What we knew of the old remote says nothing of the new one (an empty remote must get
         # everything pushed, and ahead/behind must not be reported from the old one).
         for ref in vault.git.run("for-each-ref", "--format=%(refname)", f"refs/remotes/{REMOTE}/").splitlines():
-            vault.git.run("update-ref", "-d", ref)
+            vault.git.run("update-ref", "--no-deref", "-d", ref)
     return remote_info(vault) or {}
 
 
@@ -237,7 +237,7 @@ def _merge(vault: "Vault", branch: str, report: SyncReport) -> tuple[int, list[s
         return 0, []  # an empty remote: nothing to merge, the push will fill it
     with vault.write_lock():
         vault._recover_locked()
-        if (vault.root / ".git" / "MERGE_HEAD").exists():
+        if vault.git.merge_in_progress():
             raise SyncConflict(
                 f"a merge is already in progress in {vault.root}: finish it (`git commit`) or abandon it "
                 "(`git merge --abort`), then run `memvault sync` again"
@@ -254,7 +254,7 @@ def _merge(vault: "Vault", branch: str, report: SyncReport) -> tuple[int, list[s
                           tracking)
         except git.GitCommandError as e:
             conflicts = vault.git.run("diff", "--name-only", "--diff-filter=U").splitlines()
-            if (vault.root / ".git" / "MERGE_HEAD").exists() or conflicts:
+            if vault.git.merge_in_progress() or conflicts:
                 vault.git.run("merge", "--abort")
             if vault.git.head() != before:  # cannot happen after --abort; never report success then
                 raise MemvaultError(f"sync left {vault.root} at an unexpected commit; check `git log`") from None

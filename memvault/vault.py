@@ -217,6 +217,7 @@ class Vault:
         if kind not in ("append", "replace"):
             raise ValueError(kind)
         paths = sorted(paths)
+        self.refuse_during_merge()  # a merge in progress cannot take a commit of a few paths
         journal = self.state_dir / JOURNAL_FILE
         atomic_write(journal, json.dumps({"kind": kind, "paths": paths, "message": message}))
         try:
@@ -242,12 +243,13 @@ class Vault:
         return self.recovered
 
     def _commit_hand_edits(self, paths: list[str], when: str) -> None:
-        """Uncommitted hand edits of a log get their own commit, not a ride in memvault's."""
-        existing = [p for p in paths if (self.root / p).exists()]
-        if existing and self.git.status(*existing):
-            self.git.commit(existing, f"edit: {', '.join(existing)} (uncommitted hand edits, committed {when})")
+        """Uncommitted hand edits (deletions too) of the files a write appends to get their own
+        commit, rather than a silent ride in memvault's."""
+        dirty = [line[3:] for line in self.git.status(*paths)]
+        if dirty:
+            self.git.commit(dirty, f"edit: {', '.join(dirty)} (uncommitted hand edits, committed {when})")
 
-    def _refuse_during_merge(self) -> None:
+    def refuse_during_merge(self) -> None:
         """A commit of a few paths is impossible mid-merge; refuse before anything is written."""
         if self.git.merge_in_progress():
             raise SyncConflict(
@@ -315,7 +317,7 @@ class Vault:
         message = _add_message(new)
         with self.write_lock():
             self._recover_locked()
-            self._refuse_during_merge()
+            self.refuse_during_merge()
             self._commit_hand_edits(sorted(by_path), f"before {message}")
             with self.transaction("append", by_path, message):
                 for rel, items in by_path.items():
@@ -374,7 +376,8 @@ class Vault:
             tombstone = self.tombstones().get(fact.id)
             already = tombstone is not None
             if tombstone is None:
-                self._refuse_during_merge()
+                self.refuse_during_merge()
+                self._commit_hand_edits([TOMBSTONES_FILE], f"before forget: {fact.id}")
                 tombstone = Tombstone(
                     id=fact.id, at=datetime.now(self.tz).replace(microsecond=0).isoformat(), reason=reason,
                     hash=text_hash(fact.text),
@@ -410,9 +413,17 @@ class Vault:
         return found
 
     def _find(self, fact_id: str) -> Fact:
-        fact_id = factlog.normalize_id(fact_id)
-        if not fact_id:
+        typed = fact_id.strip()
+        if not typed:
             raise InvalidInput("fact id is empty")
+        normalized = factlog.normalize_id(typed)
+        for candidate in dict.fromkeys((typed, normalized)):  # exact first: hand-written ids may be any shape
+            found = self._find_exact(candidate)
+            if found is not None:
+                return found
+        raise NotFound(f"no fact with id {typed!r}")
+
+    def _find_exact(self, fact_id: str) -> Fact | None:
         needle = json.dumps({"id": fact_id})[1:-1]  # '"id": "<id>"' without spaces below
         needle = needle.replace(": ", ":")
         for path in reversed(self.log_files()):
@@ -422,7 +433,7 @@ class Vault:
                 for fact in factlog.parse_log(content, self.relpath(path))[0]:
                     if fact.id == fact_id:
                         return fact
-        raise NotFound(f"no fact with id {fact_id!r}")
+        return None
 
     def show(self, fact_id: str) -> FactView:
         fact = self._find(fact_id)

@@ -72,6 +72,7 @@ def test_text_round_trips_exactly_through_the_cli(cli):
         (["add"], "missing TEXT"),
         (["add", "x", "--stdin"], "either TEXT or --stdin"),
         (["add", "nul\x00byte"], "NUL"),
+        (["add", "x", "--at", "99999999999d"], "too far back"),
     ],
 )
 def test_bad_input_is_one_line_a_usage_exit_and_writes_nothing(cli, vault_dir, args, expected):
@@ -240,7 +241,7 @@ def test_writes_are_refused_while_a_merge_is_unfinished(cli, vault_dir):
     assert (vault_dir / ".git" / "MERGE_HEAD").exists()
     logs_before = {p: p.read_bytes() for p in (vault_dir / "logs").rglob("*.md")}
 
-    for args in (["add", "during the merge"], ["forget", kept]):
+    for args in (["add", "during the merge"], ["forget", kept], ["dream"], ["dream", "--undo"]):
         result = cli(*args)
         assert result.exit_code == ExitCode.SYNC_CONFLICT, result.stderr
         assert "merge is in progress" in result.stderr and result.stderr.count("\n") == 1
@@ -284,4 +285,22 @@ def test_a_hand_edit_of_the_days_log_is_committed_on_its_own_before_an_add(cli, 
     assert subjects[1].startswith(f"edit: {first['path']} (uncommitted hand edits")
     assert "corrected by hand" not in git(vault_dir, "show", "-U0", "HEAD", "--format=")
     assert "corrected by hand" in git(vault_dir, "show", "HEAD~1", "--format=")
+    assert is_clean(vault_dir)
+
+
+def test_a_hand_written_id_of_any_shape_is_found_as_written(cli, vault_dir):
+    day = vault_dir / "logs" / "2026" / "2026-11-01.md"
+    day.parent.mkdir(parents=True, exist_ok=True)
+    day.write_text('# 2026-11-01\n\n- written by hand <!-- mv {"id":"HandLine01","at":"2026-11-01T09:00:00+00:00"} -->\n')
+    shown = cli("show", "HandLine01", "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["text"] == "written by hand"
+
+
+def test_a_day_log_deleted_by_hand_is_committed_as_such_before_an_add(cli, vault_dir):
+    first = json.loads(cli("add", "soon deleted by hand", "--json").stdout)
+    (vault_dir / first["path"]).unlink()
+    cli("add", "after the deletion")
+    subjects = git(vault_dir, "log", "-2", "--format=%s").splitlines()
+    assert subjects[1].startswith(f"edit: {first['path']} (uncommitted hand edits")
+    assert "soon deleted by hand" not in git(vault_dir, "show", "-U0", "HEAD", "--format=")
     assert is_clean(vault_dir)

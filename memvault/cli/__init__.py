@@ -4,13 +4,10 @@ from __future__ import annotations
 
 
 def main() -> None:
-    import os
-    import sys
-
-    from memvault.cli.app import app
+    from memvault.cli.app import app, quiet_stdout
 
     try:
         app(prog_name="memvault")
     except BrokenPipeError:
-        # `memvault --help | head`: the reader left before help was written; not an error.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # The reader left before everything was written (`memvault ... | head`): not an error.
+        quiet_stdout()

@@ -21,6 +21,15 @@ from memvault.errors import ExitCode, MemvaultError
 class MemvaultGroup(TyperGroup):
     """Turns memvault errors into one line on stderr (JSON with --json) and their exit code."""
 
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        # `memvault --bogus` fails here, before `invoke`: one line as well, not a framed box.
+        try:
+            return super().parse_args(ctx, args)
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as e:
+            _fail("UsageError", f"{e.format_message()} (see `memvault --help`)", ExitCode.USAGE, "--json" in args)
+
     def invoke(self, ctx: Context) -> Any:
         wants_json = "--json" in [*ctx._protected_args, *ctx.args]
         try:
@@ -29,7 +38,7 @@ class MemvaultGroup(TyperGroup):
             _fail(type(e).__name__, str(e), e.exit_code, wants_json)
         except BrokenPipeError:
             # The reader went away (`memvault recent | head`): not an error worth a message.
-            _quiet_stdout()
+            quiet_stdout()
             raise Exit(int(ExitCode.OK)) from None
         except KeyboardInterrupt:
             _fail("Interrupted", "interrupted", ExitCode.INTERRUPTED, wants_json)
@@ -49,7 +58,7 @@ class MemvaultGroup(TyperGroup):
                   ExitCode.ERROR, wants_json)
 
 
-def _quiet_stdout() -> None:
+def quiet_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 

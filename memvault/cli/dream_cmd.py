@@ -67,9 +67,8 @@ def dream(
 
 
 def _print_report(data: dict) -> None:
-    if data["gated"]:
-        echo(f"nothing to do: {data['pending_facts']} pending fact(s)"
-             + (" (the scrub of pages citing forgotten facts waits too)" if "scrub" in data["deferred"] else ""))
+    if data["gated"] and not data["batches"]:
+        echo(f"nothing to do: {data['pending_facts']} pending fact(s)")
         return
     for batch in data["batches"]:
         line = f"{batch['label']}: {batch['outcome']}"

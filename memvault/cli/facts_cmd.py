@@ -94,7 +94,7 @@ def show(
     view = open_vault(vault_path).show(fact_id)
     if view.forgotten:
         t = view.forgotten
-        raise NotFound(f"fact {fact_id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
+        raise NotFound(f"fact {t.id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
     if json_:
         emit_json(view.fact.to_dict())
         return

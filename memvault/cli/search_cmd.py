@@ -108,6 +108,9 @@ def _parse_request(line: str) -> dict:
         raise InvalidInput(f"unknown field(s) {', '.join(unknown)}; use {', '.join(_STDIN_KEYS)}")
     if not isinstance(item.get("query"), str):
         raise InvalidInput('a JSON line needs "query", a string')
+    for flag in ("all", "lexical", "explain"):
+        if flag in item and not isinstance(item[flag], bool):
+            raise InvalidInput(f'"{flag}" must be true or false')
     return {_STDIN_KEYS[k]: v for k, v in item.items()}
 
 

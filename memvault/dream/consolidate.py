@@ -144,6 +144,7 @@ def run_dream(
     say = progress or (lambda _msg: None)
     vault.recover()
     with dream_lock(vault):
+        vault.refuse_during_merge()
         plan = make_plan(vault, today=today)
         report = DreamReport(
             watermark_before=_iso(plan.watermark), watermark_after=_iso(plan.watermark),
@@ -155,12 +156,15 @@ def run_dream(
         if scrub_due(vault):
             batches.insert(0, SCRUB_BATCH)
         if min_facts is not None and plan.pending_facts < min_facts:
-            # a quiet night is cheap: no model, no commit; a due scrub waits for the next night past the gate
-            report.gated, report.deferred = True, [b.label for b in batches]
-            say(f"quiet night: {plan.pending_facts} pending fact(s) < --min-facts {min_facts}; nothing to do"
-                + ("; pages citing forgotten facts are rewritten by the next dream past the gate"
-                   if batches and batches[0] is SCRUB_BATCH else ""))
-            return report
+            # A quiet night is cheap: the day batches wait. A due scrub does not: pages (and the
+            # MEMORY.md built from them) must not keep what a forgotten fact said night after night.
+            report.gated = True
+            report.deferred = [b.label for b in batches if b is not SCRUB_BATCH]
+            batches = [b for b in batches if b is SCRUB_BATCH]
+            say(f"quiet night: {plan.pending_facts} pending fact(s) < --min-facts {min_facts}"
+                + ("; rewriting the pages that cite forgotten facts" if batches else "; nothing to do"))
+            if not batches:
+                return report
         if not batches:
             report.caught_up = True
             say("nothing to consolidate: caught up")
@@ -172,7 +176,10 @@ def run_dream(
                 raise
             # A plan is still worth seeing before a model is set up.
             say("no model configured: the plan only, without the model's proposal")
-            report.batches = [BatchResult(b.label, "planned", facts=len(b.facts), late=len(b.late)) for b in batches]
+            limit = len(batches) if max_batches is None else max(0, max_batches)
+            report.deferred = [b.label for b in batches[limit:]]
+            report.batches = [BatchResult(b.label, "planned", facts=len(b.facts), late=len(b.late))
+                              for b in batches[:limit]]
             return report
         report.model = settings.model
         limit = len(batches) if max_batches is None else max(0, max_batches)

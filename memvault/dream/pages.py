@@ -99,7 +99,7 @@ def split_frontmatter(text: str) -> tuple[dict, str]:
     import frontmatter
 
     try:
-        meta, body = frontmatter.parse(text)
+        meta, body = frontmatter.parse(text, handler=frontmatter.YAMLHandler())
     except (yaml.YAMLError, ValueError):
         # A broken header is still a header: drop it rather than show or rewrite it as text.
         end = text.find("\n---", 4) if text.startswith("---\n") else -1

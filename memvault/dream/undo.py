@@ -89,6 +89,7 @@ def undo_last_dream(vault) -> dict:
 
     vault.recover()
     with dream_lock(vault), vault.write_lock():
+        vault.refuse_during_merge()
         commits = _dream_commits(vault)
         undone = {c.message[len(UNDO_PREFIX):].split(" ", 1)[0] for c in commits
                   if c.message.startswith(UNDO_PREFIX)}

@@ -256,6 +256,7 @@ class SearchIndex:
         catalog = generation.catalog
         report = RefreshReport()
         tombstoned = self.corpus.tombstoned()
+        self.corpus.problems = []  # only what this pass reads (a failed pass must not be told twice)
         removed: set[str] = set()
         added: dict[str, object] = {}
         states: dict[str, FileState] = {}
@@ -315,11 +316,10 @@ class SearchIndex:
             catalog.rollback()
             raise
         report.added, report.removed = len(added), len(removed)
-        if self.corpus.problems:
-            first = self.corpus.problems[0]
-            self.notify(f"{len(self.corpus.problems)} line(s) in the daily logs are not facts memvault can read "
-                        f"(first: {first.path}:{first.line}); they are not searchable; see `memvault doctor`")
-            self.corpus.problems.clear()
+        problems, self.corpus.problems = self.corpus.problems, []
+        if problems:
+            self.notify(f"{len(problems)} line(s) in the daily logs are not facts memvault can read "
+                        f"(first: {problems[0].path}:{problems[0].line}); they are not searchable; see `memvault doctor`")
         return report
 
     # -- embeddings ---------------------------------------------------------------------------
