@@ -53,7 +53,8 @@ def _dream_state(vault: "Vault") -> dict:
     state = vault.dream_status()
     return {
         "watermark": state.get("watermark"),
-        "pending": {"days": state.get("pending_days", 0), "facts": state.get("pending_facts", 0)},
+        "pending": {"days": state.get("pending_days", 0), "facts": state.get("pending_facts", 0),
+                    "scrub_pages": len(state.get("scrub_pages", []))},
         "last_dream": state.get("last_dream"),
         "failed_attempts": state.get("failed_attempts", 0),
     }

@@ -61,6 +61,8 @@ def test_forget_notice_doctor_warning_then_one_scrub_commit_leaves_no_trace(vaul
     assert again["already_forgotten"] and again["cited_by"] == [ALICE, COFFEE]
     warned = doctor_check(cli)
     assert warned["status"] == "warn" and "next `memvault dream` rewrites" in warned["message"]
+    assert vault.dream_status()["scrub_pages"] == [ALICE, COFFEE]
+    assert json.loads(cli("status", "--json").stdout)["pending"]["scrub_pages"] == 2
     assert warned["details"] == [f"{ALICE} cites {coffee.id}", f"{COFFEE} cites {coffee.id}"]
 
     fake.script = [rewrite_alice(tea.id), rewrite_alice(tea.id)]
@@ -89,6 +91,7 @@ def test_forget_notice_doctor_warning_then_one_scrub_commit_leaves_no_trace(vaul
     assert "coffee" not in memory.lower() and f"- Alice — [Alice]({ALICE})" in memory  # a plain link stays
     assert doctor_check(cli)["status"] == "ok"
     assert cli("doctor").exit_code == 0
+    assert vault.dream_status()["scrub_pages"] == []
 
     assert dream(vault, fake).caught_up and len(fake.requests) == 3  # nothing left to scrub
     with pytest.raises(UndoRefused, match="cannot undo"):

@@ -30,7 +30,7 @@ def test_status_counts_facts_days_pages_and_dream_progress(cli, vault):
     assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1}
     assert state["days"] == 3 and state["pages"] == 1
     assert state["watermark"] == "2026-11-01"
-    assert state["pending"] == {"days": 2, "facts": 1}  # the forgotten fact is not pending
+    assert state["pending"] == {"days": 2, "facts": 1, "scrub_pages": 0}  # the forgotten fact is not pending
     assert state["last_dream"]["outcome"] == "failed"
     assert state["failed_attempts"] == 1
     assert state["remote"] is None and state["lock"] is None

@@ -92,6 +92,8 @@ def _print_status(data: dict) -> None:
     echo(f"watermark: {data['watermark'] or 'none'}")
     echo(f"pending: {data['pending_days']} day(s), {data['pending_facts']} fact(s)"
          + (f" ({data['late_facts']} late)" if data["late_facts"] else ""))
+    if data["scrub_pages"]:
+        echo(f"to rewrite without forgotten facts: {', '.join(data['scrub_pages'])}")
     if data["next_batch"]:
         echo(f"next batch: {data['next_batch']} (failed attempts: {data['failed_attempts']}/{data['max_retries']})")
     last = data["last_dream"]

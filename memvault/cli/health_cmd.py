@@ -26,7 +26,9 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten) in {state['days']} daily log(s)")
     echo(f"pages       {state['pages']}")
     echo(f"watermark   {state['watermark'] or 'none (nothing consolidated yet)'}")
-    echo(f"pending     {state['pending']['days']} day(s), {state['pending']['facts']} fact(s)")
+    scrub = state["pending"].get("scrub_pages")
+    echo(f"pending     {state['pending']['days']} day(s), {state['pending']['facts']} fact(s)"
+         + (f"; {scrub} page(s) citing forgotten facts to rewrite" if scrub else ""))
     last = state["last_dream"]
     if last:
         echo(f"last dream  {last['at']} {last['outcome']} {last.get('batch') or ''}".rstrip())

@@ -7,6 +7,8 @@ from memvault.dream.planner import make_plan
 
 
 def dream_status(vault, *, today=None) -> dict:
+    from memvault.citations import pages_citing
+
     plan = make_plan(vault, today=today)
     entries = plan.entries
     last = entries[-1] if entries else None
@@ -17,6 +19,8 @@ def dream_status(vault, *, today=None) -> dict:
         "pending_days": len(plan.pending_days),
         "pending_facts": plan.pending_facts,
         "late_facts": len(plan.late),
+        # pages citing forgotten facts, rewritten by the next dream (even a gated one)
+        "scrub_pages": sorted(pages_citing(vault)),
         "next_batch": nxt,
         "failed_attempts": failed_attempts(entries, nxt) if nxt else 0,
         "max_retries": vault.config.dream.max_retries,
