@@ -52,6 +52,7 @@ def main() -> None:
         os.environ.setdefault(key, "bench@example.test")
 
     from fake_llm import FakeLLM, consolidate_everything
+
     from memvault import Vault
     from memvault.dream.llm import LLMSettings, load_litellm
 

@@ -69,9 +69,9 @@ def evidence_ids(values) -> set[str]:
 def run(args) -> dict:
     import json
 
-    from memvault import Vault
+    from memvault import SearchQuery, Vault
     from memvault.index.ranking import Weights
-    from memvault.index.search import forget_engines, search
+    from memvault.index.search import search
 
     weights = Weights(method=args.method, rrf_k=args.rrf_k, lexical=args.w_lexical, dense=args.w_dense,
                       recency=args.recency, importance=args.importance)
@@ -90,13 +90,14 @@ def run(args) -> dict:
                     wanted = evidence_ids(qa.get("evidence", []))
                     questions[unit] += 1
                     for mode in MODES:
-                        hits = search(vault, qa["question"], limit=max(KS), include_all=True, weights=weights,
-                                      lexical_only=mode == "lexical", dense_only=mode == "dense")
+                        query = SearchQuery(qa["question"], limit=max(KS), include_all=True,
+                                            lexical_only=mode == "lexical")
+                        hits = search(vault.storage, query, weights=weights, dense_only=mode == "dense")
                         ranks = [i for i, h in enumerate(hits) if evidence_ids([h.source or ""]) & wanted]
                         for j, k in enumerate(KS):
                             if ranks and ranks[0] < k:
                                 totals[unit][mode][j] += 1
-                forget_engines()
+                vault.close()
     return {"totals": totals, "questions": questions}
 
 

@@ -69,7 +69,6 @@ def dir_size(path: Path) -> int:
 
 def bench_size(size: int, options, env: dict) -> None:
     from memvault import Vault
-    from memvault.index.search import forget_engines
 
     print(f"\n== {size:,} facts ==")
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,7 +116,7 @@ def bench_size(size: int, options, env: dict) -> None:
         print(f"search, cold process        {cold_search * 1000:10.0f} ms median  (import+load+embed only "
               f"{floor * 1000:.0f} ms, x{cold_search / floor:.2f}; target <= 1500 ms)")
 
-        forget_engines()
+        vault.close()
         vault = Vault.open(vault.root)
         vault.search("warm up")
         timings = []
@@ -130,7 +129,7 @@ def bench_size(size: int, options, env: dict) -> None:
 
         from memvault.index.search import engine
 
-        generation = engine(vault).open()
+        generation = engine(vault.storage).open()
         matrix = generation.vectors.matrix()
         query = np.ones(matrix.shape[1], dtype=np.float32)
         started = time.perf_counter()
@@ -142,8 +141,9 @@ def bench_size(size: int, options, env: dict) -> None:
               f"{matvec * 1000:.1f} ms; target p50 <= 20 ms at 100k)")
         index_bytes = dir_size(vault.root / ".memvault" / "index")
         cache_bytes = dir_size(vault.root / ".memvault" / "cache")
-        print(f"index size on disk          {index_bytes / 1e6:10.1f} MB  (+ embedding cache {cache_bytes / 1e6:.1f} MB)")
-        forget_engines()
+        print(f"index size on disk          {index_bytes / 1e6:10.1f} MB"
+              f"  (+ embedding cache {cache_bytes / 1e6:.1f} MB)")
+        vault.close()
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from memvault.errors import (  # noqa: E402
+from memvault.errors import (
     DreamRunning,
     ExitCode,
     InvalidInput,
@@ -17,10 +17,11 @@ from memvault.errors import (  # noqa: E402
     SyncConflict,
     VaultBusy,
 )
-from memvault.facts import Fact  # noqa: E402
-from memvault.index.hits import Hit  # noqa: E402
-from memvault.tombstones import Tombstone  # noqa: E402
-from memvault.vault import FactView, Forgotten, Vault  # noqa: E402
+from memvault.facts import Fact
+from memvault.index.hits import Hit
+from memvault.index.query import SearchQuery
+from memvault.tombstones import Tombstone
+from memvault.vault import FactView, Forgotten, Vault
 
 __all__ = [
     "DreamRunning",
@@ -36,6 +37,7 @@ __all__ = [
     "NotAVault",
     "NotFound",
     "RemoteError",
+    "SearchQuery",
     "SyncConflict",
     "Tombstone",
     "Vault",

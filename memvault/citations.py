@@ -1,43 +1,48 @@
 """Which wiki pages cite which facts, and page text with the statements of forgotten facts taken out.
 
-One place for the lookup that `forget` (its notice), `doctor` (its check), dream (its scrub) and
-search (hiding what a forgotten fact said until dream rewrites the page) all rely on.
-Light on purpose: the page frontmatter parser is imported only when a page mentions a wanted id.
+One place for the lookups that `forget` (its notice), `doctor` (its check), dream (its scrub and
+its plan) and search (hiding what a forgotten fact said until dream rewrites the page, and the
+default scope) all rely on. Page frontmatter is parsed only when a page mentions a wanted id.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
-# A citation is a markdown footnote reference to a fact id: "Prefers tea [^01jd8x...]."
-# The lookahead leaves out footnote definitions ("[^id]: 2026-11-01 preference · logs/...").
-CITATION = re.compile(r"\[\^([0-9a-z]{6,40})\](?!:)")
-_FOOTNOTE_DEF = re.compile(r"^\[\^([0-9a-z]{6,40})\]:")
+from memvault import dreamlog
+from memvault.pages import CITATION, FOOTNOTE_DEF, cited_ids, clean_body, list_pages, read_page, split_frontmatter
+from memvault.storage.store import Storage
+
 _TOKEN = re.compile(r"[0-9a-z]{6,40}")
 _LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 
 
-def cited_in(text: str) -> list[str]:
-    """Fact ids cited in markdown text, in order of first appearance."""
-    return list(dict.fromkeys(CITATION.findall(text)))
+def accounted_ids(storage: Storage, entries: list[dreamlog.Entry]) -> set[str]:
+    """Fact ids some page draws from, or that log.md settled (duplicate, noop, skipped): dream's
+    rule for a consolidated fact, and search's for the default scope."""
+    found = dreamlog.settled_ids(entries)
+    for path in list_pages(storage.root):
+        page = read_page(storage.root, path)
+        if page:
+            found.update(page.sources)
+            found.update(cited_ids(page.body))
+    return found
 
 
-def pages_citing(vault, ids: Iterable[str] | None = None) -> dict[str, list[str]]:
+def pages_citing(storage: Storage, ids: Iterable[str] | None = None) -> dict[str, list[str]]:
     """Page path -> the ids among `ids` it cites (body citations or frontmatter `sources`).
 
     `ids` defaults to every forgotten fact. Pages that mention none of the ids cost one read and
     one regex scan; only the others have their frontmatter parsed.
     """
-    wanted = set(vault.tombstones()) if ids is None else {str(i).strip() for i in ids}
+    wanted = set(storage.tombstones()) if ids is None else {str(i).strip() for i in ids}
     if not wanted:
         return {}
-    from memvault.dream.pages import list_pages
-
     found: dict[str, list[str]] = {}
-    for rel in list_pages(vault.root):
+    for rel in list_pages(storage.root):
         try:
-            text = (vault.root / rel).read_text(encoding="utf-8", errors="replace")
+            text = (storage.root / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         if wanted.isdisjoint(_TOKEN.findall(text)):
@@ -50,12 +55,10 @@ def pages_citing(vault, ids: Iterable[str] | None = None) -> dict[str, list[str]
 
 def page_citations(text: str) -> list[str]:
     """Every fact id a page file draws from: body citations first, then frontmatter `sources`."""
-    from memvault.dream.pages import clean_body, split_frontmatter
-
     meta, rest = split_frontmatter(text)
     sources = meta.get("sources") or []
     listed = [str(s) for s in sources] if isinstance(sources, list) else []
-    return list(dict.fromkeys(cited_in(clean_body(rest)) + listed))
+    return list(dict.fromkeys(cited_ids(clean_body(rest)) + listed))
 
 
 def strip_forgotten_statements(text: str, forgotten_ids: Iterable[str]) -> str:
@@ -83,7 +86,7 @@ def strip_forgotten_statements(text: str, forgotten_ids: Iterable[str]) -> str:
                     and not _LIST_ITEM.match(lines[end]):
                 end += 1
         block = lines[i:end]
-        definition = _FOOTNOTE_DEF.match(line)
+        definition = FOOTNOTE_DEF.match(line)
         if forgotten.isdisjoint(CITATION.findall("\n".join(block))) and not (
                 definition and definition.group(1) in forgotten):
             out.extend(block)

@@ -11,7 +11,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from memvault.errors import InvalidInput
 
-CONFIG_FILE = "memvault.toml"
 DEFAULT_EMBED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 CATEGORIES = (
     "fact",
@@ -82,7 +81,9 @@ def resolve_timezone(name: str) -> tzinfo:
         try:
             return ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError) as e:
-            raise InvalidInput(f"unknown timezone {name!r} in {CONFIG_FILE}") from e
+            raise InvalidInput(
+                f"unknown timezone {name!r} (vault.timezone: an IANA name such as Europe/Paris, or local)"
+            ) from e
     for candidate in (os.environ.get("TZ", "").lstrip(":"), _etc_localtime_name()):
         if candidate:
             try:
@@ -102,9 +103,8 @@ def _etc_localtime_name() -> str | None:
     return target.split(marker, 1)[1] if marker in target else None
 
 
-def load_config(root: Path) -> Config:
-    """Read <root>/memvault.toml, then apply environment overrides."""
-    path = root / CONFIG_FILE
+def load_config(path: Path) -> Config:
+    """Read the vault's settings file (memvault.toml), then apply environment overrides."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memvault import tokens
-from memvault.citations import cited_in
 from memvault.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from memvault.vault import Vault
+from memvault.index.query import SearchQuery
+from memvault.index.search import search
+from memvault.pages import cited_ids, clean_body
+from memvault.storage.layout import MEMORY_FILE
+from memvault.storage.store import Storage
+from memvault.timeline import recent as recent_facts
 
 DEFAULT_BUDGET = 2000
 MAX_BUDGET = 1_000_000
-MEMORY_FILE = "MEMORY.md"
 _COMMENT = re.compile(r"<!--.*?-->\n?", re.DOTALL)
 
 
@@ -84,7 +85,7 @@ class Bundle:
         }
 
 
-def build_context(vault: "Vault", query: str | None = None, *, budget: int = DEFAULT_BUDGET,
+def build_context(storage: Storage, query: str | None = None, *, budget: int = DEFAULT_BUDGET,
                   recent: int = 20, relevant: int = 20) -> Bundle:
     """Assemble a bundle of at most `budget` tokens (see the module docstring for the order)."""
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
@@ -95,16 +96,16 @@ def build_context(vault: "Vault", query: str | None = None, *, budget: int = DEF
     query = " ".join(query.split()) if query else None
 
     searched = bool(query) and relevant > 0
-    hits = vault.search(query, limit=relevant) if searched else []
+    hits = search(storage, SearchQuery(query, limit=relevant)) if searched else []
     pages = [_page_item(h) for h in hits if h.kind == "page"]
     found = [_fact_item(h, "relevant") for h in hits if h.kind == "fact"]
-    latest = [_fact_item(f, "recent") for f in vault.recent(recent)] if recent else []
+    latest = [_fact_item(f, "recent") for f in recent_facts(storage, recent)] if recent else []
 
     sections = [
         (f"## Relevant to: {query}" if query else "## Relevant", pages + found),
         ("## Recent facts", latest),
     ]
-    memory = _memory_item(vault)
+    memory = _memory_item(storage)
     fitter = _Fitter(budget)
     wanted = sum(tokens.count(item.render()) + 2 for _, items in sections for item in items)
     if memory is not None:
@@ -186,8 +187,8 @@ class _Fitter:
         return text, [item for _, _, item in self.blocks if item is not None]
 
 
-def _memory_item(vault: "Vault") -> ContextItem | None:
-    path = vault.root / MEMORY_FILE
+def _memory_item(storage: Storage) -> ContextItem | None:
+    path = storage.path(MEMORY_FILE)
     try:
         text = path.read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
@@ -214,10 +215,8 @@ def _trim(memory: ContextItem, room: int) -> ContextItem | None:
 
 
 def _page_item(hit: Any) -> ContextItem:
-    from memvault.dream.pages import clean_body
-
     text = _COMMENT.sub("", clean_body(hit.text)).strip("\n")
-    cites = cited_in(hit.text)
+    cites = cited_ids(hit.text)
     return ContextItem(kind="page", reason="relevant", id=hit.id, path=hit.path or hit.id.split("#")[0],
                        text=text, at=hit.at, heading=hit.heading, tags=list(hit.tags or ()),
                        score=hit.score, cites=cites)

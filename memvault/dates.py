@@ -1,4 +1,8 @@
-"""Parsing the dates people and agents type: ISO 8601, `today`, `yesterday`, `7d`, `12h`, `2w`."""
+"""Parsing the dates people and agents type: ISO 8601, `today`, `yesterday`, `7d`, `12h`, `2w`.
+
+The one place dates are read, for `add --at` and for the since/until of search, recent and
+sessions. Errors name the field ("since", "at"), not a command-line flag.
+"""
 
 from __future__ import annotations
 
@@ -22,17 +26,46 @@ def parse_at(value: str, tz: tzinfo, now: datetime | None = None) -> datetime:
     if text == "yesterday":
         return now - timedelta(days=1)
     if match:
-        return _ago(now, match, value, "--at")
-    moment = _parse_iso(value, tz, option="--at")
+        return _ago(now, match, value, "at")
+    moment = _parse_iso(value, tz, option="at")
     # A small allowance for clock skew between machines; beyond it, a future date is a typo.
     if moment > now + timedelta(days=1):
-        raise InvalidInput(f"--at {value!r} is in the future; facts record what already happened")
+        raise InvalidInput(f"at {value!r} is in the future; facts record what already happened")
     return moment
 
 
+Bound = str | date | datetime | None
+
+
+def parse_range(since: Bound, until: Bound, tz: tzinfo, *,
+                now: datetime | None = None) -> tuple[datetime | None, datetime | None]:
+    """A since/until pair as aware datetimes (a date covers its whole day); checked in order."""
+    lower = _as_bound(since, tz, end=False, now=now, option="since")
+    upper = _as_bound(until, tz, end=True, now=now, option="until")
+    check_range(lower, upper)
+    return lower, upper
+
+
+def check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since > until:
+        raise InvalidInput(f"since ({since.isoformat()}) is after until ({until.isoformat()})")
+
+
+def _as_bound(value: Bound, tz: tzinfo, *, end: bool, now: datetime | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=tz)
+    if isinstance(value, date):
+        return _day_bound(value, tz, end)
+    if not isinstance(value, str):
+        raise InvalidInput(f"{option} must be a date, got {value!r}")
+    return parse_bound(value, tz, end=end, now=now, option=option)
+
+
 def parse_bound(value: str, tz: tzinfo, *, end: bool = False, now: datetime | None = None,
-                option: str = "--since") -> datetime:
-    """A filter bound. Dates cover whole days: `--until 2026-11-01` includes that day."""
+                option: str = "since") -> datetime:
+    """A filter bound. Dates cover whole days: until 2026-11-01 includes that day."""
     text = value.strip().lower()
     now = now or datetime.now(tz)
     if text in ("now",):

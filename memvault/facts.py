@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import secrets
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from typing import Any, Iterable
+from datetime import date, datetime, tzinfo
+from typing import Any
 
+from memvault.dates import parse_at
 from memvault.errors import InvalidInput
+from memvault.storage.layout import log_relpath
 
 META_OPEN = " <!-- mv "
 META_CLOSE = " -->"
@@ -87,6 +89,44 @@ class FactDraft:
     session: str | None = None
     importance: float | None = None
     at: datetime | str | None = None
+
+
+DRAFT_FIELDS = ("text", "category", "tags", "source", "session", "importance", "at")
+
+
+def make_fact(draft: FactDraft | Mapping[str, Any], *, tz: tzinfo, categories: Iterable[str],
+              now: datetime) -> Fact:
+    """A draft checked field by field and given an id, a time and its day's log (InvalidInput if bad)."""
+    if isinstance(draft, Mapping):
+        unknown = set(draft) - set(DRAFT_FIELDS)
+        if unknown:
+            raise InvalidInput(f"unknown field(s): {', '.join(sorted(unknown))}")
+        draft = FactDraft(
+            text=draft.get("text"),  # type: ignore[arg-type]
+            category=draft.get("category") or "fact",
+            tags=draft.get("tags") or (),
+            source=draft.get("source"),
+            session=draft.get("session"),
+            importance=draft.get("importance"),
+            at=draft.get("at"),
+        )
+    text = validate_text(draft.text)
+    category = validate_category(draft.category, categories)
+    tags = validate_tags(list(draft.tags) if isinstance(draft.tags, tuple) else draft.tags)
+    source = validate_label(draft.source, "source")
+    session = validate_label(draft.session, "session")
+    importance = validate_importance(draft.importance)
+    if draft.at is None:
+        at = now
+    elif isinstance(draft.at, datetime):
+        at = draft.at.replace(tzinfo=tz) if draft.at.tzinfo is None else draft.at.astimezone(tz)
+    elif isinstance(draft.at, str):
+        at = parse_at(draft.at, tz, now)
+    else:
+        raise InvalidInput(f"at must be an ISO 8601 date or datetime, got {draft.at!r}")
+    at = at.replace(microsecond=0)
+    return Fact(id=new_fact_id(), text=text, at=at, category=category, tags=tags, source=source,
+                session=session, importance=importance, path=log_relpath(at.date()))
 
 
 def new_fact_id(now_ns: int | None = None) -> str:
@@ -253,17 +293,3 @@ def _parse_item(first: str, continuation: list[str], path: str, line_no: int) ->
         path=path,
         line=line_no,
     )
-
-
-def fsync_append(path: os.PathLike[str] | str, data: str) -> None:
-    """Append and flush to stable storage before anyone commits or reports success."""
-    raw = data.encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        view = memoryview(raw)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import git
 
@@ -73,13 +73,25 @@ class GitStore:
         self._identity: Identity | None = None
 
     @classmethod
-    def init(cls, root: Path) -> "GitStore":
-        env = {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS and k not in ("GIT_DIR", "GIT_WORK_TREE")}
-        git.Git(str(root)).execute(["git", "init", "-q", "-b", "main", str(root)], env=env)
+    def init(cls, root: Path) -> GitStore:
+        git.Git(str(root)).execute(["git", "init", "-q", "-b", "main", str(root)], env=outside_env())
         store = cls(root)
-        store.run("config", "commit.gpgsign", "false")
-        store.run("config", "core.autocrlf", "false")
+        store.configure()
         return store
+
+    @classmethod
+    def clone(cls, url: str, root: Path, *, remote: str, timeout: float) -> GitStore:
+        """Clone `url` into `root` (raises git.GitCommandError)."""
+        env = outside_env()
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        git.Git().execute(["git", "clone", "--quiet", "--origin", remote, "--", url, str(root)], env=env,
+                          kill_after_timeout=timeout)
+        return cls(root)
+
+    def configure(self) -> None:
+        """The vault's own git settings: no signing prompt in cron, files stored byte for byte."""
+        self.run("config", "commit.gpgsign", "false")
+        self.run("config", "core.autocrlf", "false")
 
     def run(self, *args: str, **kwargs) -> str:
         """Run one git command in the vault, waiting out another git process's index.lock."""
@@ -92,7 +104,7 @@ class GitStore:
                 # like are real errors and must not be retried.
                 if "index.lock" not in str(e.stderr) or "File exists" not in str(e.stderr):
                     raise
-                if not self._remove_stale_index_lock() and time.monotonic() >= deadline:
+                if not self.remove_stale_index_lock() and time.monotonic() >= deadline:
                     raise VaultBusy(
                         f"git's index.lock in {self.git_dir} is held by another git process; try again"
                     ) from None
@@ -154,9 +166,6 @@ class GitStore:
         out = self.run("status", "--porcelain", "--untracked-files=all", "--", *(paths or (".",)))
         return [line for line in out.splitlines() if line]
 
-    def is_clean(self) -> bool:
-        return not self.status()
-
     def log(self, *args: str) -> list[Commit]:
         out = self.run("log", "--format=%H%x1f%aI%x1f%s", *args)
         commits = []
@@ -165,13 +174,13 @@ class GitStore:
             commits.append(Commit(sha, at, message))
         return commits
 
-    def _remove_stale_index_lock(self) -> bool:
+    def remove_stale_index_lock(self) -> bool:
         lock = self.git_dir / "index.lock"
         try:
             age = time.time() - lock.stat().st_mtime
         except FileNotFoundError:
             return False  # nothing to remove; the caller retries until its deadline
-        if age < STALE_INDEX_LOCK_SECONDS or _git_running_in(self.root):
+        if age < STALE_INDEX_LOCK_SECONDS or git_running_in(self.root):
             return False
         try:
             lock.unlink()
@@ -180,7 +189,13 @@ class GitStore:
         return True
 
 
-def _git_running_in(root: Path) -> bool:
+def outside_env() -> dict[str, str]:
+    """The environment for a git command that has no vault yet (init, clone): nothing inherited
+    from a parent repository's hook environment."""
+    return {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS and k not in ("GIT_DIR", "GIT_WORK_TREE")}
+
+
+def git_running_in(root: Path) -> bool:
     """Is any git process working in this vault? Unknown (no /proc) counts as yes."""
     proc = Path("/proc")
     if not proc.is_dir():

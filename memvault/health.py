@@ -5,15 +5,21 @@ Both only read, except `doctor(fix=True)`, whose repairs are each one commit or 
 
 from __future__ import annotations
 
-import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
 
-if TYPE_CHECKING:
-    from memvault.vault import Vault
+from memvault.citations import pages_citing
+from memvault.dream.status import dream_status
+from memvault.gitstore import STALE_INDEX_LOCK_SECONDS, git_running_in
+from memvault.index.search import index_status, model_spec, reindex
+from memvault.pages import cited_ids, list_pages, read_page
+from memvault.storage.layout import CONFIG_FILE, WRITE_LOCK
+from memvault.storage.lock import orphaned_holder
+from memvault.storage.store import Storage
+from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
 
 OK, WARN, FAIL, FIXED = "ok", "warn", "fail", "fixed"
 SHOWN_DETAILS = 20
@@ -21,36 +27,29 @@ SHOWN_DETAILS = 20
 
 # -- status -------------------------------------------------------------------------------------
 
-def status(vault: "Vault") -> dict:
+def status(storage: Storage) -> dict:
     """Everything `memvault status` shows, as one JSON-ready dict."""
-    tombstones = vault.tombstones()
+    tombstones = storage.tombstones()
     total = forgotten = 0
-    for fact in vault.iter_facts(include_forgotten=True):
+    for fact in storage.iter_facts(include_forgotten=True):
         total += 1
         forgotten += fact.id in tombstones
-    from memvault.sync import remote_info
-
-    clean = vault.git.status()
+    clean = storage.git.status()
     return {
-        "path": str(vault.root),
+        "path": str(storage.root),
         "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten},
-        "days": len(vault.log_files()),
-        "pages": len(wiki_pages(vault)),
-        **_dream_state(vault),
-        "index": _index_state(vault),
-        "remote": remote_info(vault),
-        "lock": lock_holder(vault),
-        "git": {"head": vault.git.head(), "uncommitted": len(clean)},
+        "days": len(storage.log_files()),
+        "pages": len(list_pages(storage.root)),
+        **_dream_state(storage),
+        "index": _index_state(storage),
+        "remote": remote_info(storage),
+        "lock": storage.lock_holder(),
+        "git": {"head": storage.git.head(), "uncommitted": len(clean)},
     }
 
 
-def wiki_pages(vault: "Vault") -> list[Path]:
-    wiki = vault.root / "wiki"
-    return sorted(wiki.rglob("*.md")) if wiki.is_dir() else []
-
-
-def _dream_state(vault: "Vault") -> dict:
-    state = vault.dream_status()
+def _dream_state(storage: Storage) -> dict:
+    state = dream_status(storage)
     return {
         "watermark": state.get("watermark"),
         "pending": {"days": state.get("pending_days", 0), "facts": state.get("pending_facts", 0),
@@ -60,42 +59,10 @@ def _dream_state(vault: "Vault") -> dict:
     }
 
 
-def index_built(vault: "Vault") -> bool:
-    """Whether a search index exists (a cheap check: nothing is opened or built)."""
-    from memvault.index.search import engine
-
-    return engine(vault).exists()
-
-
-def _index_state(vault: "Vault") -> dict:
+def _index_state(storage: Storage) -> dict:
     """The index's counts; a missing or damaged index is reported as it is, never built here."""
-    state = vault.index_status()
+    state = index_status(storage)
     return {"built": not state["missing"], **state}
-
-
-def lock_holder(vault: "Vault") -> dict | None:
-    """Who holds the vault's write lock right now (None when nobody does)."""
-    from filelock import FileLock, Timeout
-
-    locks = vault.state_dir / "locks"
-    path = locks / "write.lock"
-    if not path.exists():
-        return None
-    lock = FileLock(path)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        return _read_holder(locks / "write.lock.holder") or {"pid": None, "command": None, "since": None}
-    lock.release()
-    return None
-
-
-def _read_holder(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 # -- doctor -------------------------------------------------------------------------------------
@@ -127,44 +94,41 @@ class DoctorReport:
                 "fixed": self.fixed}
 
 
-def doctor(vault: "Vault", fix: bool = False) -> DoctorReport:
+def doctor(storage: Storage, fix: bool = False) -> DoctorReport:
     """Run every check; with `fix`, repair what is safe, then check again."""
     fixed: list[str] = []
     checks: list[Check] = []
     for probe, repair in CHECKS:
-        check = probe(vault)
+        check = probe(storage)
         if fix and repair and check.status in (WARN, FAIL) and check.fix:
-            done = repair(vault)
+            done = repair(storage)
             fixed.extend(done)
-            after = probe(vault)
+            after = probe(storage)
             if after.status == OK and done:
                 after = Check(check.name, FIXED, "; ".join(done), check.details)
             check = after
         checks.append(check)
-    return DoctorReport(str(vault.root), checks, fixed)
+    return DoctorReport(str(storage.root), checks, fixed)
 
 
-def check_locks(vault: "Vault") -> Check:
-    from memvault.gitstore import STALE_INDEX_LOCK_SECONDS, _git_running_in
-
+def check_locks(storage: Storage) -> Check:
     name = "locks"
     details: list[str] = []
     problems: list[str] = []
-    holder = lock_holder(vault)
+    holder = storage.lock_holder()
     if holder:
         details.append(f"write lock held by pid {holder.get('pid')} ({holder.get('command')}) "
                        f"since {holder.get('since')}")
-    elif (vault.state_dir / "locks" / "write.lock.holder").exists():
+    elif orphaned_holder(storage.lock_path(WRITE_LOCK)):
         problems.append("a holder record outlived its write lock (its process was killed)")
-    journal = vault.state_dir / "journal.json"
-    if journal.exists() and not holder:
-        problems.append("an interrupted command left a change half-done (.memvault/journal.json)")
-    index_lock = vault.root / ".git" / "index.lock"
+    if storage.journal.exists() and not holder:
+        problems.append(f"an interrupted command left a change half-done ({storage.relpath(storage.journal.path)})")
+    index_lock = storage.git.git_dir / "index.lock"
     try:
         age = time.time() - index_lock.stat().st_mtime
     except FileNotFoundError:
         age = None
-    if age is not None and age > STALE_INDEX_LOCK_SECONDS and not _git_running_in(vault.root):
+    if age is not None and age > STALE_INDEX_LOCK_SECONDS and not git_running_in(storage.root):
         problems.append(f"stale .git/index.lock ({age:.0f} s old, no git process running)")
     if problems:
         return Check(name, FAIL, "; ".join(problems), details,
@@ -172,84 +136,74 @@ def check_locks(vault: "Vault") -> Check:
     return Check(name, OK, details[0] if details else "no stale locks", details)
 
 
-def repair_locks(vault: "Vault") -> list[str]:
-    done = list(vault.recover())
-    if not lock_holder(vault):
-        holder = vault.state_dir / "locks" / "write.lock.holder"
-        if holder.exists():
-            holder.unlink(missing_ok=True)
-            done.append("removed the write lock's stale holder record")
-    index_lock = vault.root / ".git" / "index.lock"
-    if index_lock.exists() and vault.git._remove_stale_index_lock():
+def repair_locks(storage: Storage) -> list[str]:
+    done = list(storage.recover())
+    record = orphaned_holder(storage.lock_path(WRITE_LOCK))
+    if record is not None:
+        record.unlink(missing_ok=True)
+        done.append("removed the write lock's stale holder record")
+    index_lock = storage.git.git_dir / "index.lock"
+    if index_lock.exists() and storage.git.remove_stale_index_lock():
         done.append("removed a stale .git/index.lock")
     return done
 
 
-def check_worktree(vault: "Vault") -> Check:
+def check_worktree(storage: Storage) -> Check:
     name = "uncommitted changes"
-    if vault.git.merge_in_progress():
+    if storage.git.merge_in_progress():
         return Check(name, FAIL, "a git merge is in progress (a sync conflict being resolved by hand?): "
                      "finish it with `git commit` or abandon it with `git merge --abort`")
-    lines = vault.git.status()
+    lines = storage.git.status()
     if not lines:
         return Check(name, OK, "working tree clean")
     return Check(name, FAIL, f"{len(lines)} uncommitted change(s) in the vault", _shown([ln[3:] for ln in lines]),
                  fix="commit them as one commit")
 
 
-def repair_worktree(vault: "Vault") -> list[str]:
-    if vault.git.merge_in_progress():
+def repair_worktree(storage: Storage) -> list[str]:
+    if storage.git.merge_in_progress():
         return []
-    with vault.write_lock():
-        paths = [line[3:].split(" -> ")[-1] for line in vault.git.status()]
+    with storage.write_lock():
+        paths = [line[3:].split(" -> ")[-1] for line in storage.git.status()]
         if not paths:
             return []
         shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-        sha = vault.git.commit(["."], f"doctor: commit leftover changes ({shown})")
+        sha = storage.git.commit(["."], f"doctor: commit leftover changes ({shown})")
     return [f"committed {len(paths)} leftover change(s) as {sha[:10]}"] if sha else []
 
 
-def check_merge_driver(vault: "Vault") -> Check:
-    from memvault.sync import merge_driver_problems
-
-    problems = merge_driver_problems(vault)
+def check_merge_driver(storage: Storage) -> Check:
+    problems = merge_driver_problems(storage)
     if problems:
         return Check("merge driver", FAIL, "daily logs or tombstones may not merge cleanly on sync", problems,
                      fix="install the union merge driver")
     return Check("merge driver", OK, "daily logs and tombstones merge item by item (union driver installed)")
 
 
-def repair_merge_driver(vault: "Vault") -> list[str]:
-    from memvault.sync import repair_merge_driver as repair
-
-    return repair(vault)
-
-
-def check_identity(vault: "Vault") -> Check:
-    identity = vault.git.identity()
+def check_identity(storage: Storage) -> Check:
+    identity = storage.git.identity()
     who = f"{identity.name} <{identity.email}>"
     if identity.fallback:
         return Check("git identity", WARN, f"no git identity configured: commits are authored as {who}",
-                     [f"set one: git -C {vault.root} config user.name 'Your Name' && "
-                      f"git -C {vault.root} config user.email you@example.com"])
+                     [f"set one: git -C {storage.root} config user.name 'Your Name' && "
+                      f"git -C {storage.root} config user.email you@example.com"])
     return Check("git identity", OK, who)
 
 
-def check_log_lines(vault: "Vault") -> Check:
-    problems = vault.problems()
+def check_log_lines(storage: Storage) -> Check:
+    problems = storage.problems()
     if problems:
         return Check("daily logs", FAIL, f"{len(problems)} line(s) in the daily logs do not parse as facts; "
                      "edit them back to `- text <!-- mv {...} -->`", _shown([str(p) for p in problems]))
-    return Check("daily logs", OK, f"{len(vault.log_files())} daily log(s) parse cleanly")
+    return Check("daily logs", OK, f"{len(storage.log_files())} daily log(s) parse cleanly")
 
 
-def check_citations(vault: "Vault") -> Check:
-    known = {fact.id for fact in vault.iter_facts(include_forgotten=True)}
+def check_citations(storage: Storage) -> Check:
+    known = {fact.id for fact in storage.iter_facts(include_forgotten=True)}
     missing: list[str] = []
-    pages = wiki_pages(vault)
-    for page in pages:
-        rel = vault.relpath(page)
-        for fact_id in _cited(vault, rel):
+    pages = list_pages(storage.root)
+    for rel in pages:
+        for fact_id in _cited(storage, rel):
             if fact_id not in known:
                 missing.append(f"{rel} cites {fact_id}, which is in no daily log")
     if missing:
@@ -258,12 +212,10 @@ def check_citations(vault: "Vault") -> Check:
     return Check("citations", OK, f"{len(pages)} page(s): every cited fact exists")
 
 
-def check_forgotten_citations(vault: "Vault") -> Check:
+def check_forgotten_citations(storage: Storage) -> Check:
     """Pages still carrying what a forgotten fact said; the next dream's scrub rewrites them."""
-    from memvault.citations import pages_citing
-
     name = "pages citing forgotten facts"
-    citing = pages_citing(vault)
+    citing = pages_citing(storage)
     if not citing:
         return Check(name, OK, "no page cites a forgotten fact")
     return Check(name, WARN, f"{len(citing)} page(s) cite forgotten facts: the next `memvault dream` "
@@ -271,17 +223,15 @@ def check_forgotten_citations(vault: "Vault") -> Check:
                  _shown([f"{path} cites {', '.join(ids)}" for path, ids in citing.items()]))
 
 
-def _cited(vault: "Vault", rel: str) -> list[str]:
-    from memvault.dream.pages import cited_ids, read_page
-
-    page = read_page(vault.root, rel)
+def _cited(storage: Storage, rel: str) -> list[str]:
+    page = read_page(storage.root, rel)
     if page is None:
         return []
     return list(dict.fromkeys([*page.sources, *cited_ids(page.body)]))
 
 
-def check_index(vault: "Vault") -> Check:
-    state = _index_state(vault)
+def check_index(storage: Storage) -> Check:
+    state = _index_state(storage)
     if not state["built"]:
         return Check("search index", WARN, "not built yet (the first search builds it)", fix="build it now")
     if state["damaged"]:
@@ -299,41 +249,40 @@ def check_index(vault: "Vault") -> Check:
     return Check("search index", OK, f"{summary}, up to date")
 
 
-def repair_index(vault: "Vault") -> list[str]:
-    damaged = vault.index_status()["damaged"]
-    result = vault.reindex(clear=bool(damaged))
+def repair_index(storage: Storage) -> list[str]:
+    damaged = index_status(storage)["damaged"]
+    result = reindex(storage, clear=bool(damaged))
     return [f"{'rebuilt' if damaged else 'reindexed'}: {result['facts']} fact(s), {result['sections']} page section(s)"]
 
 
-def check_embedding_model(vault: "Vault") -> Check:
-    name = vault.config.embed_model
-    path = vault.config.embed_model_path
+def check_embedding_model(storage: Storage) -> Check:
+    name = storage.config.embed_model
+    path = storage.config.embed_model_path
     if path:
-        origin = "MEMVAULT_EMBED_MODEL_PATH" if os.environ.get("MEMVAULT_EMBED_MODEL_PATH") else "memvault.toml"
+        origin = "MEMVAULT_EMBED_MODEL_PATH" if os.environ.get("MEMVAULT_EMBED_MODEL_PATH") else CONFIG_FILE
         model_dir = Path(path).expanduser()
         if not (model_dir / "model.onnx").is_file():
             return Check("embedding model", FAIL, f"{name}: no model.onnx in {model_dir} (from {origin}); "
                          "search falls back to words only")
-        return _loadable(vault, f"{name} from {model_dir} (from {origin})")
+        return _loadable(storage, f"{name} from {model_dir} (from {origin})")
     from memvault.index.embedder import model_cache_dir
 
     # Where `memvault reindex --download-model` puts the model and where search loads it from.
     cache = model_cache_dir()
     found = _cached_model(cache, name)
     if found is not None:
-        return _loadable(vault, f"{name} from the model cache ({found})")
+        return _loadable(storage, f"{name} from the model cache ({found})")
     return Check("embedding model", WARN, f"{name} is not in the model cache ({cache}) and searches never "
                  "download it: search uses words only; run `memvault reindex --download-model` once, or set "
                  "MEMVAULT_EMBED_MODEL_PATH to a local ONNX model directory")
 
 
-def _loadable(vault: "Vault", where: str) -> Check:
+def _loadable(storage: Storage, where: str) -> Check:
     """The file is there; load it for real (a second or two), since a damaged file looks the same."""
     from memvault.index.embedder import Embedder, ModelUnavailable
-    from memvault.index.search import model_spec
 
     try:
-        Embedder(model_spec(vault), threads=1)._load()
+        Embedder(model_spec(storage), threads=1).load()
     except ModelUnavailable as e:
         return Check("embedding model", FAIL, f"{where} does not load: {e}; search falls back to words only")
     return Check("embedding model", OK, f"{where}, loads")
@@ -350,17 +299,17 @@ def _cached_model(cache: Path, name: str) -> Path | None:
     return None
 
 
-def check_llm(vault: "Vault") -> Check:
-    model = vault.config.llm_model
+def check_llm(storage: Storage) -> Check:
+    model = storage.config.llm_model
     if not model:
         return Check("LLM", WARN, "no model set: `memvault dream` cannot run (set MEMVAULT_MODEL or "
                      "[llm] model in memvault.toml)")
     from memvault.dream.llm import load_litellm
 
     litellm = load_litellm()
-    where = f" at {vault.config.api_base}" if vault.config.api_base else ""
+    where = f" at {storage.config.api_base}" if storage.config.api_base else ""
     try:
-        found = litellm.validate_environment(model=model, api_base=vault.config.api_base)
+        found = litellm.validate_environment(model=model, api_base=storage.config.api_base)
     except Exception as e:  # noqa: BLE001 - litellm raises for unknown providers
         return Check("LLM", FAIL, f"{model}: litellm cannot use this model string ({str(e).splitlines()[0]})")
     missing = found.get("missing_keys") or []
@@ -376,7 +325,7 @@ def _shown(items: list[str]) -> list[str]:
 
 
 # In repair order: leftovers are committed before the index is rebuilt from the files.
-CHECKS: list[tuple[Callable[["Vault"], Check], Callable[["Vault"], list[str]] | None]] = [
+CHECKS: list[tuple[Callable[[Storage], Check], Callable[[Storage], list[str]] | None]] = [
     (check_locks, repair_locks),
     (check_worktree, repair_worktree),
     (check_merge_driver, repair_merge_driver),

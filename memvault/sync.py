@@ -7,25 +7,23 @@ dreams rewrote) is a real conflict: the merge is aborted and the vault is left e
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict
-
-if TYPE_CHECKING:
-    from memvault.vault import Vault
+from memvault.gitstore import GitStore
+from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
+from memvault.storage.store import Storage
 
 REMOTE = "origin"
 # A driver configured under git's built-in name takes precedence over the built-in, so vaults
 # without the config entry (a plain `git clone`) still get git's line union, never markers.
 MERGE_DRIVER = "union"
 MERGE_DRIVER_NAME = "memvault: union of daily-log items and tombstone lines"
-UNION_PATTERNS = ("logs/**", "tombstones.jsonl")
+UNION_PATTERNS = (f"{LOGS_DIR}/**", TOMBSTONES_FILE)
 PUSH_ATTEMPTS = 3
 NETWORK_TIMEOUT_SECONDS = 300
 
@@ -51,41 +49,38 @@ def driver_command() -> str:
     return f"{shlex.quote(sys.executable)} -m memvault.union_merge %O %A %B %P"
 
 
-def ensure_merge_driver(root: Path) -> bool:
+def ensure_merge_driver(storage: Storage) -> bool:
     """Install the union driver in the vault's git config if missing; True if it was installed.
 
     Runs on every open (a fresh clone has no such entry), so the usual path is one small read.
     """
     try:
-        config = (root / ".git" / "config").read_text(encoding="utf-8", errors="replace")
+        config = (storage.git.git_dir / "config").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
     if f'[merge "{MERGE_DRIVER}"]' in config:
         return False
     try:
-        install_merge_driver(root)
+        install_merge_driver(storage.git)
     except Exception:  # noqa: BLE001 - a read-only vault or a concurrent writer; doctor reports it
         return False
     return True
 
 
-def install_merge_driver(root: Path) -> None:
-    from memvault.gitstore import GitStore
-
-    store = GitStore(root)
+def install_merge_driver(store: GitStore) -> None:
     store.run("config", f"merge.{MERGE_DRIVER}.name", MERGE_DRIVER_NAME)
     store.run("config", f"merge.{MERGE_DRIVER}.driver", driver_command())
 
 
-def merge_driver_problems(vault: "Vault") -> list[str]:
+def merge_driver_problems(storage: Storage) -> list[str]:
     """What keeps the append-only files from merging item by item (empty when all is well)."""
     problems = []
-    attributes = vault.root / ".gitattributes"
+    attributes = storage.path(GITATTRIBUTES)
     lines = attributes.read_text(encoding="utf-8").splitlines() if attributes.exists() else []
     for pattern in UNION_PATTERNS:
         if f"{pattern} merge={MERGE_DRIVER}" not in [" ".join(line.split()) for line in lines]:
             problems.append(f".gitattributes lacks `{pattern} merge={MERGE_DRIVER}`")
-    driver = _config_get(vault, f"merge.{MERGE_DRIVER}.driver")
+    driver = _config_get(storage, f"merge.{MERGE_DRIVER}.driver")
     if not driver:
         problems.append(f"git config has no merge.{MERGE_DRIVER}.driver (item-aware union for daily logs)")
     else:
@@ -98,80 +93,80 @@ def merge_driver_problems(vault: "Vault") -> list[str]:
     return problems
 
 
-def repair_merge_driver(vault: "Vault") -> list[str]:
+def repair_merge_driver(storage: Storage) -> list[str]:
     """Restore the driver config and, if needed, the .gitattributes lines (one commit)."""
     done = []
-    problems = merge_driver_problems(vault)
+    problems = merge_driver_problems(storage)
     if any("git config" in p or "missing program" in p for p in problems):
-        install_merge_driver(vault.root)
+        install_merge_driver(storage.git)
         done.append(f"installed the union merge driver in the vault's git config ({driver_command()})")
     missing = [p for p in UNION_PATTERNS if any(f"`{p} merge=" in q for q in problems)]
     if missing:
-        path = vault.root / ".gitattributes"
-        with vault.write_lock():
+        path = storage.path(GITATTRIBUTES)
+        with storage.write_lock():
             text = path.read_text(encoding="utf-8") if path.exists() else ""
             if text and not text.endswith("\n"):
                 text += "\n"
             text += "".join(f"{p} merge={MERGE_DRIVER}\n" for p in missing)
             path.write_text(text, encoding="utf-8")
-            vault.git.commit([".gitattributes"], "doctor: union merge for daily logs and tombstones")
+            storage.git.commit([GITATTRIBUTES], "doctor: union merge for daily logs and tombstones")
         done.append(f"added {', '.join(missing)} to .gitattributes (committed)")
     return done
 
 
-def _config_get(vault: "Vault", key: str) -> str | None:
+def _config_get(storage: Storage, key: str) -> str | None:
     import git
 
     try:
-        return vault.git.run("config", "--get", key) or None
+        return storage.git.run("config", "--get", key) or None
     except git.GitCommandError:
         return None
 
 
 # -- remote -------------------------------------------------------------------------------------
 
-def set_remote(vault: "Vault", url: str) -> dict:
+def set_remote(storage: Storage, url: str) -> dict:
     """Point the vault at a remote (no network access); returns remote_info()."""
     url = (url or "").strip()
     if not url:
         raise InvalidInput("remote URL is empty")
     if "\n" in url or url.startswith("-"):
         raise InvalidInput("remote URL must be one line and must not start with '-'")
-    previous = _config_get(vault, f"remote.{REMOTE}.url")
+    previous = _config_get(storage, f"remote.{REMOTE}.url")
     if previous is None:
-        vault.git.run("remote", "add", REMOTE, url)
+        storage.git.run("remote", "add", REMOTE, url)
     elif previous != url:
-        vault.git.run("remote", "set-url", REMOTE, url)
+        storage.git.run("remote", "set-url", REMOTE, url)
         # What we knew of the old remote says nothing of the new one (an empty remote must get
         # everything pushed, and ahead/behind must not be reported from the old one).
-        for ref in vault.git.run("for-each-ref", "--format=%(refname)", f"refs/remotes/{REMOTE}/").splitlines():
-            vault.git.run("update-ref", "--no-deref", "-d", ref)
-    return remote_info(vault) or {}
+        for ref in storage.git.run("for-each-ref", "--format=%(refname)", f"refs/remotes/{REMOTE}/").splitlines():
+            storage.git.run("update-ref", "--no-deref", "-d", ref)
+    return remote_info(storage) or {}
 
 
-def remote_info(vault: "Vault") -> dict | None:
+def remote_info(storage: Storage) -> dict | None:
     """The remote and how far this vault is ahead/behind it, as of the last sync (no network)."""
-    url = _config_get(vault, f"remote.{REMOTE}.url")
+    url = _config_get(storage, f"remote.{REMOTE}.url")
     if url is None:
         return None
-    branch = current_branch(vault)
+    branch = current_branch(storage)
     tracking = f"refs/remotes/{REMOTE}/{branch}"
     info = {"name": REMOTE, "url": url, "branch": branch, "synced": False, "ahead": None, "behind": None}
-    if _ref_exists(vault, tracking):
-        counts = vault.git.run("rev-list", "--left-right", "--count", f"HEAD...{tracking}").split()
+    if _ref_exists(storage, tracking):
+        counts = storage.git.run("rev-list", "--left-right", "--count", f"HEAD...{tracking}").split()
         info.update(synced=True, ahead=int(counts[0]), behind=int(counts[1]))
     return info
 
 
-def current_branch(vault: "Vault") -> str:
-    return vault.git.run("symbolic-ref", "--short", "-q", "HEAD") or "main"
+def current_branch(storage: Storage) -> str:
+    return storage.git.run("symbolic-ref", "--short", "-q", "HEAD") or "main"
 
 
-def _ref_exists(vault: "Vault", ref: str) -> bool:
+def _ref_exists(storage: Storage, ref: str) -> bool:
     import git
 
     try:
-        vault.git.run("rev-parse", "--verify", "-q", ref)
+        storage.git.run("rev-parse", "--verify", "-q", ref)
     except git.GitCommandError:
         return False
     return True
@@ -179,37 +174,37 @@ def _ref_exists(vault: "Vault", ref: str) -> bool:
 
 # -- sync ---------------------------------------------------------------------------------------
 
-def sync(vault: "Vault") -> SyncReport:
+def sync(storage: Storage) -> SyncReport:
     """Fetch, merge the remote branch into this one under the write lock, push; retry if raced."""
-    url = _config_get(vault, f"remote.{REMOTE}.url")
+    url = _config_get(storage, f"remote.{REMOTE}.url")
     if url is None:
         raise RemoteError("no remote set for this vault; run `memvault remote set URL` first")
-    branch = current_branch(vault)
+    branch = current_branch(storage)
     report = SyncReport(remote=REMOTE, url=url, branch=branch)
-    with vault.write_lock():  # an add in flight has written but not yet committed: wait for it
-        vault._recover_locked()
-        _refuse_uncommitted(vault)
-    before = vault.git.head()
+    with storage.write_lock():  # an add in flight has written but not yet committed: wait for it
+        storage.recover_locked()
+        _refuse_uncommitted(storage)
+    before = storage.git.head()
     for attempt in range(1, PUSH_ATTEMPTS + 1):
-        _fetch(vault, url)
-        received, changed = _merge(vault, branch, report)
+        _fetch(storage, url)
+        received, changed = _merge(storage, branch, report)
         report.received += received
         report.changed = sorted(set(report.changed) | set(changed))
         try:
-            report.sent = _push(vault, url, branch)
+            report.sent = _push(storage, url, branch)
             break
         except _PushRejected:
             if attempt == PUSH_ATTEMPTS:
                 raise RemoteError(
                     f"{url} kept receiving new commits while this vault pushed; run `memvault sync` again"
                 ) from None
-    if vault.git.head() != before and report.changed:
-        report.index = _catch_up_index(vault)
+    if storage.git.head() != before and report.changed:
+        report.index = _catch_up_index(storage)
     return report
 
 
-def _refuse_uncommitted(vault: "Vault") -> None:
-    dirty = vault.git.status()
+def _refuse_uncommitted(storage: Storage) -> None:
+    dirty = storage.git.status()
     if dirty:
         paths = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
         raise InvalidInput(
@@ -218,62 +213,62 @@ def _refuse_uncommitted(vault: "Vault") -> None:
         )
 
 
-def _fetch(vault: "Vault", url: str) -> None:
+def _fetch(storage: Storage, url: str) -> None:
     import git
 
     try:
         # --prune: a branch gone from the remote must not look merged and pushed here.
-        vault.git.run("fetch", "--quiet", "--no-tags", "--prune", REMOTE, kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
+        storage.git.run("fetch", "--quiet", "--no-tags", "--prune", REMOTE, kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
         raise RemoteError(f"cannot fetch from {url}: {_git_reason(e)}; nothing changed") from None
 
 
-def _merge(vault: "Vault", branch: str, report: SyncReport) -> tuple[int, list[str]]:
+def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list[str]]:
     """Merge the fetched branch (under the write lock); returns (commits received, files changed)."""
     import git
 
     tracking = f"refs/remotes/{REMOTE}/{branch}"
-    if not _ref_exists(vault, tracking):
+    if not _ref_exists(storage, tracking):
         return 0, []  # an empty remote: nothing to merge, the push will fill it
-    with vault.write_lock():
-        vault._recover_locked()
-        if vault.git.merge_in_progress():
+    with storage.write_lock():
+        storage.recover_locked()
+        if storage.git.merge_in_progress():
             raise SyncConflict(
-                f"a merge is already in progress in {vault.root}: finish it (`git commit`) or abandon it "
+                f"a merge is already in progress in {storage.root}: finish it (`git commit`) or abandon it "
                 "(`git merge --abort`), then run `memvault sync` again"
             )
-        _refuse_uncommitted(vault)
-        before = vault.git.head()
-        received = int(vault.git.run("rev-list", "--count", f"HEAD..{tracking}"))
+        _refuse_uncommitted(storage)
+        before = storage.git.head()
+        received = int(storage.git.run("rev-list", "--count", f"HEAD..{tracking}"))
         if received == 0:
             return 0, []
-        vault.git.identity()  # the merge commit needs an author even on a machine with no identity
+        storage.git.identity()  # the merge commit needs an author even on a machine with no identity
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
         try:
-            vault.git.run("merge", "--no-edit", "--no-verify", "--allow-unrelated-histories", "-m", message,
+            storage.git.run("merge", "--no-edit", "--no-verify", "--allow-unrelated-histories", "-m", message,
                           tracking)
         except git.GitCommandError as e:
-            conflicts = vault.git.run("diff", "--name-only", "--diff-filter=U").splitlines()
-            if vault.git.merge_in_progress() or conflicts:
-                vault.git.run("merge", "--abort")
-            if vault.git.head() != before:  # cannot happen after --abort; never report success then
-                raise MemvaultError(f"sync left {vault.root} at an unexpected commit; check `git log`") from None
+            conflicts = storage.git.run("diff", "--name-only", "--diff-filter=U").splitlines()
+            if storage.git.merge_in_progress() or conflicts:
+                storage.git.run("merge", "--abort")
+            if storage.git.head() != before:  # cannot happen after --abort; never report success then
+                raise MemvaultError(f"sync left {storage.root} at an unexpected commit; check `git log`") from None
             if conflicts:
-                raise _conflict(vault, conflicts, branch) from None
+                raise _conflict(storage, conflicts, branch) from None
             raise MemvaultError(f"git could not merge {REMOTE}/{branch}: {_git_reason(e)}; nothing changed") from None
-        changed = vault.git.run("diff", "--name-only", before, "HEAD").splitlines()
-        report.merged = report.merged or len(vault.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
+        changed = storage.git.run("diff", "--name-only", before, "HEAD").splitlines()
+        report.merged = report.merged or len(storage.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
         return received, changed
 
 
-def _conflict(vault: "Vault", paths: list[str], branch: str) -> SyncConflict:
+def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:
     shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
-    if any(p.startswith("logs/") or p == "tombstones.jsonl" for p in paths):
+    if any(p.startswith(LOGS_DIR + "/") or p == TOMBSTONES_FILE for p in paths):
         # these merge by union unless the driver is broken (a moved Python, say)
         shown += " (append-only files: run `memvault doctor --fix` to repair the merge driver, then sync)"
     error = SyncConflict(
         f"sync stopped: {shown} changed differently here and on {REMOTE}/{branch}; nothing was merged and "
-        f"the vault is as before. To resolve: let only one machine run `memvault dream`; then in {vault.root} "
+        f"the vault is as before. To resolve: let only one machine run `memvault dream`; then in {storage.root} "
         f"run `git merge {REMOTE}/{branch}`, edit the conflicting pages, `git commit -a`, and `memvault sync` "
         f"(or keep the remote's pages: `git checkout {REMOTE}/{branch} -- <page>`, commit, sync)"
     )
@@ -285,16 +280,16 @@ class _PushRejected(Exception):
     pass
 
 
-def _push(vault: "Vault", url: str, branch: str) -> int:
+def _push(storage: Storage, url: str, branch: str) -> int:
     import git
 
     tracking = f"refs/remotes/{REMOTE}/{branch}"
-    spec = f"{tracking}..HEAD" if _ref_exists(vault, tracking) else "HEAD"
-    ahead = int(vault.git.run("rev-list", "--count", spec))
+    spec = f"{tracking}..HEAD" if _ref_exists(storage, tracking) else "HEAD"
+    ahead = int(storage.git.run("rev-list", "--count", spec))
     if ahead == 0:
         return 0
     try:
-        vault.git.run("push", "--quiet", "--set-upstream", REMOTE, f"HEAD:refs/heads/{branch}",
+        storage.git.run("push", "--quiet", "--set-upstream", REMOTE, f"HEAD:refs/heads/{branch}",
                       kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
         reason = str(e.stderr)
@@ -304,14 +299,14 @@ def _push(vault: "Vault", url: str, branch: str) -> int:
     return ahead
 
 
-def _catch_up_index(vault: "Vault") -> dict | None:
+def _catch_up_index(storage: Storage) -> dict | None:
     """Let the search index re-read the changed files now (by content hash), if it was ever built."""
-    from memvault.health import index_built
+    from memvault.index.search import index_built, reindex
 
-    if not index_built(vault):
+    if not index_built(storage):
         return None
     try:
-        result = vault.reindex()
+        result = reindex(storage)
     except Exception as e:  # noqa: BLE001 - the sync itself succeeded; search catches up later
         return {"error": f"{type(e).__name__}: {e}; the next search catches up"}
     return result if isinstance(result, dict) else {}
@@ -328,32 +323,22 @@ def _git_reason(error: Exception) -> str:
 
 # -- clone --------------------------------------------------------------------------------------
 
-def clone(url: str, path: os.PathLike[str] | str | None = None) -> "Vault":
-    """Set up a vault on this machine from a remote that holds one."""
+def clone(url: str, root: Path) -> Path:
+    """Set up a vault at `root` (absent or empty) from a remote that holds one; returns `root`."""
     import git
-
-    from memvault.config import CONFIG_FILE
-    from memvault.gitstore import _LEAKY_VARS, GitStore
-    from memvault.vault import Vault, default_vault_path
 
     url = (url or "").strip()
     if not url or "\n" in url or url.startswith("-"):
         raise InvalidInput("remote URL must be one line and must not start with '-'")
-    root = Path(path).expanduser().resolve() if path else default_vault_path()
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidInput(f"{root} already exists and is not empty; choose a new directory")
     created = not root.exists()
-    env = {k: v for k, v in os.environ.items()
-           if k not in _LEAKY_VARS and k not in ("GIT_DIR", "GIT_WORK_TREE")}
-    env["GIT_TERMINAL_PROMPT"] = "0"
     root.parent.mkdir(parents=True, exist_ok=True)
     try:
-        git.Git().execute(["git", "clone", "--quiet", "--origin", REMOTE, "--", url, str(root)], env=env,
-                          kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
+        store = GitStore.clone(url, root, remote=REMOTE, timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
         _remove(root, created)
         raise RemoteError(f"cannot clone {url}: {_git_reason(e)}") from None
-    store = GitStore(root)
     if not (root / CONFIG_FILE).is_file():
         _checkout_vault_branch(store)
     if not (root / CONFIG_FILE).is_file():
@@ -362,11 +347,8 @@ def clone(url: str, path: os.PathLike[str] | str | None = None) -> "Vault":
             f"{url} holds no memvault vault (no {CONFIG_FILE}); to publish one, run "
             "`memvault remote set URL` and `memvault sync` in an existing vault"
         )
-    store.run("config", "commit.gpgsign", "false")
-    store.run("config", "core.autocrlf", "false")
-    vault = Vault(root)  # installs the merge driver
-    vault.created = True
-    return vault
+    store.configure()
+    return root
 
 
 def _checkout_vault_branch(store) -> None:

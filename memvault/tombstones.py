@@ -1,13 +1,10 @@
-"""Forget records: one JSON object a line in tombstones.jsonl, appended and committed, never edited."""
+"""The tombstone format: one JSON object a line in tombstones.jsonl, appended and committed, never edited."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
-
-TOMBSTONES_FILE = "tombstones.jsonl"
 
 
 @dataclass(frozen=True)
@@ -29,13 +26,9 @@ def text_hash(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def read_tombstones(path: Path) -> dict[str, Tombstone]:
+def parse_tombstones(content: str) -> dict[str, Tombstone]:
     """Tombstones by fact id; the first record wins (a union merge may bring a duplicate line)."""
     found: dict[str, Tombstone] = {}
-    try:
-        content = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return found
     for line in content.splitlines():
         line = line.strip()
         if not line:

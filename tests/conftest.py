@@ -41,14 +41,6 @@ def hermetic_env(tmp_path_factory, monkeypatch):
     yield home
 
 
-@pytest.fixture(autouse=True)
-def close_search_engines():
-    """Search keeps engines per vault in the process; each test's vault is gone afterwards."""
-    yield
-    if "memvault.index.search" in sys.modules:
-        sys.modules["memvault.index.search"].forget_engines()
-
-
 @pytest.fixture
 def vault_dir(tmp_path) -> Path:
     from memvault import Vault

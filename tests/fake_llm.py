@@ -21,7 +21,7 @@ class FakeLLM:
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -10,12 +10,12 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
+from conftest import commit_count, git, is_clean, run_memvault
 from filelock import FileLock
 
-from conftest import commit_count, git, is_clean, run_memvault
 from memvault import Vault
 from memvault.errors import ExitCode
 from memvault.facts import Fact, format_item, log_header, new_fact_id
@@ -87,7 +87,7 @@ def test_a_held_lock_makes_add_fail_as_vault_busy(vault_dir):
 def test_a_killed_lock_holder_leaves_no_stale_lock(vault_dir):
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from memvault import Vault; v = Vault.open(sys.argv[1]);"
-        "cm = v.write_lock(); cm.__enter__(); print('held', flush=True); time.sleep(60)"), str(vault_dir)],
+        "cm = v.storage.write_lock(); cm.__enter__(); print('held', flush=True); time.sleep(60)"), str(vault_dir)],
         stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     os.kill(holder.pid, signal.SIGKILL)
@@ -117,11 +117,11 @@ def test_a_live_index_lock_is_waited_for_and_a_stale_one_removed(vault_dir):
 
 
 def test_an_interrupted_append_is_committed_by_the_next_command(vault):
-    fact = Fact(id=new_fact_id(), text="interrupted fact", at=datetime(2026, 11, 2, tzinfo=timezone.utc))
+    fact = Fact(id=new_fact_id(), text="interrupted fact", at=datetime(2026, 11, 2, tzinfo=UTC))
     path = vault.root / "logs" / "2026" / "2026-11-02.md"
-    with vault.write_lock():
+    with vault.storage.write_lock():
         # A process that journaled its write, wrote the fact durably, and died before committing.
-        unfinished = vault.transaction("append", ["logs/2026/2026-11-02.md"], "add: abc interrupted fact")
+        unfinished = vault.storage.transaction("append", ["logs/2026/2026-11-02.md"], "add: abc interrupted fact")
         unfinished.__enter__()
         path.parent.mkdir(parents=True)
         path.write_text(log_header(fact.day) + format_item(fact))
@@ -136,8 +136,8 @@ def test_an_interrupted_append_is_committed_by_the_next_command(vault):
 
 def test_an_interrupted_replace_is_rolled_back_by_the_next_command(vault):
     page = vault.root / "wiki" / "people" / "alice.md"
-    with vault.write_lock():
-        unfinished = vault.transaction("replace", ["wiki", "MEMORY.md"], "dream: half applied")
+    with vault.storage.write_lock():
+        unfinished = vault.storage.transaction("replace", ["wiki", "MEMORY.md"], "dream: half applied")
         unfinished.__enter__()  # and never left: the process "dies" here
         page.write_text("half-written page")
         (vault.root / "MEMORY.md").write_text("half-written memory")
@@ -151,8 +151,8 @@ def test_an_interrupted_replace_is_rolled_back_by_the_next_command(vault):
 
 def test_a_failing_replace_is_rolled_back_at_once(vault):
     page = vault.root / "wiki" / "people" / "bob.md"
-    with vault.write_lock(), pytest.raises(RuntimeError):
-        with vault.transaction("replace", ["wiki"], "dream: fails midway"):
+    with vault.storage.write_lock(), pytest.raises(RuntimeError):
+        with vault.storage.transaction("replace", ["wiki"], "dream: fails midway"):
             page.write_text("partial")
             raise RuntimeError("model answer ran out midway")
     assert not page.exists() and is_clean(vault.root)
@@ -165,7 +165,8 @@ def test_a_git_error_about_index_lock_that_is_not_a_held_lock_fails_at_once(vaul
 
     def refuse(self, *args, **kwargs):
         raise gitpython.GitCommandError(["git", "add"], 128,
-                                        stderr=f"fatal: Unable to create '{vault.root}/.git/index.lock': Permission denied")
+                                        stderr=f"fatal: Unable to create '{vault.root}/.git/index.lock': "
+                                               "Permission denied")
 
     store = vault.git
     monkeypatch.setattr(gitpython.cmd.Git, "execute", refuse)

@@ -27,5 +27,5 @@ def test_api_examples_run(monkeypatch, tmp_path):
     for title, code in examples:
         try:
             exec(compile(code, f"docs/api.md ({title})", "exec"), namespace)
-        except Exception as e:  # noqa: BLE001 - name the example that broke
+        except Exception as e:
             raise AssertionError(f"docs/api.md example in '{title}' fails: {type(e).__name__}: {e}") from e

@@ -52,9 +52,13 @@ def _check(value, t: str, types: dict, where: str) -> list[str]:
     if t in simple:
         return [] if isinstance(value, simple[t]) else [f"{where}: {value!r:.60} is not {t}"]
     if t == "integer":
-        return [] if isinstance(value, int) and not isinstance(value, bool) else [f"{where}: {value!r:.60} is not integer"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return []
+        return [f"{where}: {value!r:.60} is not integer"]
     if t == "number":
-        return [] if isinstance(value, (int, float)) and not isinstance(value, bool) else [f"{where}: {value!r:.60} is not number"]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return []
+        return [f"{where}: {value!r:.60} is not number"]
     if t.startswith("array of "):
         if not isinstance(value, list):
             return [f"{where}: {value!r:.60} is not an array"]
@@ -130,8 +134,8 @@ def outputs(cli, vault_dir, tmp_path):
         result = cli(*command.split(), *args, "--json", input=input, vault=vault)
         assert result.exit_code == 0, f"{command} {args}: {result.stderr}"
         text = result.stdout
-        value = [json.loads(line) for line in text.splitlines()] if documented[command][variant].startswith("stream of ") \
-            else json.loads(text)
+        streamed = documented[command][variant].startswith("stream of ")
+        value = [json.loads(line) for line in text.splitlines()] if streamed else json.loads(text)
         seen.setdefault(command, []).append((variant, value))
         return value
 

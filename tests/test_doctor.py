@@ -103,10 +103,10 @@ def test_fix_reindexes_a_drifted_index(cli, vault):
 def test_doctor_finds_the_model_where_download_model_puts_it(cli, vault, monkeypatch, tmp_path):
     """No MEMVAULT_EMBED_MODEL_PATH: doctor warns (naming `reindex --download-model`) while the model
     cache is empty, and says ok once the model is in the cache search loads it from."""
+    from conftest import SHARED_MODEL
+
     from memvault import Vault
     from memvault.index.embedder import model_cache_dir
-
-    from conftest import SHARED_MODEL
 
     monkeypatch.delenv("MEMVAULT_EMBED_MODEL_PATH", raising=False)
     monkeypatch.delenv("FASTEMBED_CACHE_PATH", raising=False)

@@ -18,7 +18,7 @@ from dream_support import TODAY, FakeLLM, answer, consolidated, dream, log_lines
 from fake_llm import consolidate_everything
 
 from memvault.errors import LLMError, NotFound
-from memvault.dream.pages import read_page
+from memvault.pages import read_page
 
 TEA = "wiki/preferences/drinks.md"
 
@@ -108,7 +108,8 @@ def test_duplicates_are_settled_in_log_md_and_not_fed_again(vault, fake):
                facts=[consolidated(first.id, path),
                       {"id": again.id, "disposition": "duplicate", "duplicate_of": "zzzzzzzzzzzzzzzz"}]),
         answer(pages=[{"action": "create", "path": path, "title": "Carol", "body": f"Born 3 May [^{first.id}]."}],
-               facts=[consolidated(first.id, path), {"id": again.id, "disposition": "duplicate", "duplicate_of": first.id}]),
+               facts=[consolidated(first.id, path),
+                      {"id": again.id, "disposition": "duplicate", "duplicate_of": first.id}]),
     ]
     bad = dream(vault, fake)
     assert not bad.ok and "unknown fact" in bad.error and vault.watermark is None

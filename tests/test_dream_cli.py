@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import commit_count, git, is_clean, run_memvault
-from dream_support import FakeLLM, MODEL
+from dream_support import MODEL, FakeLLM
 from fake_llm import consolidate_everything
 
 DAY = (date.today() - timedelta(days=3)).isoformat()
@@ -88,7 +88,8 @@ def test_exit_codes_for_missing_model_bad_answer_and_bad_options(cli, fake, monk
     assert cli("dream", "--undo", "--dry-run").exit_code == 2
     fake.default = "Sure! Here is what I would do: nothing."
     bad = cli("dream", "--json")
-    assert bad.exit_code == 5 and json.loads(bad.stdout)["error"].endswith("answer is not valid JSON (Expecting value at line 1)")
+    assert bad.exit_code == 5
+    assert json.loads(bad.stdout)["error"].endswith("answer is not valid JSON (Expecting value at line 1)")
     assert json.loads(bad.stderr.splitlines()[-1])["error"]["exit_code"] == 5
     monkeypatch.delenv("MEMVAULT_MODEL")
     quiet = cli("dream", "--min-facts", "5", "--json")  # the README's cron line on a quiet night

@@ -9,16 +9,16 @@ tries to close the <data> block.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from memvault.dream.journal import failed_attempts, format_entry, parse_journal, settled_ids
 from memvault.dream.memory_md import parse_memory, render_memory
-from memvault.dream.pages import Page, check_page_path, cited_ids, clean_body, replace_section
 from memvault.dream.prompt import build_messages, data_of
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, parse_answer
+from memvault.dreamlog import failed_attempts, format_entry, parse_journal, settled_ids
 from memvault.facts import Fact
+from memvault.pages import Page, PagePathError, check_page_path, cited_ids, clean_body, replace_section
 
 ZONES = ["people", "topics"]
 
@@ -29,7 +29,7 @@ ZONES = ["people", "topics"]
     "wiki/topics/Upper Case.md", "wiki/topics/x.txt", "logs/2026/2026-11-01.md", "wiki/topics/a/b.md",
 ])
 def test_page_paths_outside_the_wiki_are_rejected(tmp_path, path):
-    with pytest.raises(AnswerRejected):
+    with pytest.raises(PagePathError):
         check_page_path(path, tmp_path, ZONES)
 
 
@@ -37,7 +37,7 @@ def test_page_path_through_a_symlink_is_rejected(tmp_path):
     (tmp_path / "wiki").mkdir()
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "wiki" / "topics").symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(AnswerRejected, match="symlink"):
+    with pytest.raises(PagePathError, match="symlink"):
         check_page_path("wiki/topics/tea.md", tmp_path, ZONES)
     assert check_page_path("wiki/people/alice.md", tmp_path, ZONES) == "wiki/people/alice.md"
 
@@ -62,7 +62,7 @@ def test_answer_wrapped_in_a_code_fence_is_accepted():
 
 
 def _fact(fid: str, text: str) -> Fact:
-    return Fact(id=fid, text=text, at=datetime(2026, 11, 1, 9, tzinfo=timezone.utc),
+    return Fact(id=fid, text=text, at=datetime(2026, 11, 1, 9, tzinfo=UTC),
                 path="logs/2026/2026-11-01.md", line=3)
 
 
@@ -129,7 +129,8 @@ def test_consolidated_into_a_path_outside_the_vault_is_rejected_without_reading_
     outside = tmp_path / "outside.md"
     outside.write_text(f"---\ntitle: x\n---\nStolen [^{fid}]\n")
     page = str(outside) if where == "absolute" else "../outside.md"
-    answer = parse_answer(json.dumps({"pages": [], "facts": [{"id": fid, "disposition": "consolidated", "page": page}]}))
+    disposition = {"id": fid, "disposition": "consolidated", "page": page}
+    answer = parse_answer(json.dumps({"pages": [], "facts": [disposition]}))
     with pytest.raises(AnswerRejected, match="page path"):
         build_proposal(answer, root=root, zones=ZONES, batch_ids={fid}, known_ids={fid}, tombstoned=set(),
                        day="2026-11-22", label="2026-11-01..2026-11-01")
@@ -138,13 +139,13 @@ def test_consolidated_into_a_path_outside_the_vault_is_rejected_without_reading_
 @pytest.mark.parametrize("path, zone", [("wiki/topics/tea.md", "topics"), ("/etc/x", ""), ("x", ""),
                                         ("wiki/topics/a/b.md", "")])
 def test_zone_of_names_the_zone_only_of_a_wiki_page_path(path, zone):
-    from memvault.dream.pages import zone_of
+    from memvault.pages import zone_of
 
     assert zone_of(path) == zone
 
 
 def test_tags_written_by_hand_as_a_string_are_words_for_dream_and_search(vault):
-    from memvault.dream.pages import read_page
+    from memvault.pages import read_page
 
     page = vault.root / "wiki" / "topics" / "garden.md"
     page.write_text("---\ntitle: Garden\ntags: garden, hobby\n---\n# Garden\n\nTomatoes on the balcony.\n")

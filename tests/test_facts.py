@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memvault.facts import Fact, format_item, log_header, new_fact_id, parse_log
 
-AT = datetime(2026, 11, 2, 9, 30, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
 TRICKY = [
     "plain",
     "line one\nline two",
@@ -48,7 +48,8 @@ def test_tricky_texts_round_trip_exactly_in_one_file():
     texts=st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)),
                            min_size=1, max_size=300), min_size=1, max_size=5),
     tags=st.lists(st.from_regex(r"[a-z0-9_\-/.:]{1,12}", fullmatch=True), max_size=3),
-    source=st.none() | st.text(alphabet=st.characters(min_codepoint=32, blacklist_categories=("Cs",)), min_size=1, max_size=40),
+    source=st.none() | st.text(alphabet=st.characters(min_codepoint=32, blacklist_categories=("Cs",)),
+                               min_size=1, max_size=40),
     importance=st.none() | st.floats(min_value=0, max_value=1),
 )
 def test_any_text_and_metadata_round_trip(texts, tags, source, importance):
@@ -78,7 +79,8 @@ def test_hand_edits_that_keep_the_item_shape_still_parse():
 
 def test_lines_that_do_not_parse_are_reported_with_file_and_line():
     good = format_item(_fact("kept"))
-    content = log_header(AT.date()) + good + "- a hand-written item without metadata\nstray text\n" + good.replace('"id"', '"idx"')
+    hand_written = "- a hand-written item without metadata\nstray text\n"
+    content = log_header(AT.date()) + good + hand_written + good.replace('"id"', '"idx"')
     facts, problems = parse_log(content, "logs/2026/2026-11-02.md")
     assert [f.text for f in facts] == ["kept"]
     assert [(p.line, p.path) for p in problems] == [(4, "logs/2026/2026-11-02.md"), (5, "logs/2026/2026-11-02.md"),

@@ -6,11 +6,9 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import SHARED_MODEL, run_memvault
 
 
@@ -154,7 +152,7 @@ def test_a_search_during_a_full_rebuild_still_answers(vault):
     assert json.loads(out)[0]["text"] == "Bruno's logbook entry 17 about sailing"
     assert report["facts"] == 40
     assert texts(vault.search("logbook entry 17"))[0] == "Bruno's logbook entry 17 about sailing"
-    generations = [p for p in (vault.state_dir / "index").iterdir() if p.name.startswith("gen-")]
+    generations = [p for p in (vault.storage.state_dir / "index").iterdir() if p.name.startswith("gen-")]
     assert len(generations) <= 2
 
 
@@ -188,7 +186,8 @@ def test_parallel_adds_and_searches_lose_no_fact(vault_dir):
     assert len(hits) == 24
     for n in range(3):
         for i in range(8):
-            assert texts(vault.search(f"token{n}x{i}", lexical_only=True)) == [f"parallel fact token{n}x{i} about lighthouses"]
+            found = texts(vault.search(f"token{n}x{i}", lexical_only=True))
+            assert found == [f"parallel fact token{n}x{i} about lighthouses"]
     status = vault.index_status()
     assert status["documents"] == 24 and status["drift"] == 0
 
@@ -208,7 +207,7 @@ def test_a_long_lived_process_follows_rebuilds_by_other_processes(vault):
     search (which must write the new fact into the index) still works and finds the fact."""
     vault.add("Cleo tunes pianos")
     assert texts(vault.search("pianos"))[0] == "Cleo tunes pianos"
-    index = vault.state_dir / "index"
+    index = vault.storage.state_dir / "index"
     first = (index / "current").read_text().strip()
     for _ in range(2):
         result = run_memvault("reindex", "--clear", "--vault", str(vault.root))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
+from conftest import Cli
+
+from memvault import Vault
 
 
 def _page(vault, kept_id: str, gone_id: str) -> None:
@@ -53,14 +56,30 @@ def test_the_statement_stays_hidden_after_a_full_rebuild(vault):
     assert all("555-0100" not in h.text for h in vault.search("phone number 555-0100", include_all=True))
 
 
-def test_a_hand_written_line_without_metadata_is_told_not_silently_skipped(vault, capsys):
+def test_a_hand_written_line_without_metadata_is_told_not_silently_skipped(vault_dir):
+    told: list[str] = []
+    vault = Vault.open(vault_dir, notify=told.append)
     vault.add("Carol loves climbing")
     log = vault.root / vault.recent()[0].path
     with open(log, "a", encoding="utf-8") as f:
         f.write("- Carol loves hiking\n")
     vault.search("hiking")
-    err = capsys.readouterr().err
-    assert "1 line(s) in the daily logs are not facts memvault can read" in err
-    assert f"{vault.recent()[0].path}:4" in err
+    assert any("1 line(s) in the daily logs are not facts memvault can read" in t for t in told)
+    assert any(f"{vault.recent()[0].path}:4" in t for t in told)
+    told.clear()
     vault.search("hiking")
-    assert "not facts" not in capsys.readouterr().err  # told when the file changes, not on every search
+    assert not any("not facts" in t for t in told)  # told when the file changes, not on every search
+
+
+def test_the_library_prints_nothing_the_cli_shows_its_notices(vault_dir, capsys):
+    """Notices reach the front end through the callback; the Python API alone prints nothing."""
+    vault = Vault.open(vault_dir)
+    vault.add("Carol loves climbing")
+    with open(vault.root / vault.recent()[0].path, "a", encoding="utf-8") as f:
+        f.write("- Carol loves hiking\n")
+    vault.search("hiking")
+    assert capsys.readouterr() == ("", "")
+    with open(vault.root / vault.recent()[0].path, "a", encoding="utf-8") as f:
+        f.write("- Carol loves rowing\n")
+    result = Cli(vault_dir)("search", "rowing")
+    assert "not facts memvault can read" in result.stderr

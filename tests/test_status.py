@@ -50,7 +50,7 @@ def test_status_shows_the_lock_holder_and_ahead_behind(cli, vault, tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time; from memvault import Vault\n"
-         "with Vault(sys.argv[1]).write_lock():\n    print('held', flush=True); time.sleep(30)",
+         "with Vault(sys.argv[1]).storage.write_lock():\n    print('held', flush=True); time.sleep(30)",
          str(vault.root)],
         stdout=subprocess.PIPE, text=True,
     )
@@ -74,6 +74,7 @@ def test_status_reports_a_missing_or_damaged_index_without_building_it(cli, vaul
     """Bad states tried: no index yet, then a catalog overwritten with garbage. Status and doctor
     report each as it is, keep the same index fields, and neither builds nor repairs anything."""
     from conftest import run_memvault
+
     from memvault import Vault
 
     Vault.open(vault_dir).add("Anna builds harpsichords")

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import git, is_clean, run_memvault
+
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput
 from memvault.union_merge import merge

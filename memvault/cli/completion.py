@@ -31,15 +31,12 @@ class Node:
     help: str
     options: list[Param] = field(default_factory=list)
     arguments: list[Param] = field(default_factory=list)
-    children: list["Node"] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
 
 
-def command_tree() -> Node:
-    import typer
-
-    from memvault.cli.app import app
-
-    return _node(typer.main.get_command(app), [])
+def command_tree(root) -> Node:
+    """The tree of the root click command (`typer.main.get_command(app)`)."""
+    return _node(root, [])
 
 
 def _node(command, path: list[str]) -> Node:
@@ -80,10 +77,10 @@ def _annotation(param):
 
 
 def _choices(param) -> list[str]:
-    from memvault.config import CATEGORIES
-
     import enum
     import typing
+
+    from memvault.config import CATEGORIES
 
     annotation = _annotation(param)
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
@@ -121,8 +118,8 @@ def walk(node: Node):
         yield from walk(child)
 
 
-def completion_script(shell: str) -> str:
-    tree = command_tree()
+def completion_script(shell: str, root) -> str:
+    tree = command_tree(root)
     return {"bash": _bash, "zsh": _zsh, "fish": _fish}[shell](tree)
 
 

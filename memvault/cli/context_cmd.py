@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,7 +11,7 @@ from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice
 
 
 def context(
-    query: Annotated[Optional[str], typer.Argument(help="What the prompt is about; without it: MEMORY.md and recent facts.", show_default=False)] = None,
+    query: Annotated[str | None, typer.Argument(help="What the prompt is about; without it: MEMORY.md and recent facts.", show_default=False)] = None,
     budget: Annotated[int, typer.Option("--budget", "-b", help="Most tokens the bundle may take (cl100k_base).")] = 2000,
     recent: Annotated[int, typer.Option("--recent", help="How many recent facts to consider (0: none).")] = 20,
     relevant: Annotated[int, typer.Option("--relevant", help="How many search hits to consider (0: none).")] = 20,
@@ -41,9 +41,9 @@ def context(
 
 
 def sessions(
-    since: Annotated[Optional[str], typer.Option("--since", help="Only facts from this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", help="Only facts up to this time (a date includes the whole day).")] = None,
-    source: Annotated[Optional[str], typer.Option("--source", help="Only sessions of this source.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only facts from this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Only facts up to this time (a date includes the whole day).")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Only sessions of this source.")] = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -53,14 +53,11 @@ def sessions(
 
     Example: memvault sessions --since 7d
     """
-    from memvault.dates import parse_bound
+    from memvault.dates import parse_range
 
     vault = open_vault(vault_path)
-    found = vault.sessions(
-        since=parse_bound(since, vault.tz) if since else None,
-        until=parse_bound(until, vault.tz, end=True, option="--until") if until else None,
-        source=source,
-    )
+    lower, upper = parse_range(since, until, vault.tz)
+    found = vault.sessions(since=lower, until=upper, source=source)
     if json_:
         emit_json([s.to_dict() for s in found])
         return
@@ -70,6 +67,7 @@ def sessions(
 
 
 def completions(
+    ctx: typer.Context,
     shell: Annotated[str, typer.Argument(metavar="SHELL", help="bash, zsh or fish.")],
     json_: JsonOption = False,
 ) -> None:
@@ -86,7 +84,7 @@ def completions(
 
     if shell not in SHELLS:
         raise InvalidInput(f"unknown shell {shell!r}: choose {', '.join(SHELLS)}")
-    script = completion_script(shell)
+    script = completion_script(shell, ctx.find_root().command)
     if json_:
         emit_json({"shell": shell, "script": script})
     else:

@@ -82,9 +82,14 @@ def _cell(text: str) -> str:
 
 
 def expected_files() -> dict[str, str]:
+    import typer
+
+    from memvault.cli.app import app
+
     files = {CLI_DOC: cli_markdown()}
+    root = typer.main.get_command(app)
     for shell, path in COMPLETION_FILES.items():
-        files[path] = completion_script(shell)
+        files[path] = completion_script(shell, root)
     return files
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,9 +12,9 @@ from memvault.errors import ExitCode, InvalidInput
 
 def dream(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the model's proposed operations for the first batch; write nothing.")] = False,
-    max_batches: Annotated[Optional[int], typer.Option("--max-batches", min=0, help="Stop after N batches (default: until caught up).")] = None,
-    min_facts: Annotated[Optional[int], typer.Option("--min-facts", min=0, help="Skip a quiet night: do nothing unless at least N facts are pending.")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="litellm model string (default: MEMVAULT_MODEL, then [llm] model in memvault.toml).")] = None,
+    max_batches: Annotated[int | None, typer.Option("--max-batches", min=0, help="Stop after N batches (default: until caught up).")] = None,
+    min_facts: Annotated[int | None, typer.Option("--min-facts", min=0, help="Skip a quiet night: do nothing unless at least N facts are pending.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="litellm model string (default: MEMVAULT_MODEL, then [llm] model in memvault.toml).")] = None,
     undo: Annotated[bool, typer.Option("--undo", help="Revert the last applied dream batch (commits that only logged a failure are passed over).")] = False,
     status: Annotated[bool, typer.Option("--status", help="Show the watermark, pending days and facts, and the last result.")] = False,
     json_: JsonOption = False,

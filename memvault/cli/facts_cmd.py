@@ -4,27 +4,27 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
 from memvault.errors import InvalidInput, InvalidItem, NotFound
 
-CategoryOption = Annotated[Optional[str], typer.Option("--category", "-c", help="Only facts of this category.")]
-TagOption = Annotated[Optional[str], typer.Option("--tag", "-t", help="Only facts with this tag.")]
-SinceOption = Annotated[Optional[str], typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")]
-UntilOption = Annotated[Optional[str], typer.Option("--until", help="Up to this time (a date includes the whole day).")]
+CategoryOption = Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")]
+TagOption = Annotated[str | None, typer.Option("--tag", "-t", help="Only facts with this tag.")]
+SinceOption = Annotated[str | None, typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")]
+UntilOption = Annotated[str | None, typer.Option("--until", help="Up to this time (a date includes the whole day).")]
 
 
 def add(
-    text: Annotated[Optional[str], typer.Argument(help="The fact, in plain words.", show_default=False)] = None,
+    text: Annotated[str | None, typer.Argument(help="The fact, in plain words.", show_default=False)] = None,
     category: Annotated[str, typer.Option("--category", "-c", help="fact, preference, correction, entity, decision, relationship, principle, commitment, moment, skill or event.")] = "fact",
-    tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", metavar="TAG", help="A tag (repeatable).")] = None,
-    source: Annotated[Optional[str], typer.Option("--source", help="Who or what said it: agent or session id.")] = None,
-    session: Annotated[Optional[str], typer.Option("--session", help="Conversation or session id, for threading.")] = None,
-    importance: Annotated[Optional[float], typer.Option("--importance", help="0..1; raises the fact in search and MEMORY.md.")] = None,
-    at: Annotated[Optional[str], typer.Option("--at", help="When it happened: ISO 8601 date or datetime, or yesterday, 3d, 12h; backdates into that day's log.")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag (repeatable).")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Who or what said it: agent or session id.")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Conversation or session id, for threading.")] = None,
+    importance: Annotated[float | None, typer.Option("--importance", help="0..1; raises the fact in search and MEMORY.md.")] = None,
+    at: Annotated[str | None, typer.Option("--at", help="When it happened: ISO 8601 date or datetime, or yesterday, 3d, 12h; backdates into that day's log.")] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Read one fact per line (plain text or a JSON object); one commit.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
@@ -118,9 +118,9 @@ def recent(
     until: UntilOption = None,
     category: CategoryOption = None,
     tag: TagOption = None,
-    source: Annotated[Optional[str], typer.Option("--source", help="Only facts from this source.")] = None,
-    session: Annotated[Optional[str], typer.Option("--session", help="Only facts from this session.")] = None,
-    oldest_first: Annotated[Optional[bool], typer.Option("--oldest-first/--newest-first", help="Order of the listed facts [default: oldest first with --source or --session, else newest first].", show_default=False)] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Only facts from this source.")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Only facts from this session.")] = None,
+    oldest_first: Annotated[bool | None, typer.Option("--oldest-first/--newest-first", help="Order of the listed facts [default: oldest first with --source or --session, else newest first].", show_default=False)] = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -131,14 +131,12 @@ def recent(
     Example: memvault recent --since 7d --tag alice
     Example: memvault recent --session chat-42 --limit 50
     """
-    from memvault.dates import parse_bound
+    from memvault.dates import parse_range
 
     vault = open_vault(vault_path)
+    lower, upper = parse_range(since, until, vault.tz)
     facts = vault.recent(
-        limit,
-        since=parse_bound(since, vault.tz) if since else None,
-        until=parse_bound(until, vault.tz, end=True, option="--until") if until else None,
-        category=category, tag=tag, source=source, session=session,
+        limit, since=lower, until=upper, category=category, tag=tag, source=source, session=session,
         oldest_first=oldest_first,
     )
     if json_:
@@ -174,7 +172,7 @@ def history(
 
 def forget(
     fact_id: Annotated[str, typer.Argument(metavar="ID", help="The fact id.")],
-    reason: Annotated[Optional[str], typer.Option("--reason", "-r", help="Why, for the audit trail.")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", "-r", help="Why, for the audit trail.")] = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:

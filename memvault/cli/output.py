@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 VaultOption = Annotated[
-    Optional[Path],
-    typer.Option("--vault", envvar="MEMVAULT_VAULT", help="Vault directory (default: the enclosing vault, else the default vault).", show_default=False),
+    Path | None,
+    typer.Option("--vault", envvar="MEMVAULT_VAULT", show_default=False,
+                 help="Vault directory (default: the enclosing vault, else the default vault)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 
@@ -35,12 +36,10 @@ def notice(text: str) -> None:
 
 
 def open_vault(path: Path | None):
-    """Open the vault for a command and tell the user about anything done on the way."""
+    """Open the vault for a command; its notices (repairs on the way, index rebuilt) go to stderr."""
     from memvault.vault import Vault
 
-    vault = Vault.open(path)
+    vault = Vault.open(path, notify=notice)
     if vault.created:
         notice(f"created a new vault at {vault.root}")
-    for done in vault.recovered:
-        notice(done)
     return vault

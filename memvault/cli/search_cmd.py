@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any
 
 import typer
 
 from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, emit_jsonl, notice, open_vault
 from memvault.errors import ExitCode, InvalidInput, MemvaultError
 
-# Keys a --stdin JSON line may carry (the CLI option names), mapped to Vault.search keyword arguments.
+# Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
 _STDIN_KEYS = {
     "query": "query", "limit": "limit", "category": "category", "tag": "tag", "source": "source",
     "since": "since", "until": "until", "all": "include_all", "lexical": "lexical_only", "explain": "explain",
@@ -20,13 +21,13 @@ _STDIN_KEYS = {
 
 
 def search(
-    query: Annotated[Optional[str], typer.Argument(help="What to look for, in plain words.", show_default=False)] = None,
+    query: Annotated[str | None, typer.Argument(help="What to look for, in plain words.", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many hits to print (1-1000).")] = 10,
-    category: Annotated[Optional[str], typer.Option("--category", "-c", help="Only facts of this category.")] = None,
-    tag: Annotated[Optional[str], typer.Option("--tag", "-t", help="Only facts and pages with this tag.")] = None,
-    source: Annotated[Optional[str], typer.Option("--source", help="Only facts from this source.")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", help="Up to this time (a date includes the whole day).")] = None,
+    category: Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", "-t", help="Only facts and pages with this tag.")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Only facts from this source.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Up to this time (a date includes the whole day).")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Also search facts already consolidated into the wiki.")] = False,
     lexical: Annotated[bool, typer.Option("--lexical", help="Match words only; never loads the embedding model.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit.")] = False,
@@ -54,12 +55,20 @@ def search(
         if failed:
             raise typer.Exit(int(ExitCode.USAGE))
         return
+    request = _query(vault, query, options)
     with _progress() as progress:
-        hits = vault.search(query, progress=progress, **options)
+        hits = vault.search(request, progress=progress)
     if json_:
         emit_json([hit.to_dict() for hit in hits])
     else:
         _print_hits(hits, explain)
+
+
+def _query(vault: Any, text: str, options: dict):
+    """The one SearchQuery of a request: dates read in the vault's time zone, category checked."""
+    from memvault.index.query import SearchQuery
+
+    return SearchQuery.parse(text, tz=vault.tz, categories=vault.config.categories, **options)
 
 
 def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
@@ -77,8 +86,9 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
                 request = _parse_request(line)
                 query = request.pop("query")
                 options.update(request)
+            search_query = _query(vault, query, options)
             with _progress() as progress:
-                hits = vault.search(query, progress=progress, **options)
+                hits = vault.search(search_query, progress=progress)
         except MemvaultError as e:
             failed += 1
             error = {"type": type(e).__name__, "message": f"line {number}: {e}", "exit_code": int(e.exit_code)}
@@ -91,7 +101,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
             emit_jsonl({"query": query, "hits": [hit.to_dict() for hit in hits]})
         else:
             echo(f"# {query}")
-            _print_hits(hits, options.get("explain", False))
+            _print_hits(hits, search_query.explain)
             echo()
     return failed
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -80,7 +80,7 @@ def sync(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
 
 def clone(
     url: Annotated[str, typer.Argument(help="A remote that holds a vault.")],
-    path: Annotated[Optional[Path], typer.Argument(help="Where to put the vault (default: the default vault location).")] = None,
+    path: Annotated[Path | None, typer.Argument(help="Where to put the vault (default: the default vault location).")] = None,
     json_: JsonOption = False,
 ) -> None:
     """Set up a vault on this machine from a remote, ready to `memvault sync`.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,7 +11,7 @@ from memvault.cli.output import JsonOption, echo, emit_json, notice
 
 
 def init(
-    path: Annotated[Optional[Path], typer.Argument(help="Directory for the new vault (default: the current directory).")] = None,
+    path: Annotated[Path | None, typer.Argument(help="Directory for the new vault (default: the current directory).")] = None,
     json_: JsonOption = False,
 ) -> None:
     """Create a vault: template files, its own git repository, and a first commit.

@@ -52,7 +52,7 @@ def response_format_for(litellm, model: str, schema: dict) -> dict | None:
             }
         if "response_format" in (litellm.get_supported_openai_params(model=model) or []):
             return {"type": "json_object"}
-    except Exception:  # unknown model strings: plain text, the validator still guards
+    except Exception:  # noqa: BLE001 - unknown model strings: plain text, the validator still guards
         return None
     return None
 
@@ -81,7 +81,7 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict) -> 
     for attempt in range(1, max(1, settings.attempts) + 1):
         try:
             response = litellm.completion(**kwargs)
-        except Exception as exc:  # litellm maps provider errors onto its own classes
+        except Exception as exc:  # noqa: BLE001 - litellm maps provider errors onto its own classes
             name = type(exc).__name__
             last = f"{name}: {_first_line(exc)}"
             if name not in RETRYABLE and not _is_5xx(exc):

@@ -6,9 +6,9 @@ The model proposes the lines; the structure, the links and the bounds are the ru
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
-from memvault.dream.pages import Page
+from memvault.pages import Page
 
 HEADER = [
     "# MEMORY",

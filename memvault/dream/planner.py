@@ -6,10 +6,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from memvault.dream.journal import LATE_LABEL, SCRUB_LABEL, Entry, parse_journal, settled_ids
-from memvault.dream.pages import cited_ids, list_pages, read_page
-
-LOG_FILE = "log.md"
+from memvault.citations import accounted_ids
+from memvault.dreamlog import LATE_LABEL, SCRUB_LABEL, Entry
+from memvault.storage.store import Storage
 
 
 @dataclass
@@ -40,44 +39,28 @@ class Plan:
         return sum(len(b.facts) for b in self.batches)
 
 
-def read_journal(vault) -> list[Entry]:
-    path = vault.root / LOG_FILE
-    return parse_journal(path.read_text(encoding="utf-8")) if path.exists() else []
-
-
-def accounted_ids(vault, entries: list[Entry]) -> set[str]:
-    """Fact ids some page draws from, or that log.md settled (duplicate, noop, skipped)."""
-    found = settled_ids(entries)
-    for path in list_pages(vault.root):
-        page = read_page(vault.root, path)
-        if page:
-            found.update(page.sources)
-            found.update(cited_ids(page.body))
-    return found
-
-
-def make_plan(vault, *, today: date | None = None, max_days: int | None = None) -> Plan:
+def make_plan(storage: Storage, *, today: date | None = None, max_days: int | None = None) -> Plan:
     """Batches of at most max_days pending days; late facts ride with the first batch.
 
     A late fact was added (backdated) to a day the watermark has already passed, after that
     day was consolidated: no page cites it and log.md never settled it, so it would be stranded.
     """
-    today = today or datetime.now(vault.tz).date()
-    max_days = max_days or vault.config.dream.max_days
-    watermark = vault.watermark
-    entries = read_journal(vault)
-    tombstoned = set(vault.tombstones())
+    today = today or datetime.now(storage.tz).date()
+    max_days = max_days or storage.config.dream.max_days
+    watermark = storage.watermark
+    entries = storage.dream_entries()
+    tombstoned = set(storage.tombstones())
     by_day: dict[date, list] = defaultdict(list)
     days: list[date] = []
-    for path in vault.log_files():
-        day = vault.day_of(path)
+    for path in storage.log_files():
+        day = storage.day_of(path)
         days.append(day)
-        by_day[day].extend(f for f in vault.read_log(path)[0] if f.id not in tombstoned)
+        by_day[day].extend(f for f in storage.read_log(path)[0] if f.id not in tombstoned)
     facts_by_id = {f.id: f for day_facts in by_day.values() for f in day_facts}
     pending = [d for d in days if (watermark is None or d > watermark) and d < today]
     late: list = []
     if watermark is not None:
-        accounted = accounted_ids(vault, entries)
+        accounted = accounted_ids(storage, entries)
         late = [f for d in days if d <= watermark for f in by_day[d] if f.id not in accounted]
     batches: list[Batch] = []
     rest = list(pending)

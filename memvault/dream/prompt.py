@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
-from memvault.dream.pages import CONFLICTS_PAGE, Page
+from memvault.pages import CONFLICTS_PAGE, Page
 
 SYSTEM = """\
 You maintain a personal knowledge wiki built from dated facts. You receive one batch of new facts,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from memvault.dream.journal import failed_attempts
+from memvault.citations import pages_citing
 from memvault.dream.planner import make_plan
+from memvault.dreamlog import failed_attempts
+from memvault.storage.store import Storage
 
 
-def dream_status(vault, *, today=None) -> dict:
-    from memvault.citations import pages_citing
-
-    plan = make_plan(vault, today=today)
+def dream_status(storage: Storage, *, today=None) -> dict:
+    plan = make_plan(storage, today=today)
     entries = plan.entries
     last = entries[-1] if entries else None
     last_ok = next((e for e in reversed(entries) if e.outcome == "ok"), None)
@@ -20,13 +20,13 @@ def dream_status(vault, *, today=None) -> dict:
         "pending_facts": plan.pending_facts,
         "late_facts": len(plan.late),
         # pages citing forgotten facts, rewritten by the next dream (even a gated one)
-        "scrub_pages": sorted(pages_citing(vault)),
+        "scrub_pages": sorted(pages_citing(storage)),
         "next_batch": nxt,
         "failed_attempts": failed_attempts(entries, nxt) if nxt else 0,
-        "max_retries": vault.config.dream.max_retries,
+        "max_retries": storage.config.dream.max_retries,
         "last_dream": _entry(last),
         "last_success": _entry(last_ok),
-        "model": vault.config.llm_model,
+        "model": storage.config.llm_model,
     }
 
 

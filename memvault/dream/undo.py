@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memvault.dream.consolidate import dream_lock
-from memvault.dream.journal import SCRUB_LABEL, parse_journal
-from memvault.dream.planner import LOG_FILE
+from memvault.dreamlog import SCRUB_LABEL, parse_journal
 from memvault.errors import MemvaultError, NotFound
+from memvault.storage.files import atomic_write
+from memvault.storage.journal import REPLACE
+from memvault.storage.layout import DREAM_LOG
+from memvault.storage.store import Storage
 
 UNDO_PREFIX = "dream: undo "
 _RECORD = "\x1e"
@@ -47,10 +49,10 @@ def _records(out: str) -> list[tuple[str, str, list[str]]]:
     return found
 
 
-def _dream_commits(vault) -> list[_DreamCommit]:
+def _dream_commits(storage: Storage) -> list[_DreamCommit]:
     """Every commit that changed log.md with a `dream: ` subject, newest first: one git call."""
-    out = vault.git.run("log", f"--format={_RECORD}%H{_FIELD}%s", "--grep=^dream: ", "-p", "--unified=0",
-                        "--no-color", "--no-renames", "--", LOG_FILE)
+    out = storage.git.run("log", f"--format={_RECORD}%H{_FIELD}%s", "--grep=^dream: ", "-p", "--unified=0",
+                        "--no-color", "--no-renames", "--", DREAM_LOG)
     commits = []
     for sha, subject, lines in _records(out):
         added = [line[1:] for line in lines if line.startswith("+") and not line.startswith("+++")]
@@ -58,9 +60,9 @@ def _dream_commits(vault) -> list[_DreamCommit]:
     return commits
 
 
-def _changes_since(vault, sha: str) -> tuple[dict[str, str], list[tuple[str, str, set[str]]]]:
+def _changes_since(storage: Storage, sha: str) -> tuple[dict[str, str], list[tuple[str, str, set[str]]]]:
     """The target's {path: status letter} and each later commit's (sha, subject, paths): one git call."""
-    out = vault.git.run("log", f"--format={_RECORD}%H{_FIELD}%s", "--name-status", "--no-renames",
+    out = storage.git.run("log", f"--format={_RECORD}%H{_FIELD}%s", "--name-status", "--no-renames",
                         f"{sha}^..HEAD")
     target: dict[str, str] = {}
     later = []
@@ -83,14 +85,12 @@ def _without_block(text: str, block: list[str]) -> str | None:
     return None
 
 
-def undo_last_dream(vault) -> dict:
+def undo_last_dream(storage: Storage) -> dict:
     """Revert the newest applied dream batch not undone yet; returns what was reverted."""
-    from memvault.vault import atomic_write
-
-    vault.recover()
-    with dream_lock(vault), vault.write_lock():
-        vault.refuse_during_merge()
-        commits = _dream_commits(vault)
+    storage.recover()
+    with storage.dream_lock(), storage.write_lock():
+        storage.refuse_during_merge()
+        commits = _dream_commits(storage)
         undone = {c.message[len(UNDO_PREFIX):].split(" ", 1)[0] for c in commits
                   if c.message.startswith(UNDO_PREFIX)}
 
@@ -114,8 +114,8 @@ def undo_last_dream(vault) -> dict:
                 f"cannot undo {target.sha[:12]} ({target.message}): the later scrub {scrub.sha[:12]} rewrote "
                 "pages without forgotten facts, and undoing past it could bring their statements back"
             )
-        status, later = _changes_since(vault, target.sha)
-        paths = set(status) - {LOG_FILE}
+        status, later = _changes_since(storage, target.sha)
+        paths = set(status) - {DREAM_LOG}
         for sha, subject, changed in later:
             # an undone dream and its undo cancel out; log.md is handled line by line below;
             # anything else touching these files blocks
@@ -129,24 +129,24 @@ def undo_last_dream(vault) -> dict:
                 )
         # later log-only commits (failed attempts, errors, skips) appended to log.md: drop only
         # the target's own lines, so their retry counts and watermark lines stay
-        log = _without_block((vault.root / LOG_FILE).read_text(encoding="utf-8"), target.added)
+        log = _without_block(storage.read_text(DREAM_LOG), target.added)
         if log is None:
             raise UndoRefused(f"cannot undo {target.sha[:12]} ({target.message}): its log.md lines were edited since")
         message = f"{UNDO_PREFIX}{target.sha[:12]} ({target.message})"
         restore = sorted(p for p in paths if status[p] != "A")
-        everything = sorted(paths | {LOG_FILE})
-        with vault.transaction("replace", everything, message):
+        everything = sorted(paths | {DREAM_LOG})
+        with storage.transaction(REPLACE, everything, message):
             if restore:
                 # nothing later changed these files: their state before the batch is the revert
-                vault.git.run("checkout", f"{target.sha}^", "--", *restore)
+                storage.git.run("checkout", f"{target.sha}^", "--", *restore)
             for path in paths - set(restore):  # pages the batch created
-                (vault.root / path).unlink(missing_ok=True)
-            atomic_write(vault.root / LOG_FILE, log)
-            commit = vault.git.commit(everything, message)
+                storage.path(path).unlink(missing_ok=True)
+            atomic_write(storage.path(DREAM_LOG), log)
+            commit = storage.git.commit(everything, message)
     return {
         "reverted": target.sha,
         "message": target.message,
         "commit": commit,
         "paths": everything,
-        "watermark": vault.watermark.isoformat() if vault.watermark else None,
+        "watermark": storage.watermark.isoformat() if storage.watermark else None,
     }

@@ -7,15 +7,24 @@ holds) or AnswerRejected is raised with the first reason found.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
-from memvault.dream.pages import (
-    CONFLICTS_PAGE, INBOX_ZONE, Page, check_page_path, cited_ids, clean_body, has_control,
-    read_page, replace_section, zone_of,
-)
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, DreamAnswer
+from memvault.pages import (
+    CONFLICTS_PAGE,
+    INBOX_ZONE,
+    Page,
+    PagePathError,
+    check_page_path,
+    cited_ids,
+    clean_body,
+    has_control,
+    read_page,
+    replace_section,
+    zone_of,
+)
 
 TAG = re.compile(r"^[\w][\w./ -]{0,39}$")
 
@@ -37,6 +46,13 @@ class Proposal:
 def _short(ids: Sequence[str], n: int = 5) -> str:
     ids = list(ids)
     return ", ".join(ids[:n]) + (f" (+{len(ids) - n} more)" if len(ids) > n else "")
+
+
+def _checked_path(path: str, root: Path, zones: Sequence[str]) -> str:
+    try:
+        return check_page_path(path, root, zones)
+    except PagePathError as e:
+        raise AnswerRejected(str(e)) from None
 
 
 def _check_meta(op) -> None:
@@ -65,7 +81,7 @@ def build_proposal(
     """Validate the answer for this batch and compute the resulting pages (proof of work included)."""
     prop = Proposal()
     for op in answer.pages:
-        path = check_page_path(op.path, root, zones)
+        path = _checked_path(op.path, root, zones)
         if path in prop.pages:
             raise AnswerRejected(f"page {path!r} is edited twice in one answer")
         _check_meta(op)
@@ -122,7 +138,7 @@ def build_proposal(
             target = prop.pages.get(d.page or "")
             if target is None and d.page:
                 # the model names the page: check the path before reading anything there
-                target = read_page(root, check_page_path(d.page, root, zones))
+                target = read_page(root, _checked_path(d.page, root, zones))
             if target is None:
                 raise AnswerRejected(f"fact {d.id} is consolidated into {d.page!r}, no such page")
             if d.id not in cited_ids(target.body):

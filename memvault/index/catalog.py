@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import NamedTuple
 
 from memvault.index.documents import Document
 from memvault.index.embedder import content_hash
@@ -193,10 +194,11 @@ class Catalog:
     def keys_of_slots(self, slots: Iterable[int]) -> dict[int, str]:
         return {slot: key for slot, key in self._rows("slot, key", "slot", list(slots))}
 
-    def ranking_of(self, keys: Iterable[str]) -> dict[str, "Ranking"]:
+    def ranking_of(self, keys: Iterable[str]) -> dict[str, Ranking]:
         """What fusion needs of each candidate (no text, no tags): decoding whole rows of every
         candidate was a tenth of a warm search, and only the top few are shown."""
-        return {key: Ranking(at, importance) for key, at, importance in self._rows("key, at, importance", "key", list(keys))}
+        rows = self._rows("key, at, importance", "key", list(keys))
+        return {key: Ranking(at, importance) for key, at, importance in rows}
 
     def _rows(self, columns: str, column: str, values: list) -> Iterator[tuple]:
         for start in range(0, len(values), 500):
@@ -216,10 +218,6 @@ class Catalog:
             rows = self.db.execute(f"{query} AND key IN ({','.join('?' * len(chunk))})", [*params, *chunk])
             found += [r[0] for r in rows]
         return found
-
-    def iter_docs(self) -> Iterator[StoredDoc]:
-        for row in self.db.execute(f"SELECT {_COLUMNS} FROM docs"):
-            yield _row(row)
 
 
 def _row(row: tuple) -> StoredDoc:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
 
+from memvault.citations import strip_forgotten_statements
+from memvault.facts import parse_log
 from memvault.index.documents import Document, fact_document, page_documents
-from memvault.tombstones import TOMBSTONES_FILE
-from memvault.vault import _LOG_NAME
+from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
+from memvault.storage.store import Storage
 
 
 def _entries(path: str) -> Iterator[os.DirEntry]:
@@ -22,15 +24,15 @@ def _entries(path: str) -> Iterator[os.DirEntry]:
 class Corpus:
     """The vault's daily logs, wiki pages and tombstones, seen as index documents."""
 
-    def __init__(self, vault: Any):
-        self.vault = vault
-        self.root: Path = vault.root
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self.root: Path = storage.root
         self.problems: list = []  # unparseable log lines met while reading, for one notice
 
     def files(self) -> list[str]:
         """Vault-relative paths of every file whose documents belong in the index."""
-        found = [self.vault.relpath(p) for p in self.vault.log_files()]
-        wiki = self.root / "wiki"
+        found = [self.storage.relpath(p) for p in self.storage.log_files()]
+        wiki = self.root / WIKI_DIR
         if wiki.is_dir():
             found += sorted(p.relative_to(self.root).as_posix() for p in wiki.rglob("*.md") if p.is_file())
         return found
@@ -43,14 +45,14 @@ class Corpus:
         """
         found: dict[str, tuple[int, int]] = {}
         root = str(self.root)
-        for year in _entries(os.path.join(root, "logs")):
+        for year in _entries(os.path.join(root, LOGS_DIR)):
             if not year.is_dir():
                 continue
             for entry in _entries(year.path):
-                if _LOG_NAME.match(entry.name) and entry.is_file():
+                if is_log_name(entry.name) and entry.is_file():
                     st = entry.stat()
-                    found[f"logs/{year.name}/{entry.name}"] = (st.st_mtime_ns, st.st_size)
-        for folder, _dirs, names in os.walk(os.path.join(root, "wiki")):
+                    found[f"{LOGS_DIR}/{year.name}/{entry.name}"] = (st.st_mtime_ns, st.st_size)
+        for folder, _dirs, names in os.walk(os.path.join(root, WIKI_DIR)):
             for name in names:
                 if name.endswith(".md"):
                     path = os.path.join(folder, name)
@@ -67,14 +69,10 @@ class Corpus:
         return found
 
     def documents(self, rel: str, content: str, forgotten: set[str] = frozenset()) -> list[Document]:
-        if rel.startswith("wiki/"):
-            from memvault.citations import strip_forgotten_statements
-
+        if rel.startswith(WIKI_DIR + "/"):
             # A page may still carry a statement from a fact forgotten since the last dream; the
             # next dream rewrites the page, and until then search must not show that statement.
             return page_documents(strip_forgotten_statements(content, forgotten), rel)
-        from memvault.facts import parse_log
-
         # The index takes every fact that parses; the lines that do not are told (see the indexer)
         # and listed in full by `doctor`.
         facts, problems = parse_log(content, rel)
@@ -82,4 +80,4 @@ class Corpus:
         return [fact_document(f) for f in facts]
 
     def tombstoned(self) -> set[str]:
-        return set(self.vault.tombstones())
+        return set(self.storage.tombstones())

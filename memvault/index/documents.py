@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from memvault.pages import CITATION, FOOTNOTE_DEF, page_tags, split_frontmatter
+
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^(```|~~~)")
 
@@ -49,9 +51,6 @@ class Document:
 def _strip_citations(text: str) -> str:
     """Citations of fact ids ("[^01hx...]") and footnote definition lines are provenance, not
     content: they stay in the shown text but are kept out of what is matched and embedded."""
-    from memvault.citations import CITATION
-    from memvault.dream.pages import FOOTNOTE_DEF
-
     return CITATION.sub("", FOOTNOTE_DEF.sub("", text)).strip()
 
 
@@ -80,11 +79,9 @@ def slugify(text: str) -> str:
 def page_documents(text: str, path: str) -> list[Document]:
     """Split a wiki page into one document per heading section; frontmatter gives title, tags, date.
 
-    The frontmatter is read by dream's parser, so search and dream agree on a page's title, tags
+    The frontmatter is read by the page format's parser, so search and dream agree on a page's title, tags
     and dates (a header that is not valid YAML is ignored by both; the body is still indexed).
     """
-    from memvault.dream.pages import page_tags, split_frontmatter
-
     # Hand-edited pages may have Windows line ends; the header is only recognised with "\n".
     meta, body = split_frontmatter(text.replace("\r\n", "\n"))
     title = str(meta.get("title") or path.rsplit("/", 1)[-1].removesuffix(".md"))

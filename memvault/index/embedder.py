@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from memvault.config import DEFAULT_EMBED_MODEL
 
@@ -72,7 +73,7 @@ def download_model(spec: ModelSpec) -> str:
 
         logger.disable("fastembed")  # its retry chatter; the caller reports the outcome
         TextEmbedding(spec.name, cache_dir=str(target))
-    except Exception as exc:  # noqa: BLE001 - network, hub and onnx errors alike
+    except Exception as exc:
         raise ModelUnavailable(f"could not download embedding model {spec.name}: {_one_line(exc)}") from exc
     finally:
         os.environ["HF_HUB_OFFLINE"] = "1"
@@ -96,7 +97,7 @@ class Embedder:
         self._model = None
         self._error: str | None = None
 
-    def _load(self):
+    def load(self):
         if self._model is not None:
             return self._model
         if self._error is not None:
@@ -117,7 +118,8 @@ class Embedder:
             kwargs: dict = {"local_files_only": True}
             if self.spec.path:
                 if not (Path(self.spec.path) / "model.onnx").is_file():
-                    raise ModelUnavailable(f"cannot load embedding model {self.spec.name}: no model.onnx in {self.spec.path}")
+                    raise ModelUnavailable(
+                        f"cannot load embedding model {self.spec.name}: no model.onnx in {self.spec.path}")
                 kwargs["specific_model_path"] = self.spec.path
             else:
                 kwargs["cache_dir"] = str(model_cache_dir())
@@ -128,24 +130,18 @@ class Embedder:
             raise
         except Exception as exc:  # fastembed raises ValueError/OSError/onnx errors alike
             hint = "" if self.spec.path else (
-                " (run `memvault reindex --download-model` once, or set MEMVAULT_EMBED_MODEL_PATH to a local ONNX model)"
+                " (run `memvault reindex --download-model` once, or set MEMVAULT_EMBED_MODEL_PATH to a local"
+                " ONNX model)"
             )
             self._error = f"cannot load embedding model {self.spec.name}{hint}: {_one_line(exc)}"
             raise ModelUnavailable(self._error) from exc
         return self._model
 
-    def available(self) -> bool:
-        try:
-            self._load()
-        except ModelUnavailable:
-            return False
-        return True
-
-    def embed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> "np.ndarray":
+    def embed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Embed texts in batches; `progress(n)` is called after each batch with its size."""
         import numpy as np
 
-        model = self._load()
+        model = self.load()
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(texts), BATCH_SIZE):
             chunk = list(texts[start : start + BATCH_SIZE])
@@ -155,14 +151,14 @@ class Embedder:
                 progress(len(chunk))
         return _normalize(out)
 
-    def embed_query(self, text: str) -> "np.ndarray":
+    def embed_query(self, text: str) -> np.ndarray:
         import numpy as np
 
-        vector = next(iter(self._load().query_embed([text])))
+        vector = next(iter(self.load().query_embed([text])))
         return _normalize(np.asarray(vector, dtype=np.float32)[None, :])[0]
 
 
-def _normalize(matrix: "np.ndarray") -> "np.ndarray":
+def _normalize(matrix: np.ndarray) -> np.ndarray:
     import numpy as np
 
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)

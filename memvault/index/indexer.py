@@ -13,12 +13,11 @@ import hashlib
 import os
 import shutil
 import sqlite3
-import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from memvault.errors import VaultBusy
 from memvault.index.catalog import Catalog, FileState, doc_hash
@@ -26,7 +25,14 @@ from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable
 from memvault.index.lexical import LexicalIndex
 from memvault.index.vectors import VectorFile
-from memvault.tombstones import TOMBSTONES_FILE
+from memvault.storage.layout import (
+    EMBEDDING_CACHE,
+    INDEX_DIR,
+    INDEX_LOCK,
+    LOCKS_DIR,
+    TOMBSTONES_FILE,
+    WIKI_DIR,
+)
 
 Progress = Callable[[str, int, int], None]
 Notify = Callable[[str], None]
@@ -35,10 +41,6 @@ POINTER = "current"
 BUILDING = "building"
 # Long enough for another process's incremental refresh, short enough that nobody hangs forever.
 LOCK_TIMEOUT = 120.0
-
-
-def stderr_notice(message: str) -> None:
-    print(f"memvault: {message}", file=sys.stderr, flush=True)
 
 
 class IndexDamaged(Exception):
@@ -53,7 +55,7 @@ class RefreshReport:
     embedded: int = 0
     reused: int = 0
 
-    def merge(self, other: "RefreshReport") -> None:
+    def merge(self, other: RefreshReport) -> None:
         for name in ("added", "removed", "files", "embedded", "reused"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -121,11 +123,11 @@ SMALL_BATCH = 64
 class SearchIndex:
     """The vault's index: open, refresh from files, embed pending documents, rebuild, status."""
 
-    def __init__(self, state_dir: Path, corpus: Corpus, model: ModelSpec, *,
-                 notify: Notify = stderr_notice, progress: Progress | None = None):
-        self.root = state_dir / "index"
-        self.locks = state_dir / "locks"
-        self.cache_path = state_dir / "cache" / "embeddings.sqlite"
+    def __init__(self, vault_root: Path, corpus: Corpus, model: ModelSpec, *,
+                 notify: Notify, progress: Progress | None = None):
+        self.root = vault_root / INDEX_DIR
+        self.locks = vault_root / LOCKS_DIR
+        self.cache_path = vault_root / EMBEDDING_CACHE
         self.corpus = corpus
         self.model = model
         self.notify = notify
@@ -148,7 +150,7 @@ class SearchIndex:
         if self._lock is None:
             self.locks.mkdir(parents=True, exist_ok=True)
             # One instance per index: FileLock counts nested acquisitions, so holders may nest.
-            self._lock = FileLock(str(self.locks / "index.lock"))
+            self._lock = FileLock(str(self.locks / INDEX_LOCK))
         lock = self._lock
         try:
             lock.acquire(timeout=LOCK_TIMEOUT)
@@ -265,7 +267,7 @@ class SearchIndex:
         if any(rel == TOMBSTONES_FILE for rel, _, _ in scan.stale):
             stale = {rel for rel, _, _ in scan.stale}
             for rel, (mtime_ns, size) in self.corpus.stat_files().items():
-                if rel.startswith("wiki/"):
+                if rel.startswith(WIKI_DIR + "/"):
                     reread.add(rel)
                     if rel not in stale:
                         scan.stale.append((rel, mtime_ns, size))
@@ -319,7 +321,8 @@ class SearchIndex:
         problems, self.corpus.problems = self.corpus.problems, []
         if problems:
             self.notify(f"{len(problems)} line(s) in the daily logs are not facts memvault can read "
-                        f"(first: {problems[0].path}:{problems[0].line}); they are not searchable; see `memvault doctor`")
+                        f"(first: {problems[0].path}:{problems[0].line}); they are not searchable; "
+                        "see `memvault doctor`")
         return report
 
     # -- embeddings ---------------------------------------------------------------------------
@@ -388,7 +391,7 @@ class SearchIndex:
     def _model_usable(self) -> bool:
         """Load the model if needed; the first failure is told once, then search uses words only."""
         try:
-            self.query_embedder._load()
+            self.query_embedder.load()
         except ModelUnavailable as exc:
             self.model_unavailable(exc)
             return False

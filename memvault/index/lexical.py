@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from memvault.index.documents import Document
 
@@ -29,7 +29,8 @@ class Filters:
 
     @property
     def any(self) -> bool:
-        return any(v is not None for v in (self.category, self.tag, self.source, self.since, self.until, self.watermark))
+        values = (self.category, self.tag, self.source, self.since, self.until, self.watermark)
+        return any(v is not None for v in values)
 
 
 def _analyzer():

@@ -3,42 +3,39 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Iterator
 
-from memvault.errors import InvalidInput
+from memvault.citations import accounted_ids
+from memvault.facts import validate_category
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import ModelSpec, ModelUnavailable
 from memvault.index.hits import Hit
-from memvault.index.indexer import Progress, SearchIndex, stderr_notice
+from memvault.index.indexer import Progress, SearchIndex
 from memvault.index.lexical import Filters
+from memvault.index.query import SearchQuery
 from memvault.index.ranking import DEFAULT_WEIGHTS, Weights, fuse
+from memvault.storage.layout import DREAM_LOG
+from memvault.storage.store import Storage
 
-MAX_LIMIT = 1000
 # Each list contributes this many candidates per requested hit (at least CANDIDATES_MIN) to fusion.
 CANDIDATES_PER_HIT = 5
 CANDIDATES_MIN = 50
 
-# One index per (vault, model) per process: a warm process pays the model load and opening once.
-_engines: dict[tuple[str, str, str | None], SearchIndex] = {}
 
-
-def model_spec(vault: Any) -> ModelSpec:
-    config = vault.config
+def model_spec(storage: Storage) -> ModelSpec:
+    config = storage.config
     return ModelSpec(name=config.embed_model, path=config.embed_model_path)
 
 
-def engine(vault: Any) -> SearchIndex:
-    """The vault's index in this process (opened once, kept for the next search)."""
-    spec = model_spec(vault)
-    key = (str(vault.root), spec.name, spec.path)
-    found = _engines.get(key)
-    if found is None:
-        found = SearchIndex(vault.state_dir, Corpus(vault), spec, notify=stderr_notice)
-        _engines[key] = found
-    return found
+def engine(storage: Storage) -> SearchIndex:
+    """The vault's index, opened once per Storage and kept there for the next search."""
+    if storage.search_index is None:
+        storage.search_index = SearchIndex(storage.root, Corpus(storage), model_spec(storage),
+                                           notify=storage.notify)
+    return storage.search_index
 
 
 @contextmanager
@@ -53,50 +50,12 @@ def _reporting(index: SearchIndex, progress: Progress | None) -> Iterator[None]:
         index.progress = previous
 
 
-def forget_engines() -> None:
-    """Close every cached index (tests, and long-lived processes switching vaults)."""
-    for index in _engines.values():
-        index.close()
-    _engines.clear()
-
-
-def _filters(vault: Any, category, tag, source, since, until, include_all) -> tuple[Filters, datetime | None, datetime | None]:
-    if category is not None and category not in vault.config.categories:
-        raise InvalidInput(f"unknown category {category!r}; use one of: {', '.join(vault.config.categories)}")
-    for name, value in (("tag", tag), ("source", source)):
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise InvalidInput(f"--{name} must be a non-empty string")
-    lower = _bound(vault, since, end=False, option="--since")
-    upper = _bound(vault, until, end=True, option="--until")
-    if lower and upper and lower > upper:
-        raise InvalidInput("--since is after --until")
-    watermark = None if include_all else vault.watermark
-    return (
-        Filters(
-            category=category,
-            tag=tag,
-            source=source,
-            since=_day(lower),
-            until=_day(upper),
-            watermark=_day(watermark),
-        ),
-        lower,
-        upper,
-    )
-
-
-def _bound(vault: Any, value, *, end: bool, option: str) -> datetime | None:
-    from memvault.dates import parse_bound
-
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=vault.tz)
-    if hasattr(value, "isoformat") and not isinstance(value, str):
-        value = value.isoformat()
-    if not isinstance(value, str):
-        raise InvalidInput(f"{option} must be a date")
-    return parse_bound(value, vault.tz, end=end, option=option)
+def _filters(storage: Storage, query: SearchQuery) -> Filters:
+    if query.category is not None:
+        validate_category(query.category, storage.config.categories)
+    watermark = None if query.include_all else storage.watermark
+    return Filters(category=query.category, tag=query.tag, source=query.source, since=_day(query.since),
+                   until=_day(query.until), watermark=_day(watermark))
 
 
 def _day(value) -> int | None:
@@ -105,52 +64,34 @@ def _day(value) -> int | None:
     return value.year * 10000 + value.month * 100 + value.day
 
 
-def search(
-    vault: Any,
-    query: str,
-    *,
-    limit: int = 10,
-    category: str | None = None,
-    tag: str | None = None,
-    source: str | None = None,
-    since=None,
-    until=None,
-    include_all: bool = False,
-    lexical_only: bool = False,
-    explain: bool = False,
-    weights: Weights = DEFAULT_WEIGHTS,
-    dense_only: bool = False,
-    progress: Progress | None = None,
-) -> list[Hit]:
+def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_WEIGHTS, dense_only: bool = False,
+           progress: Progress | None = None) -> list[Hit]:
     """Hybrid search over the vault; the index is brought up to date with the files first.
 
     `progress(phase, done, total)` hears about long index work this search triggers (the first
     build, embedding many new documents).
     """
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("search query is empty")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
-    filters, lower, upper = _filters(vault, category, tag, source, since, until, include_all)
+    filters = _filters(storage, query)
+    lower, upper = query.since, query.until
 
-    index = engine(vault)
+    index = engine(storage)
     with _reporting(index, progress):
-        index.refresh(embed=not lexical_only)
+        index.refresh(embed=not query.lexical_only)
     generation = index.open()
     catalog = generation.catalog
     if filters.watermark is not None:
-        filters = replace(filters, unconsolidated=_unconsolidated(vault, generation, filters.watermark))
-    wanted = max(CANDIDATES_MIN, limit * CANDIDATES_PER_HIT)
+        filters = replace(filters, unconsolidated=_unconsolidated(storage, generation, filters.watermark))
+    wanted = max(CANDIDATES_MIN, query.limit * CANDIDATES_PER_HIT)
 
     # None = that half was not asked (or has no model); [] = asked, and nothing matched.
-    lexical = None if dense_only else generation.lexical.search(query, filters, wanted)
-    dense = None if lexical_only else _dense(index, generation, query, filters, wanted)
+    lexical = None if dense_only else generation.lexical.search(query.text, filters, wanted)
+    dense = None if query.lexical_only else _dense(index, generation, query.text, filters, wanted)
 
     candidates = catalog.ranking_of({k for k, _ in lexical or ()} | {k for k, _ in dense or ()})
     if lower or upper:
         # The index filters whole days; the exact bound (a time of day, `12h`) is checked here.
         candidates = {k: c for k, c in candidates.items() if _within(c.at, lower, upper)}
-    best = fuse(lexical, dense, candidates, weights)[:limit]
+    best = fuse(lexical, dense, candidates, weights)[:query.limit]
     docs = catalog.by_keys(r.key for r in best)
     hits = []
     for ranked in best:
@@ -169,7 +110,7 @@ def search(
                 source=doc.source,
                 path=doc.file,
                 heading=doc.heading,
-                explain=ranked.explain if explain else None,
+                explain=ranked.explain if query.explain else None,
             )
         )
     return hits
@@ -208,25 +149,23 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
     return [(by_slot[s], score) for s, score in best if s in by_slot][:wanted]
 
 
-def _unconsolidated(vault: Any, generation, watermark: int) -> frozenset[str]:
+def _unconsolidated(storage: Storage, generation, watermark: int) -> frozenset[str]:
     """Facts up to the watermark that no page carries (skipped batches, late facts): still in scope.
 
-    Dream's rule for accounted facts (memvault.dream.planner.accounted_ids: cited by a page, or
+    Dream's rule for accounted facts (memvault.citations.accounted_ids: cited by a page, or
     settled in log.md), with the facts taken from the index rather than from parsing every log;
     the answer is kept until the index or log.md changes.
     """
     try:
-        st = (vault.root / "log.md").stat()
+        st = storage.path(DREAM_LOG).stat()
         stamp = (st.st_mtime_ns, st.st_size)
     except FileNotFoundError:
         stamp = None
     memo = ("unconsolidated", generation.version, stamp, watermark)
     found = generation.memo.get(memo)
     if found is None:
-        from memvault.dream.planner import accounted_ids, read_journal
-
-        entries = read_journal(vault)
-        accounted = accounted_ids(vault, [e for e in entries if e.outcome != "skipped"])
+        entries = storage.dream_entries()
+        accounted = accounted_ids(storage, [e for e in entries if e.outcome != "skipped"])
         rows = generation.catalog.db.execute("SELECT key FROM docs WHERE kind = 'fact' AND day <= ?", (watermark,))
         found = frozenset(key for (key,) in rows if key not in accounted)
         generation.memo[memo] = found
@@ -270,10 +209,10 @@ def _within(at: str | None, lower: datetime | None, upper: datetime | None) -> b
     return (lower is None or moment >= lower) and (upper is None or moment <= upper)
 
 
-def reindex(vault: Any, clear: bool = False, progress: Progress | None = None) -> dict:
+def reindex(storage: Storage, clear: bool = False, progress: Progress | None = None) -> dict:
     """Bring the index up to date (or rebuild it from scratch, aside); returns what was done."""
     started = time.perf_counter()
-    index = engine(vault)
+    index = engine(storage)
     with _reporting(index, progress):
         if clear or not index.exists():
             # An explicit rebuild (or the first build) needs no "index missing" notice.
@@ -297,6 +236,11 @@ def _kinds(catalog) -> dict[str, int]:
     return dict(catalog.db.execute("SELECT kind, count(*) FROM docs GROUP BY kind"))
 
 
-def index_status(vault: Any) -> dict:
+def index_status(storage: Storage) -> dict:
     """Documents indexed, documents still without a vector, and files that differ from the index."""
-    return engine(vault).status()
+    return engine(storage).status()
+
+
+def index_built(storage: Storage) -> bool:
+    """Whether a search index exists (a cheap check: nothing is opened or built)."""
+    return engine(storage).exists()

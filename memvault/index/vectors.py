@@ -33,7 +33,7 @@ class VectorFile:
         # A torn append (crash mid-write) leaves a partial row; it is ignored and later overwritten.
         return size // ROW_BYTES
 
-    def append(self, vectors: "np.ndarray") -> int:
+    def append(self, vectors: np.ndarray) -> int:
         """Write rows at the end; returns the first new slot. Callers hold the index lock."""
         import numpy as np
 
@@ -46,7 +46,7 @@ class VectorFile:
             handle.flush()
         return start
 
-    def matrix(self) -> "np.ndarray":
+    def matrix(self) -> np.ndarray:
         """The rows as a read-only memory map (re-mapped when the file grew)."""
         import numpy as np
 
@@ -60,7 +60,7 @@ class VectorFile:
                 self._matrix = np.asarray(np.memmap(self.path, dtype=np.float32, mode="r", shape=(rows, DIMENSIONS)))
         return self._matrix
 
-    def top(self, query: "np.ndarray", limit: int, slots: "np.ndarray | None" = None) -> list[tuple[int, float]]:
+    def top(self, query: np.ndarray, limit: int, slots: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(slot, cosine) best first, over all rows or only the given slots."""
         import numpy as np
 
@@ -80,4 +80,4 @@ class VectorFile:
         best = np.argpartition(-scores, limit - 1)[:limit]
         best = best[np.argsort(-scores[best], kind="stable")]
         ids = slots[best] if slots is not None else best
-        return [(int(i), float(s)) for i, s in zip(ids, scores[best])]
+        return [(int(i), float(s)) for i, s in zip(ids, scores[best], strict=True)]

@@ -1,22 +1,29 @@
-"""Wiki pages: safe paths, frontmatter, fact citations, section edits, and index.md."""
+"""The wiki page format: page paths, YAML frontmatter, fact citations, sections, and index.md.
+
+Pure text in, text out (no file access but `read_page` and `list_pages`): dream writes pages with
+it, and search, citations and doctor read them with it, so they all agree on what a page says.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import yaml
 
-from memvault.citations import cited_in
-from memvault.dream.schema import AnswerRejected
+from memvault.storage.layout import WIKI_DIR
 
 INBOX_ZONE = "0_Inbox"
-CONFLICTS_PAGE = f"wiki/{INBOX_ZONE}/conflicts.md"
+CONFLICTS_PAGE = f"{WIKI_DIR}/{INBOX_ZONE}/conflicts.md"
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
 ZONE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
-FOOTNOTE_DEF = re.compile(r"^\[\^[^\]]*\]:.*(?:\n|$)", re.MULTILINE)
+# A citation is a markdown footnote reference to a fact id: "Prefers tea [^01jd8x...]."
+# The lookahead leaves out footnote definitions ("[^id]: 2026-11-01 preference · logs/...").
+CITATION = re.compile(r"\[\^([0-9a-z]{6,40})\](?!:)")
+# A footnote definition line; group 1 is what it defines.
+FOOTNOTE_DEF = re.compile(r"^\[\^([^\]]*)\]:.*(?:\n|$)", re.MULTILINE)
 SOURCES_MARK = "<!-- fact sources (written by memvault dream) -->"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -27,43 +34,47 @@ def has_control(text: str, allow_newlines: bool = False) -> bool:
     return bool(_CONTROL.search(text))
 
 
+class PagePathError(ValueError):
+    """A page path that is not wiki/<zone>/<slug>.md inside the vault."""
+
+
 def check_page_path(path: str, root: Path, zones: Sequence[str], *, allow_inbox: bool = False) -> str:
-    """Return the path if it is wiki/<zone>/<slug>.md inside the vault, else raise AnswerRejected."""
+    """Return the path if it is wiki/<zone>/<slug>.md inside the vault, else raise PagePathError."""
     shown = repr(path)[:80]
     if has_control(path) or "\\" in path or ":" in path:
-        raise AnswerRejected(f"page path {shown} contains forbidden characters")
+        raise PagePathError(f"page path {shown} contains forbidden characters")
     if path.startswith("/"):
-        raise AnswerRejected(f"page path {shown} is absolute")
+        raise PagePathError(f"page path {shown} is absolute")
     parts = path.split("/")
     if any(p in ("", ".", "..") or p.startswith(".") for p in parts):
-        raise AnswerRejected(f"page path {shown} escapes wiki/ or names a hidden path")
-    if len(parts) != 3 or parts[0] != "wiki" or not parts[2].endswith(".md"):
-        raise AnswerRejected(f"page path {shown} is not wiki/<zone>/<slug>.md")
+        raise PagePathError(f"page path {shown} escapes wiki/ or names a hidden path")
+    if len(parts) != 3 or parts[0] != WIKI_DIR or not parts[2].endswith(".md"):
+        raise PagePathError(f"page path {shown} is not wiki/<zone>/<slug>.md")
     zone, slug = parts[1], parts[2][:-3]
     if zone == INBOX_ZONE and not allow_inbox:
-        raise AnswerRejected(f"page path {shown}: {INBOX_ZONE} is written by the runner only")
+        raise PagePathError(f"page path {shown}: {INBOX_ZONE} is written by the runner only")
     if zone != INBOX_ZONE and (not ZONE.match(zone) or (zones and zone not in zones)):
-        raise AnswerRejected(f"page path {shown}: unknown zone {zone!r} (zones: {', '.join(zones)})")
+        raise PagePathError(f"page path {shown}: unknown zone {zone!r} (zones: {', '.join(zones)})")
     if not SLUG.match(slug):
-        raise AnswerRejected(f"page path {shown}: slug must be lowercase letters, digits and '-'")
+        raise PagePathError(f"page path {shown}: slug must be lowercase letters, digits and '-'")
     # a symlink anywhere on the way could point the write outside the vault
     probe = root
     for part in parts:
         probe = probe / part
         if probe.is_symlink():
-            raise AnswerRejected(f"page path {shown} goes through a symlink")
+            raise PagePathError(f"page path {shown} goes through a symlink")
     return path
 
 
 def zone_of(path: str) -> str:
     """The zone of wiki/<zone>/<page>.md; "" for any other path."""
     parts = path.split("/")
-    return parts[1] if len(parts) == 3 and parts[0] == "wiki" else ""
+    return parts[1] if len(parts) == 3 and parts[0] == WIKI_DIR else ""
 
 
-def cited_ids(body: str) -> list[str]:
-    """Fact ids cited in a page body, in order of first appearance."""
-    return cited_in(body)
+def cited_ids(text: str) -> list[str]:
+    """Fact ids cited in markdown text, in order of first appearance."""
+    return list(dict.fromkeys(CITATION.findall(text)))
 
 
 def clean_body(body: str) -> str:
@@ -136,7 +147,7 @@ def read_page(root: Path, path: str) -> Page | None:
 
 def list_pages(root: Path) -> list[str]:
     """Vault-relative paths of all wiki pages, sorted; symlinks and hidden files are ignored."""
-    wiki = root / "wiki"
+    wiki = root / WIKI_DIR
     if not wiki.is_dir() or wiki.is_symlink():
         return []
     found = []

@@ -1,4 +1,4 @@
-"""log.md entries written by dream, and what they say about past runs.
+"""log.md, dream's journal: the entries dream writes, and what they say about past runs.
 
 One entry per batch attempt, one line each, plus an optional indented id list:
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 
 OUTCOMES = ("ok", "failed", "skipped", "error")
 LATE_LABEL = "late"
@@ -26,6 +27,7 @@ _ENTRY = re.compile(
     r"(?: watermark=(?P<watermark>\d{4}-\d{2}-\d{2}))?(?: · (?P<detail>.*))?$"
 )
 _IDS = re.compile(r"^  (?P<key>settled|unconsolidated): (?P<ids>.*)$")
+_WATERMARK = re.compile(r"\bwatermark=(\d{4}-\d{2}-\d{2})\b")
 
 
 @dataclass
@@ -102,6 +104,12 @@ def failed_attempts(entries: list[Entry], label: str) -> int:
 def settled_ids(entries: list[Entry]) -> set[str]:
     """Fact ids accounted for by log.md itself (duplicates, noops, skipped batches)."""
     return {fid for e in entries if e.outcome in ("ok", "skipped") for fid in e.ids}
+
+
+def latest_watermark(text: str) -> date | None:
+    """The last day consolidated: the latest `watermark=YYYY-MM-DD` token of log.md."""
+    tokens = _WATERMARK.findall(text)
+    return date.fromisoformat(tokens[-1]) if tokens else None
 
 
 def append_entry(log_text: str, entry: str) -> str:

@@ -1,0 +1,65 @@
+"""What a dream run reports: one BatchResult per batch (or scrub), and the DreamReport around them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class BatchResult:
+    label: str
+    outcome: str                      # ok | failed | skipped | error | planned | proposed
+    facts: int = 0
+    late: int = 0
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] | None = None  # scrub only: pages that cited nothing but forgotten facts
+    conflicts: int = 0
+    duplicates: int = 0
+    noop: int = 0
+    watermark: str | None = None
+    commit: str | None = None
+    reason: str | None = None
+    attempt: int | None = None
+    proposal: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class DreamReport:
+    watermark_before: str | None
+    watermark_after: str | None = None
+    pending_days: int = 0
+    pending_facts: int = 0
+    batches: list[BatchResult] = field(default_factory=list)
+    gated: bool = False
+    dry_run: bool = False
+    caught_up: bool = False
+    error: str | None = None
+    model: str | None = None
+    deferred: list[str] = field(default_factory=list)  # batches not started: gated, or past --max-batches
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict:
+        return {
+            "batches": [b.to_dict() for b in self.batches],
+            "pages_created": sum(len(b.created) for b in self.batches if b.outcome == "ok"),
+            "pages_updated": sum(len(b.updated) for b in self.batches if b.outcome == "ok"),
+            "conflicts": sum(b.conflicts for b in self.batches if b.outcome == "ok"),
+            "skipped": [b.label for b in self.batches if b.outcome == "skipped"],
+            "watermark_before": self.watermark_before,
+            "watermark_after": self.watermark_after,
+            "pending_days": self.pending_days,
+            "pending_facts": self.pending_facts,
+            "caught_up": self.caught_up,
+            "gated": self.gated,
+            "deferred": list(self.deferred),
+            "dry_run": self.dry_run,
+            "model": self.model,
+            "error": self.error,
+        }

@@ -1,0 +1,61 @@
+"""A search request: one validated, immutable object built once by the caller and passed down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+
+from memvault.dates import Bound, check_range, parse_range
+from memvault.errors import InvalidInput
+from memvault.facts import validate_category
+
+MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """What to look for and where. Dates are aware datetimes (see `parse` for text dates)."""
+
+    text: str
+    limit: int = 10
+    category: str | None = None
+    tag: str | None = None
+    source: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_all: bool = False      # also the facts already consolidated into the wiki
+    lexical_only: bool = False     # words only: never loads the embedding model
+    explain: bool = False          # each hit carries its ranking signals
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise InvalidInput("search query is empty")
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or not 1 <= self.limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        for name in ("category", "tag", "source"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInput(f"{name} must be a non-empty string")
+        for name in ("include_all", "lexical_only", "explain"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInput(f"{name} must be true or false")
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+                raise InvalidInput(f"{name} must be a timezone-aware datetime (see SearchQuery.parse)")
+        check_range(self.since, self.until)
+
+    @classmethod
+    def parse(cls, text: str, *, tz: tzinfo, categories: Iterable[str] | None = None, since: Bound = None,
+              until: Bound = None, **options) -> SearchQuery:
+        """Build a query from what a person or agent typed: dates as text ("7d", "2026-11-01")
+        read in the vault's time zone, the category checked against the vault's."""
+        lower, upper = parse_range(since, until, tz)
+        unknown = set(options) - {"limit", "category", "tag", "source", "include_all", "lexical_only", "explain"}
+        if unknown:
+            raise InvalidInput(f"unknown search option(s): {', '.join(sorted(unknown))}")
+        query = cls(text, since=lower, until=upper, **options)
+        if query.category is not None and categories is not None:
+            validate_category(query.category, categories)
+        return query
