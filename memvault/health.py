@@ -269,7 +269,7 @@ def check_embedding_model(storage: Storage) -> Check:
 
     # Where `memvault reindex --download-model` puts the model and where search loads it from.
     cache = model_cache_dir()
-    found = _cached_model(cache, name)
+    found = cached_model(cache, name)
     if found is not None:
         return _loadable(storage, f"{name} from the model cache ({found})")
     return Check("embedding model", WARN, f"{name} is not in the model cache ({cache}) and searches never "
@@ -288,7 +288,7 @@ def _loadable(storage: Storage, where: str) -> Check:
     return Check("embedding model", OK, f"{where}, loads")
 
 
-def _cached_model(cache: Path, name: str) -> Path | None:
+def cached_model(cache: Path, name: str) -> Path | None:
     """The cache directory holding this model's ONNX file (hub layout or fastembed's own), if any."""
     stem = name.rsplit("/", 1)[-1].lower()
     if not cache.is_dir():

@@ -11,9 +11,62 @@ import pytest
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
-if "MEMVAULT_EMBED_MODEL_PATH" not in os.environ and SHARED_MODEL.is_dir():
-    os.environ["MEMVAULT_EMBED_MODEL_PATH"] = str(SHARED_MODEL)
+REAL_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+REQUIRE_REAL_MODEL = "MEMVAULT_TESTS_REQUIRE_REAL_MODEL"  # set by .ci/run: a missing model fails
+
+
+def _real_model() -> dict[str, str] | None:
+    """Where the real embedding model is, found the way memvault finds it: MEMVAULT_EMBED_MODEL_PATH,
+    then memvault's model cache (`memvault reindex --download-model`), then this repository's
+    CI copy beside the checkout. Returns the environment that points memvault at it."""
+    configured = os.environ.get("MEMVAULT_EMBED_MODEL_PATH")
+    if configured and (Path(configured) / "model.onnx").is_file():
+        return {"MEMVAULT_EMBED_MODEL_PATH": configured}
+    from memvault.health import cached_model
+    from memvault.index.embedder import model_cache_dir
+
+    cache = model_cache_dir()
+    if cached_model(cache, REAL_MODEL_NAME) is not None:
+        return {"FASTEMBED_CACHE_PATH": str(cache)}
+    shared = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+    if (shared / "model.onnx").is_file():
+        return {"MEMVAULT_EMBED_MODEL_PATH": str(shared)}
+    return None
+
+
+REAL_MODEL = _real_model()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "real_model: needs the real all-MiniLM-L6-v2 embedding model "
+                            "(tests about meaning); skipped without it, except where "
+                            f"{REQUIRE_REAL_MODEL}=1 (CI) makes that a failure")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory) -> str:
+    import tiny_model
+
+    return str(tiny_model.build(tmp_path_factory.mktemp("tiny-model")))
+
+
+@pytest.fixture(autouse=True)
+def embedding_model(request, monkeypatch, tiny_model_path):
+    """Tests run on the tiny stand-in model (tests/tiny_model.py) unless marked `real_model`."""
+    monkeypatch.delenv("MEMVAULT_EMBED_MODEL", raising=False)
+    if request.node.get_closest_marker("real_model") is None:
+        monkeypatch.delenv("FASTEMBED_CACHE_PATH", raising=False)
+        monkeypatch.setenv("MEMVAULT_EMBED_MODEL_PATH", tiny_model_path)
+        return
+    if REAL_MODEL is None:
+        reason = ("needs the real all-MiniLM-L6-v2 embedding model: set MEMVAULT_EMBED_MODEL_PATH to a local "
+                  "copy, or run `memvault reindex --download-model` once")
+        if os.environ.get(REQUIRE_REAL_MODEL) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_REAL_MODEL}=1)")
+        pytest.skip(reason)
+    monkeypatch.delenv("MEMVAULT_EMBED_MODEL_PATH", raising=False)
+    for key, value in REAL_MODEL.items():
+        monkeypatch.setenv(key, value)
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Test Author",

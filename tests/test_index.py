@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_MODEL, run_memvault
+from conftest import run_memvault
 
 
 def texts(hits):
@@ -96,13 +96,15 @@ def test_reindex_reuses_cached_embeddings(vault):
 
 
 def test_changing_the_embedding_model_re_embeds_and_says_so(vault_dir, tmp_path):
+    import tiny_model
+
     from memvault import Vault
 
     Vault.open(vault_dir).add("Zoe grows chillies on the windowsill")
     run_memvault("reindex", "--vault", str(vault_dir))
-    fp32 = SHARED_MODEL.parent / "all-MiniLM-L6-v2-onnx"
-    result = run_memvault("search", "spicy plants", "--json", "--vault", str(vault_dir),
-                          env={"MEMVAULT_EMBED_MODEL_PATH": str(fp32)})
+    other = tiny_model.build(tmp_path / "other-model", variant=1)
+    result = run_memvault("search", "chillies windowsill", "--json", "--vault", str(vault_dir),
+                          env={"MEMVAULT_EMBED_MODEL_PATH": str(other)})
     assert result.returncode == 0
     assert "embedding model changed" in result.stderr and "re-embedding 1" in result.stderr
     assert json.loads(result.stdout)[0]["text"] == "Zoe grows chillies on the windowsill"

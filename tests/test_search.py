@@ -15,6 +15,7 @@ def ids(hits):
     return [h.id for h in hits]
 
 
+@pytest.mark.real_model
 def test_finds_a_fact_by_its_words_and_by_its_meaning(vault):
     tea = vault.add("Alice prefers green tea in the morning", category="preference", tags=["alice"])
     vault.add("The team moved the database to Postgres", category="decision")
