@@ -7,7 +7,20 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
+from memvault.cli.output import (
+    COUNT,
+    ID,
+    NOTHING_TO_SHOW,
+    WHEN,
+    Column,
+    JsonOption,
+    VaultOption,
+    emit_json,
+    nothing,
+    notice,
+    open_vault,
+    table,
+)
 
 
 def context(
@@ -32,7 +45,10 @@ def context(
     if markdown and json_:
         raise InvalidInput("give --json or --markdown, not both")
     bundle = open_vault(vault_path).context(query, budget=budget, recent=recent, relevant=relevant)
-    if bundle.omitted:
+    if not bundle.items:
+        nothing(NOTHING_TO_SHOW + (f": {bundle.omitted} item(s) did not fit in {bundle.budget} tokens"
+                                   if bundle.omitted else ""))
+    elif bundle.omitted:
         notice(f"{bundle.omitted} more item(s) did not fit in {bundle.budget} tokens")
     if json_:
         emit_json(bundle.to_dict())
@@ -61,9 +77,11 @@ def sessions(
     if json_:
         emit_json([s.to_dict() for s in found])
         return
-    for s in found:
-        span = f"{s.first.strftime('%Y-%m-%d %H:%M')} .. {s.last.strftime('%Y-%m-%d %H:%M')}"
-        echo(f"{span}  {s.facts:>5}  {s.source or '-'}  {s.session or '-'}")
+    columns = (Column("first", WHEN), Column("last", WHEN), Column("facts", COUNT, justify="right"),
+               Column("source", ID), Column("session", text=True))
+    when = "%Y-%m-%d %H:%M"
+    table(columns, [[s.first.strftime(when), s.last.strftime(when), str(s.facts), s.source or "-", s.session or "-"]
+                    for s in found])
 
 
 def completions(

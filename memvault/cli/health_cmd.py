@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, open_vault
+from memvault.cli.output import STATUS_STYLES, JsonOption, VaultOption, echo, emit_json, line, open_vault
 from memvault.errors import ExitCode
 
 _MARKS = {"ok": "ok   ", "warn": "warn ", "fail": "FAIL ", "fixed": "fixed"}
@@ -76,7 +76,8 @@ def doctor(
         emit_json(report.to_dict())
     else:
         for check in report.checks:
-            echo(f"{_MARKS.get(check.status, check.status)}  {check.name}: {check.message}")
+            mark = _MARKS.get(check.status, check.status)
+            line((mark, STATUS_STYLES.get(mark.strip(), "")), f"  {check.name}: {check.message}")
             for detail in check.details:
                 echo(f"         {detail}")
             if check.fix and check.status in ("warn", "fail") and not fix:
