@@ -110,5 +110,8 @@ def completions(
 
 
 def register(app: typer.Typer) -> None:
-    for command in (context, sessions, completions):
+    from memvault.cli.freetext import FreeTextCommand
+
+    app.command(cls=FreeTextCommand)(context)
+    for command in (sessions, completions):
         app.command()(command)

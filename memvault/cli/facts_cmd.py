@@ -190,5 +190,8 @@ def forget(
 
 
 def register(app: typer.Typer) -> None:
-    for command in (add, show, recent, history, forget):
+    from memvault.cli.freetext import FreeTextCommand
+
+    app.command(cls=FreeTextCommand)(add)
+    for command in (show, recent, history, forget):
         app.command()(command)

@@ -216,5 +216,7 @@ def reindex(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(search)
+    from memvault.cli.freetext import FreeTextCommand
+
+    app.command(cls=FreeTextCommand)(search)
     app.command()(reindex)
