@@ -7,7 +7,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer._click import Context
@@ -94,8 +94,8 @@ def _root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
-    vault: Path | None = typer.Option(None, "--vault", show_default=False,
-                                      help="Vault directory for the command (its own --vault wins)."),
+    vault: Annotated[Path | None, typer.Option("--vault", show_default=False,
+                                               help="Vault directory for the command (its own --vault wins).")] = None,
 ) -> None:
     """Long-term memory for agents and people: markdown facts in git, hybrid search, nightly consolidation.
 

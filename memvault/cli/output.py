@@ -25,7 +25,7 @@ VaultOption = Annotated[
                       "vault); also accepted before the command."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-FullOption = Annotated[bool, typer.Option("--full", help="Show whole texts (all their lines) instead of cutting them to fit.")]
+FullOption = Annotated[bool, typer.Option("--full", help="Show whole texts (all their lines), not cut to fit.")]
 
 NO_MATCHES = "no matches"
 NOTHING_TO_SHOW = "nothing to show"
