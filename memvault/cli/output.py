@@ -164,16 +164,13 @@ def line(*parts: str | tuple[str, str]) -> None:
 
 
 def open_vault(path: Path | None):
-    """Open the vault for a command; its notices (repairs on the way, index rebuilt) go to stderr.
+    """Open the vault for a command; its notices (created, repaired, index rebuilt) go to stderr.
 
     A --vault given before the command name counts when the command itself got none.
     """
     from memvault.vault import Vault
 
-    vault = Vault.open(path or root_vault(), notify=notice)
-    if vault.created:
-        notice(f"created a new vault at {vault.root}")
-    return vault
+    return Vault.open(path or root_vault(), notify=notice)
 
 
 def root_vault() -> Path | None:
