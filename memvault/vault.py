@@ -146,11 +146,12 @@ class Vault:
         from memvault.gitstore import GitStore
 
         root = Path(path).expanduser().resolve()
-        if is_vault(root):
-            return cls(root, notify=notify)  # idempotent: `created` stays False
         if (root / CONFIG_FILE).is_file():
-            raise InvalidInput(f"{root} is a vault without its git repository (.git); "
-                               f"`memvault init --adopt {root}` re-creates it from the vault's files")
+            try:
+                return cls(root, notify=notify)  # idempotent: `created` stays False
+            except BrokenRepository as e:
+                raise InvalidInput(f"{root} is a vault, but {e.problem}; `memvault init --adopt {root}` "
+                                   "re-creates the repository from the vault's files") from None
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise InvalidInput(f"{root} is not empty and is not a vault; choose an empty or new directory")
         root.mkdir(parents=True, exist_ok=True)
