@@ -79,7 +79,7 @@ def test_completions_rejects_an_unknown_shell(cli):
     assert cli("completions", vault=False).exit_code == 2
 
 
-def _bash_complete(*words: str) -> list[str]:
+def _bash_complete(*words: str, cwd=None, env=None) -> list[str]:
     """What TAB offers after `memvault <words>` in a real bash with the shipped script."""
     import shlex
 
@@ -89,8 +89,47 @@ def _bash_complete(*words: str) -> list[str]:
         f"COMP_WORDS=({quoted})\nCOMP_CWORD={len(words)}\n"
         "_memvault\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
     )
-    out = subprocess.run(["bash", "--norc", "-c", script], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([shutil.which("bash") or "bash", "--norc", "-c", script], capture_output=True, text=True,
+                         check=True, cwd=cwd, env=env).stdout
     return [w for w in out.splitlines() if w]
+
+
+@pytest.fixture
+def recent_ids(cli, vault_dir):
+    """Three facts, the middle one forgotten: TAB should offer the other two, newest first."""
+    added = (("oldest: tea", "2026-01-02"), ("forgotten one", "2026-03-04"), ("newest: coffee", "2026-02-03"))
+    ids = [cli("add", text, "--at", at).stdout.strip() for text, at in added]
+    assert cli("forget", ids[1]).exit_code == 0
+    return [ids[2], ids[0]]
+
+
+def _no_python_path(tmp_path):
+    """A PATH with only the small tools the completion function may use: no python, no memvault."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("sh", "sed", "ls", "head", "xargs", "sort", "awk", "tr", "cut", "uname", "dirname", "cat"):
+        found = shutil.which(tool)
+        if found:
+            (tools / tool).symlink_to(found)
+    return str(tools)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_bash_completes_recent_fact_ids_without_python(recent_ids, vault_dir, tmp_path, hermetic_env):
+    """Faults tried: a forgotten fact (not offered); the vault named by --vault before and after the
+    command, by MEMVAULT_VAULT, by the current directory; no vault anywhere (nothing offered);
+    a PATH where neither python nor memvault can be found."""
+    import os
+
+    env = {**os.environ, "PATH": _no_python_path(tmp_path)}
+    env.pop("MEMVAULT_VAULT", None)
+    vault = str(vault_dir)
+    assert _bash_complete("show", "", cwd=vault_dir, env=env) == recent_ids
+    assert _bash_complete("--vault", vault, "forget", "", env=env) == recent_ids
+    assert _bash_complete("history", "--vault", vault, recent_ids[1][:12], env=env) == [recent_ids[1]]
+    assert _bash_complete("show", "", env={**env, "MEMVAULT_VAULT": vault}) == recent_ids
+    assert _bash_complete("show", "", cwd=tmp_path, env=env) == []  # no vault: the default one does not exist
+    assert _bash_complete("show", "--j", cwd=vault_dir, env=env) == ["--json"]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
@@ -108,6 +147,24 @@ def test_zsh_completion_parses():
     subprocess.run(["zsh", "-n", str(ROOT / COMPLETION_FILES["zsh"])], check=True)
 
 
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_fact_ids_read_the_vault_named_on_the_command_line(recent_ids, vault_dir):
+    """The zsh script's functions (all but its last line, which needs the completion system), fed
+    the command line as zsh splits it: `id:first line` pairs for _describe."""
+    script = (f"eval \"$(sed '$d' {ROOT / COMPLETION_FILES['zsh']})\"\n"
+              f"BUFFER=\"memvault --vault '{vault_dir}' show \"\n"
+              'ids=(${(f)"$(_memvault_fact_ids ${(Q)${(z)BUFFER}})"}); print -l ${ids/ /:}\n')
+    out = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [f"{recent_ids[0]}:newest: coffee", f"{recent_ids[1]}:oldest: tea"]
+
+
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
 def test_fish_completion_parses():
     subprocess.run(["fish", "--no-execute", str(ROOT / COMPLETION_FILES["fish"])], check=True)
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes_fact_ids_with_their_text(recent_ids, vault_dir):
+    script = f"source {ROOT / COMPLETION_FILES['fish']}; complete -C 'memvault show --vault {vault_dir} '"
+    out = subprocess.run(["fish", "-c", script], capture_output=True, text=True, check=True).stdout
+    assert sorted(out.splitlines()) == sorted([f"{recent_ids[0]}\tnewest: coffee", f"{recent_ids[1]}\toldest: tea"])
