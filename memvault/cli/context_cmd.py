@@ -91,11 +91,12 @@ def completions(
 ) -> None:
     """Print the shell completion script (the same file as completions/ in the source tree).
 
-    Install for bash: memvault completions bash > ~/.local/share/bash-completion/completions/memvault
+    Fact ids complete for show, forget and history from the vault's recent facts, without Python.
+    bash: the command below (the directory may not exist yet; needs the bash-completion package).
     zsh: put `memvault completions zsh > _memvault` in a directory of your $fpath.
     fish: memvault completions fish > ~/.config/fish/completions/memvault.fish
 
-    Example: memvault completions bash > ~/.local/share/bash-completion/completions/memvault
+    Example: mkdir -p ~/.local/share/bash-completion/completions && memvault completions bash > ~/.local/share/bash-completion/completions/memvault
     """
     from memvault.cli.completion import SHELLS, completion_script
     from memvault.errors import InvalidInput
