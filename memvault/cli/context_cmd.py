@@ -45,10 +45,11 @@ def context(
     if markdown and json_:
         raise InvalidInput("give --json or --markdown, not both")
     bundle = open_vault(vault_path).context(query, budget=budget, recent=recent, relevant=relevant)
-    if not bundle.items:
+    if not (json_ or bundle.items):
         nothing(NOTHING_TO_SHOW + (f": {bundle.omitted} item(s) did not fit in {bundle.budget} tokens"
                                    if bundle.omitted else ""))
-    elif bundle.omitted:
+        return
+    if bundle.omitted:
         notice(f"{bundle.omitted} more item(s) did not fit in {bundle.budget} tokens")
     if json_:
         emit_json(bundle.to_dict())
