@@ -47,7 +47,7 @@ class Column:
 
 # Colours shared by every listing, so an id or a category looks the same everywhere.
 ID, WHEN, CATEGORY, TAGS, COUNT = "cyan", "dim", "magenta", "green", "bold"
-STATUS_STYLES = {"ok": "green", "fixed": "green", "warn": "yellow", "FAIL": "bold red", "fail": "bold red"}
+STATUS_STYLES = {"ok": "green", "fixed": "green", "warn": "yellow", "FAIL": "bold red"}  # doctor's marks
 
 
 def score_style(cell: str) -> str:
