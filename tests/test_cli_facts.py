@@ -6,16 +6,9 @@ import json
 import subprocess
 
 import pytest
-from conftest import commit_count, git, is_clean
+from conftest import commit_count, git, is_clean, snapshot
 
 from memvault.errors import ExitCode
-
-
-def snapshot(vault_dir):
-    """Everything a bad command must leave untouched: files and history."""
-    files = {p.relative_to(vault_dir).as_posix(): p.read_bytes() for p in vault_dir.rglob("*")
-             if p.is_file() and ".git" not in p.parts and ".memvault" not in p.parts}
-    return files, git(vault_dir, "rev-parse", "HEAD")
 
 
 def test_add_prints_an_id_commits_once_and_leaves_a_clean_tree(cli, vault_dir):

@@ -10,8 +10,7 @@ import sys
 from datetime import datetime
 
 import pytest
-from conftest import ROOT, Cli, commit_count
-from test_cli_facts import snapshot
+from conftest import ROOT, Cli, commit_count, snapshot
 
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput

@@ -4,7 +4,7 @@ Static rather than click's call-back scripts: a TAB press must not start Python 
 memvault. The price is that the scripts go stale when commands change, so they are generated
 (`python -m memvault.cli.docs_gen`) and a test compares them with the CLI.
 
-Fact ids (the ID argument of show, forget, history) are completed without Python too: a POSIX
+Fact ids (any argument named ID: show, forget, history) are completed without Python too: a POSIX
 sh function (FACT_IDS_SH), shared by the three shells, finds the vault the way memvault does and
 reads the ids and first lines of the recently changed daily logs, newest first, forgotten ones
 left out. It reads at most 31 log files, so a TAB stays quick in a vault of any size.
