@@ -1,5 +1,40 @@
 # bash completion for memvault: generated from the CLI by `python -m memvault.cli.docs_gen`; do not edit
 
+_memvault_fact_ids() (
+    vault= want=
+    for word in "$@"; do
+        case $word in
+            --vault) want=1 ;;
+            --vault=*) vault=${word#--vault=} want= ;;
+            =) ;;
+            *) if [ -n "$want" ]; then vault=$word want=; fi ;;
+        esac
+    done
+    case $vault in "~" | "~/"*) vault=$HOME${vault#"~"} ;; esac
+    [ -n "$vault" ] || vault=$MEMVAULT_VAULT
+    if [ -z "$vault" ]; then
+        dir=$PWD
+        while [ -n "$dir" ]; do
+            if [ -f "$dir/memvault.toml" ] && [ -e "$dir/.git" ]; then vault=$dir; break; fi
+            [ "$dir" = / ] && break
+            dir=$(dirname -- "$dir")
+        done
+    fi
+    if [ -z "$vault" ]; then
+        case $(uname -s) in
+            Darwin) vault="$HOME/Library/Application Support/memvault/vault" ;;
+            *) vault="${XDG_DATA_HOME:-$HOME/.local/share}/memvault/vault" ;;
+        esac
+    fi
+    cd -- "$vault" 2>/dev/null || exit 0
+    gone=$(sed -n 's/.*"id": *"\([0-9a-z]*\)".*/\1/p' tombstones.jsonl 2>/dev/null | tr '\n' ' ')
+    ls -t logs/*/*.md 2>/dev/null | head -n 31 |
+        xargs sed -n 's/^- \(.*\) <!-- mv {"id":"\([0-9a-hjkmnp-tv-z]\{16\}\)".*/\2 \1/p' /dev/null 2>/dev/null |
+        LC_ALL=C sort -r |
+        awk -v gone="$gone" 'BEGIN { n = split(gone, g, " "); for (i = 1; i <= n; i++) skip[g[i]] = 1 }
+            !(substr($0, 1, 16) in skip) && shown++ < 50 { print substr($0, 1, 100) }'
+)
+
 _memvault() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
     local path="" i word
@@ -11,6 +46,7 @@ _memvault() {
         esac
     done
     case "$path:$prev" in
+        ":--vault") COMPREPLY=(); return ;;
         "add:--category"|"add:-c") COMPREPLY=($(compgen -W "fact preference correction entity decision relationship principle commitment moment skill event" -- "$cur")); return ;;
         "add:--tag"|"add:-t") COMPREPLY=(); return ;;
         "add:--source") COMPREPLY=(); return ;;
@@ -57,14 +93,14 @@ _memvault() {
         "remote show:--vault") COMPREPLY=(); return ;;
     esac
     case "$path" in
-        "") COMPREPLY=($(compgen -W "--version --help init add show recent history forget search reindex context sessions completions dream status doctor sync clone remote" -- "$cur")) ;;
-        "init") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget search reindex context sessions completions dream status doctor sync clone remote" -- "$cur")) ;;
+        "init") COMPREPLY=($(compgen -W "--adopt --json --help" -- "$cur")) ;;
         "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --json --vault --help" -- "$cur")) ;;
-        "show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
-        "recent") COMPREPLY=($(compgen -W "--limit --since --until --category --tag --source --session --oldest-first --newest-first --json --vault --help" -- "$cur")) ;;
-        "history") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
-        "forget") COMPREPLY=($(compgen -W "--reason --json --vault --help" -- "$cur")) ;;
-        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --since --until --all --lexical --explain --stdin --json --vault --help" -- "$cur")) ;;
+        "show") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+        "recent") COMPREPLY=($(compgen -W "--limit --since --until --category --tag --source --session --oldest-first --newest-first --full --json --vault --help" -- "$cur")) ;;
+        "history") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
+        "forget") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--reason --json --vault --help" -- "$cur")) ;;
+        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --since --until --all --lexical --explain --full --stdin --json --vault --help" -- "$cur")) ;;
         "reindex") COMPREPLY=($(compgen -W "--clear --download-model --json --vault --help" -- "$cur")) ;;
         "context") COMPREPLY=($(compgen -W "--budget --recent --relevant --markdown --json --vault --help" -- "$cur")) ;;
         "sessions") COMPREPLY=($(compgen -W "--since --until --source --json --vault --help" -- "$cur")) ;;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -126,7 +127,7 @@ def load_config(path: Path) -> Config:
         config = Config(
             timezone=str(vault.get("timezone", "local")),
             categories=tuple(vault.get("categories", CATEGORIES)),
-            lock_timeout=float(os.environ.get("MEMVAULT_LOCK_TIMEOUT") or vault.get("lock_timeout", 10.0)),
+            lock_timeout=_lock_timeout(vault),
             embed_model=os.environ.get("MEMVAULT_EMBED_MODEL") or embedding.get("model") or DEFAULT_EMBED_MODEL,
             embed_model_path=os.environ.get("MEMVAULT_EMBED_MODEL_PATH") or embedding.get("path") or None,
             llm=LLMConfig(
@@ -143,8 +144,20 @@ def load_config(path: Path) -> Config:
     return config
 
 
+def _lock_timeout(vault: dict) -> float:
+    """MEMVAULT_LOCK_TIMEOUT, else vault.lock_timeout: a bad value is blamed on where it came from."""
+    raw = os.environ.get("MEMVAULT_LOCK_TIMEOUT")
+    if raw:
+        try:
+            return _positive_number(float(raw), "MEMVAULT_LOCK_TIMEOUT")
+        except ValueError:
+            # Raised outside load_config's handler, which would blame memvault.toml.
+            raise InvalidInput(f"MEMVAULT_LOCK_TIMEOUT must be a positive number of seconds, got {raw!r}") from None
+    return _positive_number(vault.get("lock_timeout", 10.0), "vault.lock_timeout")
+
+
 def _positive_number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return float(value)
 

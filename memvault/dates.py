@@ -2,6 +2,10 @@
 
 The one place dates are read, for `add --at` and for the since/until of search, recent and
 sessions. Errors name the field ("since", "at"), not a command-line flag.
+
+Dates before 1900-01-01 are refused: a daily log of a day that far back is far more likely a typo
+(`0226-11-01`, `1026-11-01`, `99999d`) than a memory, while a life's history (birthdays, a move in
+the 1970s) still fits.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from datetime import date, datetime, time, timedelta, tzinfo
 
 from memvault.errors import InvalidInput
 
+EARLIEST = date(1900, 1, 1)
 _RELATIVE = re.compile(r"^(\d+)\s*(m|min|h|d|w)$")
 _UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -55,8 +60,10 @@ def _as_bound(value: Bound, tz: tzinfo, *, end: bool, now: datetime | None, opti
     if value is None:
         return None
     if isinstance(value, datetime):
+        check_plausible(value, option)
         return value if value.tzinfo else value.replace(tzinfo=tz)
     if isinstance(value, date):
+        check_plausible(value, option)
         return _day_bound(value, tz, end)
     if not isinstance(value, str):
         raise InvalidInput(f"{option} must be a date, got {value!r}")
@@ -82,11 +89,21 @@ def parse_bound(value: str, tz: tzinfo, *, end: bool = False, now: datetime | No
     return moment
 
 
+def check_plausible(moment: date, option: str, typed: str | None = None) -> None:
+    """Refuse a date before EARLIEST (see the module docstring), naming the field and the value."""
+    day = moment.date() if isinstance(moment, datetime) else moment
+    if day < EARLIEST:
+        shown = typed if typed is not None else moment.isoformat()
+        raise InvalidInput(f"{option} {shown!r} is too far back: dates before {EARLIEST} are refused as typos")
+
+
 def _ago(now: datetime, match: re.Match, value: str, option: str) -> datetime:
     try:
-        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        moment = now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
     except OverflowError:
-        raise InvalidInput(f"{option} {value!r} is too far back") from None
+        moment = datetime.min
+    check_plausible(moment, option, value)
+    return moment
 
 
 def _day_bound(day: date, tz: tzinfo, end: bool) -> datetime:
@@ -103,13 +120,17 @@ def _parse_iso(value: str, tz: tzinfo, *, option: str) -> datetime:
     text = value.strip()
     try:
         if _is_date_only(text):
-            return datetime.combine(date.fromisoformat(text), time.min, tz)
+            day = date.fromisoformat(text)
+            check_plausible(day, option, value)
+            return datetime.combine(day, time.min, tz)
         moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except ValueError:
         raise InvalidInput(
             f"{option} {value!r} is not a date: use ISO 8601 (2026-11-01, 2026-11-01T09:30, "
             "2026-11-01T09:30+01:00), or today, yesterday, 7d, 12h, 2w"
         ) from None
+    # Before any time zone arithmetic, which overflows near year 1.
+    check_plausible(moment, option, value)
     if moment.tzinfo is None:
         return moment.replace(tzinfo=tz)
     return moment.astimezone(tz)

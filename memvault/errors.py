@@ -49,6 +49,16 @@ class NotAVault(NotFound):
     """A path was given (or discovered) that holds no memvault vault."""
 
 
+class BrokenRepository(NotAVault):
+    """A vault (memvault.toml is there) whose git repository is missing or unreadable."""
+
+    def __init__(self, root: object, problem: str):
+        super().__init__(f"{root}: {problem}; `memvault doctor` explains, `memvault doctor --fix` re-creates "
+                         "the repository from the vault's files")
+        self.root = root
+        self.problem = problem
+
+
 class VaultBusy(MemvaultError):
     """Another process held the vault lock for longer than we were willing to wait."""
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from memvault.dates import parse_at
+from memvault.dates import check_plausible, parse_at
 from memvault.errors import InvalidInput
 from memvault.storage.layout import log_relpath
 
@@ -119,6 +119,7 @@ def make_fact(draft: FactDraft | Mapping[str, Any], *, tz: tzinfo, categories: I
     if draft.at is None:
         at = now
     elif isinstance(draft.at, datetime):
+        check_plausible(draft.at, "at")
         at = draft.at.replace(tzinfo=tz) if draft.at.tzinfo is None else draft.at.astimezone(tz)
     elif isinstance(draft.at, str):
         at = parse_at(draft.at, tz, now)
@@ -127,6 +128,40 @@ def make_fact(draft: FactDraft | Mapping[str, Any], *, tz: tzinfo, categories: I
     at = at.replace(microsecond=0)
     return Fact(id=new_fact_id(), text=text, at=at, category=category, tags=tags, source=source,
                 session=session, importance=importance, path=log_relpath(at.date()))
+
+
+def read_fact_lines(text: str) -> tuple[list[dict[str, Any]], list[int]]:
+    """`add --stdin` input: one fact per line, as plain text, a JSON object (the fields of a
+    FactDraft) or a JSON string; blank lines are skipped. Returns the drafts and their line numbers.
+
+    A line that is JSON of another kind (`null`, `42`, `[1, 2]`) is refused rather than stored as
+    text: it is more likely a producer's mistake than a memory.
+    """
+    drafts: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r")
+        if line.strip():
+            drafts.append(_fact_line(line, number))
+            numbers.append(number)
+    if not drafts:
+        raise InvalidInput("no facts on standard input")
+    return drafts, numbers
+
+
+def _fact_line(line: str, number: int) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as e:
+        if line.lstrip().startswith("{"):
+            raise InvalidInput(f"line {number}: invalid JSON ({e.msg} at column {e.colno})") from None
+        return {"text": line}
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        return {"text": value}
+    kind = {list: "a list", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+    raise InvalidInput(f"line {number}: JSON {kind} is not a fact; give plain text, a JSON object or a JSON string")
 
 
 def new_fact_id(now_ns: int | None = None) -> str:
@@ -166,10 +201,13 @@ def validate_text(text: object) -> str:
 
 
 def validate_category(category: object, allowed: Iterable[str]) -> str:
+    """The vault's spelling of a category typed in any case (`Preference` is `preference`)."""
     allowed = tuple(allowed)
-    if category not in allowed:
-        raise InvalidInput(f"unknown category {category!r}; use one of: {', '.join(allowed)}")
-    return category  # type: ignore[return-value]
+    if isinstance(category, str):
+        for name in allowed:
+            if name.casefold() == category.strip().casefold():
+                return name
+    raise InvalidInput(f"unknown category {category!r}; use one of: {', '.join(allowed)}")
 
 
 def validate_tags(tags: object) -> tuple[str, ...]:

@@ -6,6 +6,8 @@ Both only read, except `doctor(fix=True)`, whose repairs are each one commit or 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -13,10 +15,10 @@ from pathlib import Path
 
 from memvault.citations import pages_citing
 from memvault.dream.status import dream_status
-from memvault.gitstore import STALE_INDEX_LOCK_SECONDS, git_running_in
+from memvault.gitstore import STALE_INDEX_LOCK_SECONDS, GitStore, git_running_in, outside_env
 from memvault.index.search import index_status, model_spec, reindex
 from memvault.pages import cited_ids, list_pages, read_page
-from memvault.storage.layout import CONFIG_FILE, WRITE_LOCK
+from memvault.storage.layout import CONFIG_FILE, STATE_DIR, WRITE_LOCK
 from memvault.storage.lock import orphaned_holder
 from memvault.storage.store import Storage
 from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
@@ -109,6 +111,62 @@ def doctor(storage: Storage, fix: bool = False) -> DoctorReport:
             check = after
         checks.append(check)
     return DoctorReport(str(storage.root), checks, fixed)
+
+
+# -- the git repository: the way back when .git is missing or broken ----------------------------
+
+REPOSITORY = "git repository"
+RECREATE = "re-create the repository from the vault's files in one commit, keeping a broken .git in .memvault/"
+
+
+def repository_problem(root: Path) -> str | None:
+    """Why the vault's git repository cannot be used (missing; HEAD or the index unreadable), or None."""
+    if not (root / ".git").exists():
+        return "its git repository (.git) is missing"
+    env = {**outside_env(), "GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root),
+           "GIT_CEILING_DIRECTORIES": str(root.parent)}
+    for args in (("rev-parse", "--verify", "--quiet", "HEAD^{commit}"), ("status", "--porcelain")):
+        done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            said = [line for line in done.stderr.splitlines() if line.strip()] or ["HEAD names no readable commit"]
+            return f"its git repository (.git) is broken ({said[-1]})"
+    return None
+
+
+def repository_check(root: Path) -> Check:
+    problem = repository_problem(root)
+    if problem is None:
+        return Check(REPOSITORY, OK, "HEAD and the index are readable")
+    return Check(REPOSITORY, FAIL, f"{problem}; the vault's files are intact but no command can commit",
+                 ["if the vault syncs with a remote, `memvault clone URL DIR` into a new directory brings "
+                  "the history back instead"], fix=RECREATE)
+
+
+def recreate_repository(root: Path, template: Path) -> list[str]:
+    """A new repository holding the vault's files as they are, in one commit. A broken .git is moved
+    into .memvault/ (never deleted); template files the vault lost (.gitignore, ...) are put back."""
+    storage = Storage(root)
+    done: list[str] = []
+    with storage.write_lock():
+        if repository_problem(root) is None:
+            return done  # repaired meanwhile by another process
+        broken = root / ".git"
+        if broken.exists() or broken.is_symlink():
+            kept = root / STATE_DIR / f"broken-git-{time.strftime('%Y%m%dT%H%M%S')}"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            broken.rename(kept)
+            done.append(f"moved the broken .git to {storage.relpath(kept)}")
+        for source in sorted(template.rglob("*")):
+            target = root / source.relative_to(template)
+            if source.is_file() and "__pycache__" not in source.parts and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+                done.append(f"restored {storage.relpath(target)} from the template")
+        store = GitStore.init(root)
+        sha = store.commit(["."], "adopt: re-create the repository from the vault's files")
+    done.append(f"re-created the git repository from the vault's files as {(sha or '')[:10]} "
+                "(earlier history is not in it)")
+    return done
 
 
 def check_locks(storage: Storage) -> Check:

@@ -27,7 +27,7 @@ def recent(storage: Storage, limit: int | None = 20, *, since: datetime | None =
         raise InvalidInput("limit must be at least 1")
     check_range(since, until)
     if category is not None:
-        validate_category(category, storage.config.categories)
+        category = validate_category(category, storage.config.categories)
     forgotten = set(storage.tombstones())
     found: list[Fact] = []
     for path in reversed(storage.log_files()):

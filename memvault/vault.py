@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memvault.errors import InvalidInput, InvalidItem, NotAVault
+from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault
 from memvault.facts import Fact, FactDraft, ParseProblem, make_fact
 from memvault.storage.layout import CONFIG_FILE
 from memvault.storage.store import Storage
@@ -64,10 +65,35 @@ def is_vault(path: Path) -> bool:
 
 
 def find_enclosing_vault(start: Path) -> Path | None:
+    # memvault.toml alone is enough: a vault that lost its .git is reported, not passed over.
     for candidate in (start, *start.parents):
-        if is_vault(candidate):
+        if (candidate / CONFIG_FILE).is_file():
             return candidate
     return None
+
+
+def locate(path: os.PathLike[str] | str | None = None) -> Path:
+    """Where the vault is: explicit path > MEMVAULT_VAULT > enclosing vault of cwd > default vault."""
+    explicit = path or os.environ.get("MEMVAULT_VAULT")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    return find_enclosing_vault(Path.cwd()) or default_vault_path()
+
+
+@contextmanager
+def _explained_if_broken(root: Path) -> Iterator[None]:
+    """A git failure that comes from a broken repository is told as such (BrokenRepository)."""
+    try:
+        yield
+    except MemvaultError:
+        raise
+    except Exception as e:
+        from memvault.health import repository_problem
+
+        problem = repository_problem(root)
+        if problem is None:
+            raise
+        raise BrokenRepository(root, problem) from e
 
 
 def template_root() -> Path:
@@ -88,6 +114,8 @@ class Vault:
         if not is_vault(root):
             if root.is_file():
                 raise NotAVault(f"{root} is a file, not a vault directory")
+            if (root / CONFIG_FILE).is_file():
+                raise BrokenRepository(root, "its git repository (.git) is missing")
             raise NotAVault(f"{root} is not a memvault vault (no {CONFIG_FILE} and .git); "
                             f"create one with `memvault init {root}`")
         self.storage = Storage(root, notify=notify)
@@ -97,7 +125,8 @@ class Vault:
         self.recovered: list[str] = []
         from memvault.sync import ensure_merge_driver
 
-        ensure_merge_driver(self.storage)  # a fresh clone lacks it: git config is not pushed
+        with _explained_if_broken(root):
+            ensure_merge_driver(self.storage)  # a fresh clone lacks it: git config is not pushed
 
     def close(self) -> None:
         """Release the search index this object keeps open between searches."""
@@ -117,8 +146,12 @@ class Vault:
         from memvault.gitstore import GitStore
 
         root = Path(path).expanduser().resolve()
-        if is_vault(root):
-            return cls(root, notify=notify)  # idempotent: `created` stays False
+        if (root / CONFIG_FILE).is_file():
+            try:
+                return cls(root, notify=notify)  # idempotent: `created` stays False
+            except BrokenRepository as e:
+                raise InvalidInput(f"{root} is a vault, but {e.problem}; `memvault init --adopt {root}` "
+                                   "re-creates the repository from the vault's files") from None
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise InvalidInput(f"{root} is not empty and is not a vault; choose an empty or new directory")
         root.mkdir(parents=True, exist_ok=True)
@@ -133,23 +166,58 @@ class Vault:
     def open(cls, path: os.PathLike[str] | str | None = None, *, create_default: bool = True,
              notify: Notify | None = None) -> Vault:
         """Find the vault: explicit path > MEMVAULT_VAULT > enclosing vault of cwd > default vault."""
-        explicit = path or os.environ.get("MEMVAULT_VAULT")
-        if explicit:
-            vault = cls(Path(explicit).expanduser(), notify=notify)
+        root = locate(path)
+        if not (path or os.environ.get("MEMVAULT_VAULT")) and not (root / CONFIG_FILE).exists():
+            # No vault given or enclosing: the default vault, not created yet.
+            if not create_default:
+                raise NotAVault(f"no vault here and no default vault at {root}; run `memvault init`")
+            vault = cls.init(root, notify=notify)
+            vault.storage.notify(f"created a new vault at {vault.root}")
         else:
-            found = find_enclosing_vault(Path.cwd())
-            if found:
-                vault = cls(found, notify=notify)
-            else:
-                default = default_vault_path()
-                if is_vault(default):
-                    vault = cls(default, notify=notify)
-                elif create_default:
-                    vault = cls.init(default, notify=notify)
-                else:
-                    raise NotAVault(f"no vault here and no default vault at {default}; run `memvault init`")
-        vault.recover()
+            vault = cls(root, notify=notify)
+        with _explained_if_broken(vault.root):
+            vault.recover()
         return vault
+
+    @classmethod
+    def adopt(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
+        """Re-create the git repository of a vault whose .git is missing or broken, from its files, in
+        one commit (`created` is then True). A vault with a healthy repository is left as it is."""
+        from memvault.health import recreate_repository, repository_problem
+
+        root = Path(path).expanduser().resolve()
+        if not (root / CONFIG_FILE).is_file():
+            raise NotAVault(f"{root} has no {CONFIG_FILE}, so there is no vault to adopt; "
+                            "`memvault init` creates a new one in an empty directory")
+        if repository_problem(root) is None:
+            return cls(root, notify=notify)
+        done = recreate_repository(root, template_root())
+        vault = cls(root, notify=notify)
+        for line in done:
+            vault.storage.notify(line)
+        vault.created = True
+        return vault
+
+    @classmethod
+    def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False,
+                 notify: Notify | None = None):
+        """`doctor` for a vault that may not open: its git repository is checked first (re-created
+        from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
+        from memvault.health import FAIL, FIXED, Check, DoctorReport, recreate_repository, repository_check
+
+        root = locate(path)
+        first = repository_check(root) if (root / CONFIG_FILE).is_file() else None
+        done: list[str] = []
+        if first is not None and first.status == FAIL:
+            if not fix:
+                return DoctorReport(str(root), [first], [])
+            done = recreate_repository(root, template_root())
+            first = Check(first.name, FIXED, "; ".join(done))
+        report = cls.open(root, notify=notify).doctor(fix=fix)
+        if first is not None:
+            report.checks.insert(0, first)
+            report.fixed[:0] = done
+        return report
 
     @classmethod
     def clone(cls, url: str, path: os.PathLike[str] | str | None = None, *,

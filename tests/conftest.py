@@ -150,3 +150,10 @@ def commit_count(vault_dir: Path) -> int:
 
 def is_clean(vault_dir: Path) -> bool:
     return git(vault_dir, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def snapshot(vault_dir: Path):
+    """Everything a bad command must leave untouched: files and history."""
+    files = {p.relative_to(vault_dir).as_posix(): p.read_bytes() for p in vault_dir.rglob("*")
+             if p.is_file() and ".git" not in p.parts and ".memvault" not in p.parts}
+    return files, git(vault_dir, "rev-parse", "HEAD")

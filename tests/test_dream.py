@@ -363,10 +363,11 @@ def test_failure_mid_apply_leaves_the_previous_commit_and_a_clean_tree(vault, fa
     add(vault, "Nina bakes bread", "2026-11-01")
     fake.default = consolidate_everything("wiki/people/nina.md", "Nina")
     head = git(vault.root, "rev-parse", "HEAD")
-    monkeypatch.setattr(vault.git, "commit", lambda paths, message: (_ for _ in ()).throw(OSError("disk full")))
-    with pytest.raises(OSError):
+    # A context of its own: monkeypatch.undo() would also undo the hermetic environment (the test
+    # git identity among it), so the next commit would depend on the host's git config.
+    with monkeypatch.context() as patch, pytest.raises(OSError):
+        patch.setattr(vault.git, "commit", lambda paths, message: (_ for _ in ()).throw(OSError("disk full")))
         dream(vault, fake)
-    monkeypatch.undo()
     assert is_clean(vault.root) and git(vault.root, "rev-parse", "HEAD") == head
     assert not (vault.root / "wiki/people/nina.md").exists() and vault.watermark is None
     assert dream(vault, fake).ok

@@ -33,7 +33,7 @@ def test_sessions_counts_and_first_last_times(chats, cli):
         ("claude", "chat-1", 3), ("cron", None, 1), ("cursor", "chat-2", 1)]  # most recently active first
     assert rows[0]["first"] == "2026-11-10T09:00:00+00:00" and rows[0]["last"] == "2026-11-20T18:30:00+00:00"
     text = cli("sessions").stdout.splitlines()
-    assert text[0].split() == ["2026-11-10", "09:00", "..", "2026-11-20", "18:30", "3", "claude", "chat-1"]
+    assert text[0].split("\t") == ["2026-11-10 09:00", "2026-11-20 18:30", "3", "claude", "chat-1"]
 
 
 def test_sessions_since_and_source_filters(chats, cli):

@@ -6,7 +6,8 @@ import json
 import os
 import sys
 import traceback
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from typer._click import Context
@@ -90,13 +91,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
+    vault: Annotated[Path | None, typer.Option("--vault", show_default=False,
+                                               help="Vault directory for the command (its own --vault wins).")] = None,
 ) -> None:
     """Long-term memory for agents and people: markdown facts in git, hybrid search, nightly consolidation.
 
     Example: memvault add "Alice prefers green tea" --category preference --tag alice
     """
+    # Read by memvault.cli.output.root_vault() when the command opens its vault.
+    ctx.ensure_object(dict)["vault"] = vault
 
 
 def _register() -> None:

@@ -3,6 +3,11 @@
 Static rather than click's call-back scripts: a TAB press must not start Python and import
 memvault. The price is that the scripts go stale when commands change, so they are generated
 (`python -m memvault.cli.docs_gen`) and a test compares them with the CLI.
+
+Fact ids (any argument named ID: show, forget, history) are completed without Python too: a POSIX
+sh function (FACT_IDS_SH), shared by the three shells, finds the vault the way memvault does and
+reads the ids and first lines of the recently changed daily logs, newest first, forgotten ones
+left out. It reads at most 31 log files, so a TAB stays quick in a vault of any size.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ class Param:
     help: str
     takes_value: bool
     choices: list[str]
-    kind: str  # "choice" | "dir" | "file" | "text" | "flag"
+    kind: str  # "choice" | "dir" | "file" | "text" | "flag" | "fact_id"
     many: bool = False  # an argument that takes any number of values
 
 
@@ -98,6 +103,8 @@ def _choices(param) -> list[str]:
 def _kind(param) -> str:
     if _choices(param):
         return "choice"
+    if param.param_type_name == "argument" and argument_name(param) == "ID":
+        return "fact_id"
     from pathlib import Path
 
     annotation = _annotation(param)
@@ -123,12 +130,51 @@ def completion_script(shell: str, root) -> str:
     return {"bash": _bash, "zsh": _zsh, "fish": _fish}[shell](tree)
 
 
+# Prints "<id> <first line>" for the recent facts of the vault the words on the command line
+# (its arguments) point to: --vault, else MEMVAULT_VAULT, else the enclosing vault, else the
+# default vault. A subshell body, so the `cd` stays inside.
+FACT_IDS_SH = r"""_memvault_fact_ids() (
+    vault= want=
+    for word in "$@"; do
+        case $word in
+            --vault) want=1 ;;
+            --vault=*) vault=${word#--vault=} want= ;;
+            =) ;;
+            *) if [ -n "$want" ]; then vault=$word want=; fi ;;
+        esac
+    done
+    case $vault in "~" | "~/"*) vault=$HOME${vault#"~"} ;; esac
+    [ -n "$vault" ] || vault=$MEMVAULT_VAULT
+    if [ -z "$vault" ]; then
+        dir=$PWD
+        while [ -n "$dir" ]; do
+            if [ -f "$dir/memvault.toml" ] && [ -e "$dir/.git" ]; then vault=$dir; break; fi
+            [ "$dir" = / ] && break
+            dir=$(dirname -- "$dir")
+        done
+    fi
+    if [ -z "$vault" ]; then
+        case $(uname -s) in
+            Darwin) vault="$HOME/Library/Application Support/memvault/vault" ;;
+            *) vault="${XDG_DATA_HOME:-$HOME/.local/share}/memvault/vault" ;;
+        esac
+    fi
+    cd -- "$vault" 2>/dev/null || exit 0
+    gone=$(sed -n 's/.*"id": *"\([0-9a-z]*\)".*/\1/p' tombstones.jsonl 2>/dev/null | tr '\n' ' ')
+    ls -t logs/*/*.md 2>/dev/null | head -n 31 |
+        xargs sed -n 's/^- \(.*\) <!-- mv {"id":"\([0-9a-hjkmnp-tv-z]\{16\}\)".*/\2 \1/p' /dev/null 2>/dev/null |
+        LC_ALL=C sort -r |
+        awk -v gone="$gone" 'BEGIN { n = split(gone, g, " "); for (i = 1; i <= n; i++) skip[g[i]] = 1 }
+            !(substr($0, 1, 16) in skip) && shown++ < 50 { print substr($0, 1, 100) }'
+)"""
+
+
 # -- bash ----------------------------------------------------------------------------------------
 
 def _bash(tree: Node) -> str:
     nodes = list(walk(tree))
     key = lambda n: " ".join(n.path)  # noqa: E731
-    out = [f"# bash completion for {PROG}: {HEADER}", "", f"_{PROG}() {{",
+    out = [f"# bash completion for {PROG}: {HEADER}", "", FACT_IDS_SH, "", f"_{PROG}() {{",
            '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"',
            '    local path="" i word',
            "    # The command path: words naming a known sub-command of the path so far.",
@@ -149,7 +195,7 @@ def _bash(tree: Node) -> str:
     for node in nodes:
         words = [name for option in node.options for name in option.names if name.startswith("--")]
         words += [child.path[-1] for child in node.children]
-        argument = next((a for a in node.arguments if a.choices), None)
+        argument = next((a for a in node.arguments if a.kind in ("choice", "fact_id")), None)
         line = f'        "{key(node)}") '
         if argument is not None:
             line += f'[[ "$cur" != -* ]] && {{ {_bash_values(argument)}; return; }}; '
@@ -165,13 +211,21 @@ def _bash_values(param: Param) -> str:
         return 'COMPREPLY=($(compgen -d -- "$cur"))'
     if param.kind == "file":
         return 'COMPREPLY=($(compgen -f -- "$cur"))'
+    if param.kind == "fact_id":
+        return 'COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur"))'
     return "COMPREPLY=()"
 
 
 # -- zsh -----------------------------------------------------------------------------------------
 
 def _zsh(tree: Node) -> str:
-    out = [f"#compdef {PROG}", f"# zsh completion for {PROG}: {HEADER}", ""]
+    # The shared sh function, run in sh emulation; its "<id> <text>" lines become id:description.
+    fact_ids = FACT_IDS_SH.replace("() (\n", "() (\n    emulate -L sh\n", 1)
+    out = [f"#compdef {PROG}", f"# zsh completion for {PROG}: {HEADER}", "", fact_ids, "",
+           f"_{PROG}_fact_id() {{", "    local -a ids",
+           '    ids=(${(f)"$(_memvault_fact_ids ${(Q)${(z)BUFFER}})"})',
+           "    ids=(${ids/ /:})",
+           "    _describe -t fact-ids 'fact id' ids", "}", ""]
     for node in reversed(list(walk(tree))):  # define helpers before the functions that call them
         name = "_" + "_".join([PROG, *node.path]).replace("-", "_")
         specs = [_zsh_option(o) for o in node.options]
@@ -209,7 +263,7 @@ def _zsh_help(text: str) -> str:
 def _zsh_action(param: Param) -> str:
     if param.kind == "choice":
         return f"({' '.join(param.choices)})"
-    return {"dir": "_files -/", "file": "_files"}.get(param.kind, " ")
+    return {"dir": "_files -/", "file": "_files", "fact_id": f"_{PROG}_fact_id"}.get(param.kind, " ")
 
 
 def _zsh_option(option: Param) -> str:
@@ -231,7 +285,11 @@ def _zsh_argument(position: int, argument: Param) -> str:
 # -- fish ----------------------------------------------------------------------------------------
 
 def _fish(tree: Node) -> str:
-    out = [f"# fish completion for {PROG}: {HEADER}", "", f"complete -c {PROG} -f"]
+    # fish runs the shared sh function with the words typed so far; "<id> <text>" -> id<TAB>text.
+    fish_ids = f"{FACT_IDS_SH}\n_memvault_fact_ids \"$@\""
+    out = [f"# fish completion for {PROG}: {HEADER}", "", f"function __{PROG}_fact_ids",
+           f"    sh -c {_fish_quote(fish_ids)} sh (commandline -opc) | string replace ' ' \\t", "end", "",
+           f"complete -c {PROG} -f"]
     for node in walk(tree):
         below = " ".join(c.path[-1] for c in node.children)
         if node.path:
@@ -252,6 +310,8 @@ def _fish(tree: Node) -> str:
                 out.append(f"complete -c {PROG} -n {quoted} -a {_fish_quote(' '.join(argument.choices))}")
             elif argument.kind in ("dir", "file"):
                 out.append(f"complete -c {PROG} -n {quoted} -F")
+            elif argument.kind == "fact_id":
+                out.append(f"complete -c {PROG} -n {quoted} -a '(__{PROG}_fact_ids)'")
     out.append("")
     return "\n".join(out)
 

@@ -7,7 +7,20 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
+from memvault.cli.output import (
+    COUNT,
+    ID,
+    NOTHING_TO_SHOW,
+    WHEN,
+    Column,
+    JsonOption,
+    VaultOption,
+    emit_json,
+    nothing,
+    notice,
+    open_vault,
+    table,
+)
 
 
 def context(
@@ -32,6 +45,10 @@ def context(
     if markdown and json_:
         raise InvalidInput("give --json or --markdown, not both")
     bundle = open_vault(vault_path).context(query, budget=budget, recent=recent, relevant=relevant)
+    if not (json_ or bundle.items):
+        nothing(NOTHING_TO_SHOW + (f": {bundle.omitted} item(s) did not fit in {bundle.budget} tokens"
+                                   if bundle.omitted else ""))
+        return
     if bundle.omitted:
         notice(f"{bundle.omitted} more item(s) did not fit in {bundle.budget} tokens")
     if json_:
@@ -61,9 +78,11 @@ def sessions(
     if json_:
         emit_json([s.to_dict() for s in found])
         return
-    for s in found:
-        span = f"{s.first.strftime('%Y-%m-%d %H:%M')} .. {s.last.strftime('%Y-%m-%d %H:%M')}"
-        echo(f"{span}  {s.facts:>5}  {s.source or '-'}  {s.session or '-'}")
+    columns = (Column("first", WHEN), Column("last", WHEN), Column("facts", COUNT, justify="right"),
+               Column("source", ID), Column("session", text=True))
+    when = "%Y-%m-%d %H:%M"
+    table(columns, [[s.first.strftime(when), s.last.strftime(when), str(s.facts), s.source or "-", s.session or "-"]
+                    for s in found])
 
 
 def completions(
@@ -73,11 +92,12 @@ def completions(
 ) -> None:
     """Print the shell completion script (the same file as completions/ in the source tree).
 
-    Install for bash: memvault completions bash > ~/.local/share/bash-completion/completions/memvault
+    Fact ids complete for show, forget and history from the vault's recent facts, without Python.
+    bash: the command below (the directory may not exist yet; needs the bash-completion package).
     zsh: put `memvault completions zsh > _memvault` in a directory of your $fpath.
     fish: memvault completions fish > ~/.config/fish/completions/memvault.fish
 
-    Example: memvault completions bash > ~/.local/share/bash-completion/completions/memvault
+    Example: mkdir -p ~/.local/share/bash-completion/completions && memvault completions bash > ~/.local/share/bash-completion/completions/memvault
     """
     from memvault.cli.completion import SHELLS, completion_script
     from memvault.errors import InvalidInput
@@ -92,5 +112,8 @@ def completions(
 
 
 def register(app: typer.Typer) -> None:
-    for command in (context, sessions, completions):
+    from memvault.cli.freetext import FreeTextCommand
+
+    app.command(cls=FreeTextCommand)(context)
+    for command in (sessions, completions):
         app.command()(command)

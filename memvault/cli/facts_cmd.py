@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
 import typer
 
-from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
+from memvault.cli.output import (
+    CATEGORY,
+    ID,
+    TAGS,
+    WHEN,
+    Column,
+    FullOption,
+    JsonOption,
+    VaultOption,
+    echo,
+    emit_json,
+    line,
+    notice,
+    open_vault,
+    table,
+)
 from memvault.errors import InvalidInput, InvalidItem, NotFound
+from memvault.facts import read_fact_lines
 
 CategoryOption = Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")]
 TagOption = Annotated[str | None, typer.Option("--tag", "-t", help="Only facts with this tag.")]
@@ -40,7 +55,9 @@ def add(
     if stdin and text is not None:
         raise InvalidInput("give either TEXT or --stdin, not both")
     if stdin:
-        drafts, line_numbers = _read_stdin_facts()
+        if sys.stdin.isatty():
+            notice("reading facts from the terminal, one per line; press Ctrl-D on an empty line to end")
+        drafts, line_numbers = read_fact_lines(sys.stdin.read())
         vault = open_vault(vault_path)
         try:
             facts = vault.add_many(drafts)
@@ -57,29 +74,6 @@ def add(
     else:
         for fact in facts:
             echo(fact.id)
-
-
-def _read_stdin_facts() -> tuple[list[dict], list[int]]:
-    drafts: list[dict] = []
-    line_numbers: list[int] = []
-    for number, raw in enumerate(sys.stdin.read().split("\n"), start=1):
-        line = raw[:-1] if raw.endswith("\r") else raw
-        if not line.strip():
-            continue
-        if line.lstrip().startswith("{"):
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InvalidInput(f"line {number}: invalid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(item, dict):
-                raise InvalidInput(f"line {number}: expected a JSON object")
-        else:
-            item = {"text": line}
-        drafts.append(item)
-        line_numbers.append(number)
-    if not drafts:
-        raise InvalidInput("no facts on standard input")
-    return drafts, line_numbers
 
 
 def show(
@@ -101,15 +95,12 @@ def show(
     fact = view.fact
     echo(fact.text)
     echo("")
-    echo(f"id:         {fact.id}")
-    echo(f"at:         {fact.at.isoformat()}")
-    echo(f"category:   {fact.category}")
-    if fact.tags:
-        echo(f"tags:       {', '.join(fact.tags)}")
-    for label, value in (("source", fact.source), ("session", fact.session), ("importance", fact.importance)):
+    fields = [("id", fact.id, ID), ("at", fact.at.isoformat(), ""), ("category", fact.category, CATEGORY),
+              ("tags", ", ".join(fact.tags) or None, TAGS), ("source", fact.source, ""),
+              ("session", fact.session, ""), ("importance", fact.importance, ""), ("log", fact.path, "")]
+    for label, value, style in fields:
         if value is not None:
-            echo(f"{label + ':':<11} {value}")
-    echo(f"log:        {fact.path}")
+            line((f"{label + ':':<11} ", WHEN), (str(value), style))
 
 
 def recent(
@@ -121,6 +112,7 @@ def recent(
     source: Annotated[str | None, typer.Option("--source", help="Only facts from this source.")] = None,
     session: Annotated[str | None, typer.Option("--session", help="Only facts from this session.")] = None,
     oldest_first: Annotated[bool | None, typer.Option("--oldest-first/--newest-first", help="Order of the listed facts [default: oldest first with --source or --session, else newest first].", show_default=False)] = None,
+    full: FullOption = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -142,15 +134,16 @@ def recent(
     if json_:
         emit_json([f.to_dict() for f in facts])
         return
-    for fact in facts:
-        echo(format_fact_line(fact))
+    table(FACT_COLUMNS, [fact_row(fact) for fact in facts], full=full)
 
 
-def format_fact_line(fact) -> str:
-    first = fact.text.split("\n", 1)[0]
-    more = " …" if "\n" in fact.text else ""
-    tags = "".join(f" #{t}" for t in fact.tags)
-    return f"{fact.at.strftime('%Y-%m-%d %H:%M')}  {fact.id}  [{fact.category}] {first}{more}{tags}"
+FACT_COLUMNS = (Column("when", WHEN), Column("id", ID), Column("category", CATEGORY, optional=True),
+                Column("text", text=True), Column("tags", TAGS, optional=True))
+
+
+def fact_row(fact) -> list[str]:
+    return [fact.at.strftime("%Y-%m-%d %H:%M"), fact.id, fact.category, fact.text,
+            " ".join(f"#{t}" for t in fact.tags)]
 
 
 def history(
@@ -166,8 +159,8 @@ def history(
     if json_:
         emit_json(commits)
         return
-    for c in commits:
-        echo(f"{c['at']}  {c['commit'][:10]}  {c['message']}")
+    table((Column("when", WHEN), Column("commit", "yellow"), Column("message", text=True)),
+          [[c["at"], c["commit"][:10], c["message"]] for c in commits])
 
 
 def forget(
@@ -197,5 +190,8 @@ def forget(
 
 
 def register(app: typer.Typer) -> None:
-    for command in (add, show, recent, history, forget):
+    from memvault.cli.freetext import FreeTextCommand
+
+    app.command(cls=FreeTextCommand)(add)
+    for command in (show, recent, history, forget):
         app.command()(command)

@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, open_vault
+from memvault.cli.output import (
+    STATUS_STYLES,
+    JsonOption,
+    VaultOption,
+    echo,
+    emit_json,
+    line,
+    notice,
+    open_vault,
+    root_vault,
+)
 from memvault.errors import ExitCode
 
 _MARKS = {"ok": "ok   ", "warn": "warn ", "fail": "FAIL ", "fixed": "fixed"}
@@ -59,24 +69,28 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
 
 
 def doctor(
-    fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe: commit leftovers, reindex, install the merge driver.")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe: commit leftovers, reindex, install the merge driver, re-create a lost repository.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
     """Check the vault's health and explain each problem; exits 1 when a check fails.
 
-    Checks: git identity, union merge driver, unparseable log lines, citations of missing facts,
-    pages citing forgotten facts, search index drift, embedding model, LLM configuration (no
-    network call), stale locks, uncommitted changes.
+    Checks: the git repository itself, git identity, union merge driver, unparseable log lines,
+    citations of missing facts, pages citing forgotten facts, search index drift, embedding model,
+    LLM configuration (no network call), stale locks, uncommitted changes. A vault whose .git is
+    missing or broken gets only the first check; --fix re-creates the repository from its files.
 
     Example: memvault doctor --fix
     """
-    report = open_vault(vault_path).doctor(fix=fix)
+    from memvault.vault import Vault
+
+    report = Vault.diagnose(vault_path or root_vault(), fix=fix, notify=notice)
     if json_:
         emit_json(report.to_dict())
     else:
         for check in report.checks:
-            echo(f"{_MARKS.get(check.status, check.status)}  {check.name}: {check.message}")
+            mark = _MARKS.get(check.status, check.status)
+            line((mark, STATUS_STYLES.get(mark.strip(), "")), f"  {check.name}: {check.message}")
             for detail in check.details:
                 echo(f"         {detail}")
             if check.fix and check.status in ("warn", "fail") and not fix:

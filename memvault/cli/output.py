@@ -1,9 +1,18 @@
-"""Rendering for the CLI: results on stdout, notices and errors on stderr, JSON without colour."""
+"""Rendering for the CLI: results on stdout, notices and errors on stderr, JSON without colour.
+
+On a terminal, lists are tables with headers and colour, fitted to its width (long texts cut,
+whole with --full). Piped, the same rows are plain tab-separated lines without a header, nothing
+cut, so scripts get stable text; `--json` is the format meant for programs. rich is imported
+only to draw on a terminal, which keeps `memvault add` and piped output fast.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,10 +20,39 @@ import typer
 
 VaultOption = Annotated[
     Path | None,
-    typer.Option("--vault", envvar="MEMVAULT_VAULT", show_default=False,
-                 help="Vault directory (default: the enclosing vault, else the default vault)."),
+    typer.Option("--vault", show_default=False,
+                 help="Vault directory (default: MEMVAULT_VAULT, else the enclosing vault, else the default "
+                      "vault); also accepted before the command."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+FullOption = Annotated[bool, typer.Option("--full", help="Show whole texts (all their lines), not cut to fit.")]
+
+NO_MATCHES = "no matches"
+NOTHING_TO_SHOW = "nothing to show"
+MIN_TEXT_WIDTH = 24  # below this, optional columns give way to the text column
+
+Style = str | Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a listing. `style` is a rich style, or a function of the cell's text."""
+
+    header: str
+    style: Style = ""
+    text: bool = False        # the free text: cut to the room left (whole with --full)
+    optional: bool = False    # dropped on a narrow terminal before the text gets too short
+    justify: str = "left"
+
+
+# Colours shared by every listing, so an id or a category looks the same everywhere.
+ID, WHEN, CATEGORY, TAGS, COUNT = "cyan", "dim", "magenta", "green", "bold"
+STATUS_STYLES = {"ok": "green", "fixed": "green", "warn": "yellow", "FAIL": "bold red"}  # doctor's marks
+
+
+def score_style(cell: str) -> str:
+    score = float(cell)
+    return "bold green" if score >= 0.5 else "yellow" if score >= 0.25 else "dim"
 
 
 def emit_json(data: Any) -> None:
@@ -35,11 +73,109 @@ def notice(text: str) -> None:
     typer.echo(f"memvault: {text}", err=True)
 
 
+def nothing(message: str = NOTHING_TO_SHOW) -> None:
+    """The one line every empty list gets: `no matches` for a search, else `nothing to show`."""
+    notice(message)
+
+
+def terminal():
+    """A rich Console when stdout is a terminal (or FORCE_COLOR asks for one); None when piped.
+
+    With NO_COLOR the layout stays and no escape sequence is written at all; rich reads COLUMNS.
+    """
+    if not (sys.stdout.isatty() or os.environ.get("FORCE_COLOR")):
+        return None
+    from rich.console import Console
+
+    return Console(file=sys.stdout, highlight=False, emoji=False, markup=False,
+                   color_system=None if os.environ.get("NO_COLOR") else "auto")
+
+
+def first_line(text: str) -> str:
+    """A text's first line, with ` …` when more lines follow."""
+    first, _, rest = text.strip("\n").partition("\n")
+    return first + (" …" if rest.strip() else "")
+
+
+def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, full: bool = False,
+          empty: str = NOTHING_TO_SHOW) -> None:
+    """Print rows under `columns`; an empty list prints `empty` on stderr instead."""
+    if not rows:
+        nothing(empty)
+        return
+    rows = [[cell if not column.text or full else first_line(cell) for column, cell in zip(columns, row, strict=True)]
+            for row in rows]
+    console = terminal()
+    if console is None:
+        for row in rows:
+            echo("\t".join(row).rstrip("\t"))
+        return
+    _draw(console, list(columns), rows, full)
+
+
+def _draw(console, columns: list[Column], rows: list[list[str]], full: bool) -> None:
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
+    gap = 2
+    widths = [max(cell_len(column.header), *(cell_len(line) for row in rows for line in row[i].split("\n")))
+              for i, column in enumerate(columns)]
+    shown = list(range(len(columns)))
+
+    def room() -> int:
+        fixed = sum(widths[i] for i in shown if not columns[i].text)
+        return console.width - fixed - gap * (len(shown) - 1)
+
+    # A narrow terminal drops optional columns (last first) rather than squeezing ids and dates.
+    for i in reversed(range(len(columns))):
+        if room() >= MIN_TEXT_WIDTH:
+            break
+        if columns[i].optional:
+            shown.remove(i)
+    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, gap, 0, 0), header_style="bold")
+    for i in shown:
+        column = columns[i]
+        if column.text:
+            grid.add_column(column.header, no_wrap=not full, overflow="fold" if full else "ellipsis",
+                            max_width=max(room(), 8))
+        else:
+            grid.add_column(column.header, no_wrap=True, width=widths[i], justify=column.justify)  # type: ignore[arg-type]
+    for row in rows:
+        grid.add_row(*(Text(row[i], style=_style(columns[i].style, row[i])) for i in shown))
+    console.print(grid)
+
+
+def _style(style: Style, cell: str) -> str:
+    if callable(style):
+        return style(cell) if cell else ""
+    return style
+
+
+def line(*parts: str | tuple[str, str]) -> None:
+    """One line of text pieces, each plain or (text, style); coloured only on a terminal."""
+    console = terminal()
+    if console is None:
+        echo("".join(p if isinstance(p, str) else p[0] for p in parts))
+        return
+    from rich.text import Text
+
+    console.print(Text.assemble(*parts), soft_wrap=True)
+
+
 def open_vault(path: Path | None):
-    """Open the vault for a command; its notices (repairs on the way, index rebuilt) go to stderr."""
+    """Open the vault for a command; its notices (created, repaired, index rebuilt) go to stderr.
+
+    A --vault given before the command name counts when the command itself got none.
+    """
     from memvault.vault import Vault
 
-    vault = Vault.open(path, notify=notice)
-    if vault.created:
-        notice(f"created a new vault at {vault.root}")
-    return vault
+    return Vault.open(path or root_vault(), notify=notice)
+
+
+def root_vault() -> Path | None:
+    """The --vault given before the command (`memvault --vault PATH add ...`), if any."""
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return (ctx.find_root().obj or {}).get("vault") if ctx is not None else None

@@ -10,7 +10,23 @@ from typing import Annotated, Any
 
 import typer
 
-from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, emit_jsonl, notice, open_vault
+from memvault.cli.output import (
+    CATEGORY,
+    ID,
+    NO_MATCHES,
+    WHEN,
+    Column,
+    FullOption,
+    JsonOption,
+    VaultOption,
+    echo,
+    emit_json,
+    emit_jsonl,
+    notice,
+    open_vault,
+    score_style,
+    table,
+)
 from memvault.errors import ExitCode, InvalidInput, MemvaultError
 
 # Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
@@ -31,6 +47,7 @@ def search(
     all_: Annotated[bool, typer.Option("--all", help="Also search facts already consolidated into the wiki.")] = False,
     lexical: Annotated[bool, typer.Option("--lexical", help="Match words only; never loads the embedding model.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit.")] = False,
+    full: FullOption = False,
     stdin: Annotated[bool, typer.Option("--stdin", help="One query per input line (text or JSON object); one result line each.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
@@ -51,7 +68,7 @@ def search(
     options = dict(limit=limit, category=category, tag=tag, source=source, since=since, until=until,
                    include_all=all_, lexical_only=lexical, explain=explain)
     if stdin:
-        failed = _search_stdin(vault, options, json_)
+        failed = _search_stdin(vault, options, json_, full)
         if failed:
             raise typer.Exit(int(ExitCode.USAGE))
         return
@@ -61,7 +78,7 @@ def search(
     if json_:
         emit_json([hit.to_dict() for hit in hits])
     else:
-        _print_hits(hits, explain)
+        _print_hits(hits, explain, full)
 
 
 def _query(vault: Any, text: str, options: dict):
@@ -71,7 +88,7 @@ def _query(vault: Any, text: str, options: dict):
     return SearchQuery.parse(text, tz=vault.tz, categories=vault.config.categories, **options)
 
 
-def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
+def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
     """Answer each input line; a bad line gets an error result and the rest still run."""
     failed = 0
     for number, raw in enumerate(sys.stdin, start=1):
@@ -101,7 +118,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
             emit_jsonl({"query": query, "hits": [hit.to_dict() for hit in hits]})
         else:
             echo(f"# {query}")
-            _print_hits(hits, search_query.explain)
+            _print_hits(hits, search_query.explain, full)
             echo()
     return failed
 
@@ -124,25 +141,29 @@ def _parse_request(line: str) -> dict:
     return {_STDIN_KEYS[k]: v for k, v in item.items()}
 
 
-def _print_hits(hits: list, explain: bool) -> None:
-    if not hits:
-        notice("no matches")
-        return
+HIT_COLUMNS = (Column("score", score_style, justify="right"), Column("date", WHEN), Column("kind", CATEGORY, optional=True),
+               Column("text", text=True), Column("id", ID))
+
+
+def _print_hits(hits: list, explain: bool, full: bool = False) -> None:
+    rows = []
     for hit in hits:
-        day = (hit.at or "")[:10] or "-"
-        label = hit.category or hit.kind
-        first = hit.text.strip().splitlines()[0] if hit.text.strip() else ""
-        where = hit.id  # a page section's id is <path>#<heading-slug>, the same as in --json
-        echo(f"{hit.score:.3f}  {day}  {label:<10}  {first}  [{where}]")
+        # A page section's id is <path>#<heading-slug>, the same as in --json.
+        rows.append([f"{hit.score:.3f}", (hit.at or "")[:10] or "-", hit.category or hit.kind, hit.text.strip(), hit.id])
         if explain and hit.explain:
-            parts = []
-            for name in ("lexical", "dense", "recency", "importance"):
-                signal = hit.explain.get(name)
-                if signal is None:
-                    continue
-                rank = f" #{signal['rank']}" if "rank" in signal else ""
-                parts.append(f"{name}{rank} +{signal['contribution']:.4f}")
-            echo("       " + ", ".join(parts))
+            rows.append(["", "", "", _signals(hit.explain), ""])
+    table(HIT_COLUMNS, rows, full=full, empty=NO_MATCHES)
+
+
+def _signals(explain: dict) -> str:
+    parts = []
+    for name in ("lexical", "dense", "recency", "importance"):
+        signal = explain.get(name)
+        if signal is None:
+            continue
+        rank = f" #{signal['rank']}" if "rank" in signal else ""
+        parts.append(f"{name}{rank} +{signal['contribution']:.4f}")
+    return ", ".join(parts)
 
 
 @contextmanager
@@ -195,5 +216,7 @@ def reindex(
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(search)
+    from memvault.cli.freetext import FreeTextCommand
+
+    app.command(cls=FreeTextCommand)(search)
     app.command()(reindex)

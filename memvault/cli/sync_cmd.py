@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
+from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault, root_vault
 
 remote_app = typer.Typer(
     name="remote",
@@ -80,7 +80,7 @@ def sync(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
 
 def clone(
     url: Annotated[str, typer.Argument(help="A remote that holds a vault.")],
-    path: Annotated[Path | None, typer.Argument(help="Where to put the vault (default: the default vault location).")] = None,
+    path: Annotated[Path | None, typer.Argument(help="Where to put the vault (default: --vault given before the command, else the default vault location).", show_default=False)] = None,
     json_: JsonOption = False,
 ) -> None:
     """Set up a vault on this machine from a remote, ready to `memvault sync`.
@@ -89,7 +89,7 @@ def clone(
     """
     from memvault.vault import Vault
 
-    vault = Vault.clone(url, path)
+    vault = Vault.clone(url, path or root_vault())
     if json_:
         emit_json({"path": str(vault.root), "remote": vault.remote()})
     else:

@@ -51,10 +51,9 @@ def _reporting(index: SearchIndex, progress: Progress | None) -> Iterator[None]:
 
 
 def _filters(storage: Storage, query: SearchQuery) -> Filters:
-    if query.category is not None:
-        validate_category(query.category, storage.config.categories)
+    category = validate_category(query.category, storage.config.categories) if query.category is not None else None
     watermark = None if query.include_all else storage.watermark
-    return Filters(category=query.category, tag=query.tag, source=query.source, since=_day(query.since),
+    return Filters(category=category, tag=query.tag, source=query.source, since=_day(query.since),
                    until=_day(query.until), watermark=_day(watermark))
 
 

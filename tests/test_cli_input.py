@@ -1,0 +1,153 @@
+"""What the CLI accepts and refuses: --vault before the command, categories in any case, texts that
+start with '-', implausible dates, bad environment values, and the Ctrl-D hint of `add --stdin`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+
+import pytest
+from conftest import ROOT, Cli, commit_count, snapshot
+
+from memvault import Vault
+from memvault.errors import ExitCode, InvalidInput
+
+
+def _texts(cli, *args) -> list[str]:
+    result = cli("recent", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return [f["text"] for f in json.loads(result.stdout)]
+
+
+def test_vault_before_the_command(tmp_path, monkeypatch, vault_dir):
+    """Faults tried: MEMVAULT_VAULT naming another vault, --vault given twice (the command's own wins),
+    a --vault before the command that is not a vault."""
+    other = Vault.init(tmp_path / "other").root
+    monkeypatch.setenv("MEMVAULT_VAULT", str(other))
+    cli = Cli(None)
+    assert cli("--vault", str(vault_dir), "add", "before the command", vault=False).exit_code == 0
+    assert cli("--vault", str(other), "add", "in the other", "--vault", str(vault_dir), vault=False).exit_code == 0
+    assert _texts(Cli(vault_dir)) == ["in the other", "before the command"]
+    assert _texts(Cli(other)) == []
+    shown = cli("--vault", str(vault_dir), "recent", vault=False)
+    assert "before the command" in shown.stdout
+
+    result = cli("--vault", str(tmp_path / "nowhere"), "recent", vault=False)
+    assert result.exit_code == ExitCode.NOT_FOUND and result.stderr.count("\n") == 1
+    assert "nowhere" in result.stderr
+
+
+def test_categories_are_read_in_any_case(cli, vault_dir):
+    """Bad input tried: a category that does not exist in any case."""
+    assert cli("add", "Alice prefers green tea", "--category", "Preference").exit_code == 0
+    added = cli("add", "--stdin", "--json", input='{"text": "ship on Friday", "category": "DECISION"}\n')
+    assert json.loads(added.stdout)[0]["category"] == "decision"
+    assert _texts(cli, "--category", "PREFERENCE") == ["Alice prefers green tea"]
+    hits = json.loads(cli("search", "green tea", "--category", "Preference", "--lexical", "--json").stdout)
+    assert [h["category"] for h in hits] == ["preference"]
+    before = snapshot(vault_dir)
+    result = cli("add", "x", "--category", "Gossip")
+    assert result.exit_code == ExitCode.USAGE and "unknown category 'Gossip'" in result.stderr
+    assert snapshot(vault_dir) == before
+
+
+@pytest.mark.parametrize("text", ["-5 degrees tonight", "- buy milk", "--- notes ---", "-> next step", "-5"])
+def test_a_text_that_starts_with_a_dash_is_a_fact(cli, text):
+    result = cli("add", text, "--tag", "dash")
+    assert result.exit_code == 0, result.stderr
+    assert _texts(cli) == [text]
+    assert cli("search", text, "--lexical", "--json").exit_code == 0
+
+
+@pytest.mark.parametrize("word", ["--catgory", "-x", "--colour=red"])
+def test_an_option_like_word_is_refused_with_a_hint_to_use_dashes(cli, vault_dir, word):
+    """Bad input tried: a misspelt option, an unknown short option, an unknown option with a value."""
+    before = snapshot(vault_dir)
+    result = cli("add", word)
+    assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1
+    assert "put `--` before it" in result.stderr and result.stdout == ""
+    assert snapshot(vault_dir) == before
+    assert cli("add", "--vault", str(vault_dir), "--", word, vault=False).exit_code == 0
+    assert _texts(cli) == [word]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["add", "x", "--at", "0001-01-01"],
+        ["add", "x", "--at", "99999d"],
+        ["add", "x", "--at", "1899-12-31T23:00"],
+        ["add", "x", "--at", "0001-01-01T00:00+01:00"],
+        ["recent", "--since", "0001-01-01"],
+        ["search", "x", "--until", "200000w"],
+        ["sessions", "--since", "1066-10-14"],
+    ],
+)
+def test_implausible_dates_are_refused_in_one_line(cli, vault_dir, args):
+    """Bad input tried: year 1 (also with an offset, which overflows time zone arithmetic), 99999 days
+    ago (1753), just before 1900, and the same bound for since/until of recent, search and sessions."""
+    before = snapshot(vault_dir)
+    result = cli(*args)
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert "is too far back: dates before 1900-01-01 are refused as typos" in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+    assert snapshot(vault_dir) == before
+
+
+def test_historical_dates_from_1900_on_stay_legitimate(cli, vault):
+    assert cli("add", "Grandmother was born", "--at", "1900-01-01").exit_code == 0
+    assert cli("add", "Moved to Lyon", "--at", "1975-06-01T10:00+02:00").exit_code == 0
+    assert _texts(cli, "--since", "1900-01-01", "--until", "1980-01-01") == ["Moved to Lyon", "Grandmother was born"]
+    with pytest.raises(InvalidInput, match="too far back"):
+        vault.add("from Python", at=datetime(1, 1, 1))
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "0", "nan"])
+def test_a_bad_lock_timeout_in_the_environment_names_the_variable(cli, vault_dir, monkeypatch, value):
+    """Bad input tried: text, a negative, zero and NaN in MEMVAULT_LOCK_TIMEOUT."""
+    before = snapshot(vault_dir)
+    monkeypatch.setenv("MEMVAULT_LOCK_TIMEOUT", value)
+    result = cli("add", "x")
+    assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1
+    assert f"MEMVAULT_LOCK_TIMEOUT must be a positive number of seconds, got '{value}'" in result.stderr
+    assert "memvault.toml" not in result.stderr
+    assert snapshot(vault_dir) == before
+
+
+@pytest.mark.parametrize("value", ["-1", "0", '"ten"'])
+def test_a_bad_lock_timeout_in_the_settings_is_refused(cli, vault_dir, value):
+    """Bad input tried: a negative, zero and a string as vault.lock_timeout in memvault.toml."""
+    config = vault_dir / "memvault.toml"
+    config.write_text(config.read_text().replace("lock_timeout = 10", f"lock_timeout = {value}", 1))
+    commits = commit_count(vault_dir)
+    result = cli("add", "x")
+    assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1
+    assert "vault.lock_timeout must be a positive number" in result.stderr
+    assert commit_count(vault_dir) == commits
+
+
+def test_a_json_string_line_is_a_fact_text(cli):
+    result = cli("add", "--stdin", "--json", input='"a quoted fact"\n[not json at all\n')
+    assert [f["text"] for f in json.loads(result.stdout)] == ["a quoted fact", "[not json at all"]
+
+
+def test_add_stdin_on_a_terminal_says_how_to_end(vault_dir):
+    """A real pseudo-terminal as standard input: the hint appears; piped input gets none."""
+    import pty
+
+    command = [sys.executable, "-m", "memvault", "add", "--stdin", "--vault", str(vault_dir)]
+    leader, follower = pty.openpty()
+    with subprocess.Popen(command, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=ROOT, env=os.environ) as process:
+        os.close(follower)
+        os.write(leader, b"typed at the terminal\n\x04")
+        out, err = process.communicate(timeout=60)
+    os.close(leader)
+    assert process.returncode == 0, err
+    assert b"Ctrl-D" in err and len(out.split()) == 1
+    piped = subprocess.run(command, input="piped in\n", capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert piped.returncode == 0 and "Ctrl-D" not in piped.stderr
+    assert _texts(Cli(vault_dir)) == ["piped in", "typed at the terminal"]

@@ -1,0 +1,161 @@
+"""What listings look like: tables with headers and colour on a terminal, fitted to its width;
+plain tab-separated rows when piped; the same "no matches"/"nothing to show" line for every empty list."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+LONG = "word " * 20_000  # a 100 KB fact on one line
+
+
+def visible(text: str) -> list[str]:
+    return ANSI.sub("", text).splitlines()
+
+
+@pytest.fixture
+def facts(cli):
+    ids = {}
+    for text, extra in (("Alice prefers green tea", ["-c", "preference", "-t", "alice"]),
+                        ("first line of notes\nsecond line of notes", ["-t", "notes"]),
+                        (LONG.strip(), [])):
+        result = cli("add", text, *extra)
+        assert result.exit_code == 0, result.stderr
+        ids[text.split()[0]] = result.stdout.strip()
+    return ids
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """stdout behaves as an 80-column colour terminal (rich honours FORCE_COLOR and COLUMNS)."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+def test_recent_on_a_terminal_is_a_coloured_table_cut_to_the_width(cli, facts, terminal):
+    """Faults tried: a 100 KB one-line fact and a two-line fact in an 80-column terminal."""
+    result = cli("recent")
+    assert result.exit_code == 0, result.stderr
+    lines = visible(result.stdout)
+    assert lines[0].split() == ["when", "id", "category", "text", "tags"]
+    assert all(len(line) <= 80 for line in lines) and len(lines) == 4  # header + one line per fact
+    assert "\x1b[" in result.stdout  # coloured
+    long_row, notes_row, tea_row = lines[1:]
+    assert facts["word"] in long_row and long_row.rstrip().endswith("…")
+    assert "first line of notes …" in notes_row and "second line" not in result.stdout
+    assert facts["Alice"] in tea_row and "preference" in tea_row and "#alice" in tea_row
+
+
+def test_full_shows_whole_texts_wrapped_to_the_width(cli, facts, terminal):
+    result = cli("recent", "--full")
+    lines = visible(result.stdout)
+    assert all(len(line) <= 80 for line in lines)
+    text = " ".join(lines)
+    assert "second line of notes" in text
+    assert text.count("word") == 20_000  # nothing of the 100 KB fact is cut
+
+
+def test_a_narrow_terminal_drops_optional_columns_but_keeps_ids_whole(cli, facts, monkeypatch, terminal):
+    monkeypatch.setenv("COLUMNS", "50")
+    lines = visible(cli("recent").stdout)
+    assert lines[0].split() == ["when", "id", "text"]
+    assert all(len(line) <= 50 for line in lines)
+    assert facts["Alice"] in lines[3]
+
+
+def test_no_color_keeps_the_table_and_writes_no_escape_sequence(cli, facts, monkeypatch, terminal):
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = cli("search", "green tea", "--lexical")
+    assert "\x1b" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["score", "date", "kind", "text", "id"]
+    assert facts["Alice"] in lines[1] and "preference" in lines[1]
+
+
+def test_piped_output_is_plain_tab_separated_rows_with_nothing_cut(cli, facts, monkeypatch):
+    """Piped (no terminal): no header, no colour, every field whole; scripts can cut -f."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    result = cli("recent")
+    assert "\x1b" not in result.stdout
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert [row[1] for row in rows] == [facts["word"], facts["first"], facts["Alice"]]
+    assert rows[0][3] == LONG.strip()
+    assert rows[1][3:] == ["first line of notes …", "#notes"]
+    assert rows[2][2:] == ["preference", "Alice prefers green tea", "#alice"]
+    hit = cli("search", "green tea", "--lexical").stdout.splitlines()[0].split("\t")
+    assert float(hit[0]) > 0 and hit[2:] == ["preference", "Alice prefers green tea", facts["Alice"]]
+
+
+def test_json_is_unchanged_on_a_terminal(cli, facts, terminal):
+    result = cli("recent", "--json")
+    assert "\x1b" not in result.stdout
+    assert [f["id"] for f in json.loads(result.stdout)] == [facts["word"], facts["first"], facts["Alice"]]
+
+
+def test_search_scores_and_doctor_marks_are_coloured(cli, facts, terminal):
+    search = cli("search", "green tea", "--lexical").stdout
+    assert re.search(r"\x1b\[[0-9;]*32m1\.\d{3}", search)  # a strong score in green
+    doctor = cli("doctor").stdout
+    assert re.search(r"\x1b\[32mok", doctor)
+
+
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["search", "zebra crossing", "--lexical"], "no matches"),
+        (["recent", "--since", "2099-01-01"], "nothing to show"),
+        (["recent", "--category", "decision"], "nothing to show"),
+        (["sessions"], "nothing to show"),
+        (["context", "--budget", "10"], "nothing to show: "),
+    ],
+)
+def test_every_empty_list_says_so_in_one_line_on_stderr(cli, facts, args, line):
+    """Empty results tried: a search without a match, a future --since, a category nobody used,
+    no sessions at all, a budget too small for anything."""
+    cli("reindex")  # so that the only notice left is the empty result's
+    result = cli(*args)
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"memvault: {line}") and result.stderr.count("\n") == 1
+
+
+def test_a_real_terminal_gets_the_table_and_a_pipe_gets_plain_rows(vault_dir, facts):
+    """memvault as a process on a pseudo-terminal of 60 columns, then with stdout piped."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "LINES")}
+    env["TERM"] = "xterm-256color"
+    command = [sys.executable, "-m", "memvault", "recent", "--vault", str(vault_dir)]
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
+    with subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE, env=env, cwd=ROOT) as process:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closes when the process exits
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert process.wait(timeout=60) == 0
+    os.close(leader)
+    shown = b"".join(chunks).decode()
+    assert "\x1b[" in shown
+    lines = visible(shown.replace("\r\n", "\n"))
+    assert lines[0].split()[:2] == ["when", "id"] and all(len(line) <= 60 for line in lines)
+
+    piped = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert "\x1b" not in piped.stdout and piped.stdout.splitlines()[2].split("\t")[1] == facts["Alice"]
