@@ -266,40 +266,73 @@ def log_header(day: date) -> str:
     return f"# {day.isoformat()}\n\n"
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a daily log, exactly as stored: one fact item with its continuation lines, or one
+    other line. Joined in order, the chunks give the file back byte for byte."""
+
+    text: str
+    line: int       # 1-based number of its first line
+    is_item: bool
+
+
+def split_log(content: str) -> list[Chunk]:
+    """The one rule that cuts a daily log into items, shared by the parser and the merge driver.
+
+    Only "\n" ends a line (a fact's text may hold "\r", U+2028 and the like). An item is a
+    "- " line plus the indented lines after it, and the blank lines between them (an editor may
+    strip the two spaces of an empty text line); blank lines after its last indented line are
+    not part of it.
+    """
+    lines = content.split("\n")
+    ends = ["\n"] * (len(lines) - 1) + [""]
+    if lines[-1] == "":
+        lines.pop()
+        ends.pop()
+    chunks: list[Chunk] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("- "):
+            chunks.append(Chunk(lines[i] + ends[i], i + 1, False))
+            i += 1
+            continue
+        end = j = i + 1
+        while j < len(lines) and (lines[j].startswith(INDENT) or _blank(lines[j])):
+            j += 1
+            if lines[j - 1].startswith(INDENT):
+                end = j
+        chunks.append(Chunk("".join(line + e for line, e in zip(lines[i:end], ends[i:end], strict=True)), i + 1, True))
+        i = end
+    return chunks
+
+
+def _blank(line: str) -> bool:
+    return line in ("", "\r")
+
+
 def parse_log(content: str, path: str) -> tuple[list[Fact], list[ParseProblem]]:
     """Every fact in a daily log, plus the lines that look like items but do not parse."""
     facts: list[Fact] = []
     problems: list[ParseProblem] = []
-    lines = content.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.startswith("- "):
+    for chunk in split_log(content):
+        lines = chunk.text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if not chunk.is_item:
+            line = lines[0]
             if line.strip() and not line.startswith("#") and not line.startswith(INDENT):
-                problems.append(ParseProblem(path, i + 1, "line is not a fact item"))
-            i += 1
+                problems.append(ParseProblem(path, chunk.line, "line is not a fact item"))
             continue
-        start = i
-        i += 1
-        continuation: list[str] = []
-        blank_run: list[str] = []
-        # An item continues over indented lines; blank lines count only when more indented
-        # lines follow (an editor may strip the two spaces of an empty text line).
-        while i < len(lines) and (lines[i].startswith(INDENT) or lines[i] == ""):
-            if lines[i] == "":
-                blank_run.append("")
-            else:
-                continuation.extend(blank_run)
-                blank_run = []
-                continuation.append(lines[i][len(INDENT):])
-            i += 1
-        # Blank lines left in blank_run separate items; they belong to no fact.
+        first, rest = lines[0], lines[1:]
+        if first.endswith(META_CLOSE + "\r"):
+            # Saved with CRLF line ends (an editor on Windows): memvault never writes "\r" right
+            # after the metadata, so the item's every line end is a CRLF, not text.
+            first, rest = first[:-1], [line.removesuffix("\r") for line in rest]
+        continuation = ["" if _blank(line) else line[len(INDENT):] for line in rest]
         try:
-            facts.append(_parse_item(line, continuation, path, start + 1))
+            facts.append(_parse_item(first, continuation, path, chunk.line))
         except ValueError as e:
-            problems.append(ParseProblem(path, start + 1, str(e)))
+            problems.append(ParseProblem(path, chunk.line, str(e)))
     return facts, problems
 
 

@@ -16,44 +16,35 @@ from __future__ import annotations
 import json
 import sys
 
-from memvault.facts import INDENT, META_OPEN
+from memvault.facts import META_CLOSE, META_OPEN, split_log
 
 Block = tuple[object, str]  # (key, text): a fact item keyed by its id, any other line by its text
 
 
 def blocks(text: str, path: str) -> list[Block]:
-    """Split a file into blocks: one per fact item (with its continuation lines), one per other line."""
-    lines = text.splitlines(keepends=True)
+    """Split a file into blocks: one per fact item (with its continuation lines), one per other line.
+
+    Lines end at "\n" only, as the log parser reads them (facts.split_log): a fact whose text
+    holds "\r", U+2028 or another character str.splitlines() breaks at stays one block.
+    """
     if path.endswith(".jsonl"):
-        return [(("line", line.rstrip("\n")), line) for line in lines]
+        lines = text.split("\n")
+        ends = ["\n"] * (len(lines) - 1) + [""]
+        return [(("line", line), line + end) for line, end in zip(lines, ends, strict=True) if line + end]
     found: list[Block] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.startswith("- "):
-            found.append((("line", line.rstrip("\n")), line))
-            i += 1
-            continue
-        # Same rule as facts.parse_log: indented lines continue the item, and so do blank
-        # lines that more indented lines follow.
-        end = i + 1
-        j = i + 1
-        while j < len(lines) and (lines[j].startswith(INDENT) or lines[j] in ("\n", "\r\n")):
-            j += 1
-            if lines[j - 1].startswith(INDENT):
-                end = j
-        item = "".join(lines[i:end])
-        found.append((_item_key(line, item), item))
-        i = end
+    for chunk in split_log(text):
+        if chunk.is_item:
+            found.append((_item_key(chunk.text.split("\n", 1)[0], chunk.text), chunk.text))
+        else:
+            found.append((("line", chunk.text.removesuffix("\n")), chunk.text))
     return found
 
 
 def _item_key(first: str, item: str) -> object:
-    first = first.rstrip("\n")
     cut = first.rfind(META_OPEN)
     if cut >= 0:
         try:
-            fact_id = json.loads(first[cut + len(META_OPEN): first.rfind(" -->")])["id"]
+            fact_id = json.loads(first[cut + len(META_OPEN): first.rfind(META_CLOSE)])["id"]
             if isinstance(fact_id, str) and fact_id:
                 return ("fact", fact_id)
         except (ValueError, KeyError, TypeError):
