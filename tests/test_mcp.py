@@ -326,7 +326,8 @@ def free_port() -> int:
 
 
 def test_http_serves_the_same_tools_on_localhost(tmp_path, tiny_model_path):
-    """`--http` serves streamable HTTP on 127.0.0.1: an add and a search through it."""
+    """`--http` serves streamable HTTP on 127.0.0.1: an add and a search through it; a second
+    server on the same port fails at once with one line (exit 1)."""
     from mcp import Client
 
     env = server_env(tmp_path, tiny_model_path)
@@ -351,11 +352,14 @@ def test_http_serves_the_same_tools_on_localhost(tmp_path, tiny_model_path):
                 assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
                 time.sleep(0.1)
         added, found = anyio.run(use)
+        taken = run_memvault("mcp", "--http", "--port", str(port), "--vault", str(vault), env=env)
     finally:
         process.terminate()
         process.wait(timeout=30)
     assert [hit["id"] for hit in found["hits"]] == [added["id"]]
     assert commit_count(vault) == 2
+    assert taken.returncode == 1 and taken.stderr == f"memvault: cannot serve on 127.0.0.1:{port}: " \
+        "Address already in use\n"
 
 
 def test_a_missing_vault_fails_at_start_with_one_line(tmp_path):

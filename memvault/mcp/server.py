@@ -246,9 +246,22 @@ def serve(worker: VaultWorker, port: int | None = None) -> None:
         if port is None:
             server.run("stdio")
         else:
+            _check_port(port)
             server.run("streamable-http", host=HOST, port=port)
     finally:
         worker.close()
         if port is None:
             # Whatever runs at exit (atexit hooks, finalizers) writes to stderr, never to the client.
             os.dup2(sys.stderr.fileno(), 1)
+
+
+def _check_port(port: int) -> None:
+    """A port already taken is one line and exit 1, not uvicorn's exit 3 (memvault's NOT_FOUND)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((HOST, port))
+        except OSError as e:
+            raise MemvaultError(f"cannot serve on {HOST}:{port}: {e.strerror or e}") from None
