@@ -197,6 +197,7 @@ def test_bad_calls_are_one_line_tool_errors_and_change_nothing(server):
     assert commit_count(server.vault) == before and git(server.vault, "ls-files") == files
     assert is_clean(server.vault)
     assert server.ok("status")["path"]  # still serving
+    assert "Traceback" not in server.stderr.read_text()  # handled, not crashes logged by the SDK
 
 
 def test_vault_errors_read_exactly_as_the_cli_says_them(server):
