@@ -4,7 +4,8 @@ For every size: a vault of synthetic facts (bulk-added, indexed with the real mo
 `memvault mcp` server process spoken to over stdio with the SDK's client: the first search (index
 opening and model load), then p50/p95 of warm searches, each paired with the same search
 in-process (`Vault.search`, the round trip's floor), and of warm adds; beside, in the same run, a
-cold `memvault search` process and a `memvault add` process (what an agent pays without the server).
+cold `memvault search` process and a `memvault add` process (what an agent pays without the server),
+and a ping (the protocol's own round trip).
 
 Usage: python bench/mcp.py [--sizes 10000,100000] [--searches 200] [--keep DIR]
 (--keep builds each vault once in DIR and reuses it on the next run.)
@@ -100,6 +101,12 @@ async def through_mcp(vault_path: Path, env: dict, searches: int, adds: int) -> 
                 timings.append(time.perf_counter() - started)
                 assert not result.is_error, result.content[0].text
             found["add"] = percentiles(timings)
+            timings = []
+            for _ in range(searches):
+                started = time.perf_counter()
+                await session.send_ping()
+                timings.append(time.perf_counter() - started)
+            found["ping"] = percentiles(timings)
     return found
 
 
@@ -119,6 +126,7 @@ def bench_size(size: int, options, env: dict, workdir: Path) -> None:
     print(f"search through MCP, warm    {p50:10.1f} ms p50, {p95:.1f} ms p95  (target p50 <= 20 ms)")
     print(f"  same searches in-process  {floor50:10.1f} ms p50, {floor95:.1f} ms p95  (the round trip adds "
           f"{warm['overhead']:.1f} ms: median of the pairs)")
+    print(f"  protocol alone (ping)     {warm['ping'][0]:10.1f} ms p50, {warm['ping'][1]:.1f} ms p95")
     print(f"search, cold process        {cold:10.0f} ms median  (x{cold / p50:.0f} the warm MCP p50)")
     a50, a95 = warm["add"]
     print(f"add through MCP, warm       {a50:10.1f} ms p50, {a95:.1f} ms p95  (cold `memvault add` process "
