@@ -25,7 +25,11 @@ class VaultWorker:
     def __init__(self, path: Path | None):
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memvault-vault")
         self._notices: list[str] = []
-        self.vault: Vault = self._thread.submit(Vault.open, path, notify=self.notify).result()
+        try:
+            self.vault: Vault = self._thread.submit(Vault.open, path, notify=self.notify).result()
+        except BaseException:
+            self._thread.shutdown()
+            raise
         if self.vault.created:
             self.notify(f"created a new vault at {self.vault.root}")
 
