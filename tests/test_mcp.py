@@ -235,6 +235,26 @@ def test_sees_what_other_processes_write_without_a_restart(server):
     assert hits and hits[0]["kind"] == "page" and hits[0]["path"] == "wiki/topics/kayaks.md"
 
 
+def test_a_nightly_dream_in_another_process_is_seen_without_a_restart(server):
+    """`memvault dream` run by cron (a scripted local model) consolidates a backdated fact into a
+    page: the warm server's next search finds the page, the fact leaves the default scope (the
+    watermark moved) but `include_all` still finds it, and MEMORY.md reads as rewritten."""
+    from fake_llm import FakeLLM, consolidate_everything
+
+    fact = server.ok("add", text="Grace keeps bees on her roof", at="2025-06-01")
+    with FakeLLM(default=consolidate_everything("wiki/topics/bees.md", "Bees")) as fake:
+        dream = run_memvault("dream", "--vault", str(server.vault), env={
+            **server.env, "MEMVAULT_MODEL": "openai/fake-dream", "MEMVAULT_API_BASE": fake.api_base,
+            "OPENAI_API_KEY": "sk-test"})
+    assert dream.returncode == 0, dream.stderr
+    hits = server.ok("search", query="Grace keeps bees")["hits"]
+    assert hits[0]["path"] == "wiki/topics/bees.md" and fact["id"] not in [h["id"] for h in hits]
+    everything = server.ok("search", query="Grace keeps bees", include_all=True)["hits"]
+    assert fact["id"] in [h["id"] for h in everything]
+    memory = server.portal.call(server.session.read_resource, "memvault://vault/MEMORY.md").contents[0].text
+    assert memory == (server.vault / "MEMORY.md").read_text() and "journal entries" in memory
+
+
 def test_concurrent_calls_are_answered_and_each_add_is_one_commit(server):
     """Many calls in flight at once on one connection (adds and searches interleaved) all succeed:
     the vault's thread serialises them, and each add is still exactly one commit."""
