@@ -10,6 +10,7 @@ error with the CLI's one-line message; the server itself never stops over a bad 
 
 import json
 import os
+import socket
 import sys
 import traceback
 from collections.abc import Callable
@@ -257,8 +258,6 @@ def serve(worker: VaultWorker, port: int | None = None) -> None:
 
 def _check_port(port: int) -> None:
     """A port already taken is one line and exit 1, not uvicorn's exit 3 (memvault's NOT_FOUND)."""
-    import socket
-
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
         try:
