@@ -42,7 +42,7 @@ _memvault() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "${path:+$path }$word" in
-            "init"|"add"|"show"|"recent"|"history"|"forget"|"search"|"reindex"|"context"|"sessions"|"completions"|"dream"|"status"|"doctor"|"sync"|"clone"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
+            "init"|"add"|"show"|"recent"|"history"|"forget"|"search"|"reindex"|"context"|"sessions"|"completions"|"dream"|"status"|"doctor"|"sync"|"clone"|"mcp"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
         esac
     done
     case "$path:$prev" in
@@ -89,11 +89,13 @@ _memvault() {
         "status:--vault") COMPREPLY=(); return ;;
         "doctor:--vault") COMPREPLY=(); return ;;
         "sync:--vault") COMPREPLY=(); return ;;
+        "mcp:--port") COMPREPLY=(); return ;;
+        "mcp:--vault") COMPREPLY=(); return ;;
         "remote set:--vault") COMPREPLY=(); return ;;
         "remote show:--vault") COMPREPLY=(); return ;;
     esac
     case "$path" in
-        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget search reindex context sessions completions dream status doctor sync clone remote" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget search reindex context sessions completions dream status doctor sync clone mcp remote" -- "$cur")) ;;
         "init") COMPREPLY=($(compgen -W "--adopt --json --help" -- "$cur")) ;;
         "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --json --vault --help" -- "$cur")) ;;
         "show") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
@@ -110,6 +112,7 @@ _memvault() {
         "doctor") COMPREPLY=($(compgen -W "--fix --json --vault --help" -- "$cur")) ;;
         "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
+        "mcp") COMPREPLY=($(compgen -W "--http --port --vault --help" -- "$cur")) ;;
         "remote") COMPREPLY=($(compgen -W "--help set show" -- "$cur")) ;;
         "remote set") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "remote show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;

@@ -80,6 +80,7 @@ def _check(value, t: str, types: dict, where: str) -> list[str]:
 
 
 def all_commands() -> list[str]:
+    """Every command that takes --json: all but `mcp`, whose stdout carries the MCP protocol."""
     import typer
     from typer._click import Context
 
@@ -94,7 +95,7 @@ def all_commands() -> list[str]:
             sub = Context(command, info_name=name, parent=ctx)
             if hasattr(command, "list_commands"):
                 walk(command, sub, [*words, name])
-            else:
+            elif any("--json" in getattr(p, "opts", ()) for p in command.params):
                 names.append(" ".join([*words, name]))
 
     walk(root, Context(root, info_name="memvault"), [])

@@ -107,10 +107,10 @@ def _root(
 
 def _register() -> None:
     # Explicit registration, in the order `--help` lists the commands: remember, recall,
-    # consolidate, look after, share.
-    from memvault.cli import context_cmd, dream_cmd, facts_cmd, health_cmd, search_cmd, sync_cmd, vault_cmd
+    # consolidate, look after, share, serve.
+    from memvault.cli import context_cmd, dream_cmd, facts_cmd, health_cmd, mcp_cmd, search_cmd, sync_cmd, vault_cmd
 
-    for module in (vault_cmd, facts_cmd, search_cmd, context_cmd, dream_cmd, health_cmd, sync_cmd):
+    for module in (vault_cmd, facts_cmd, search_cmd, context_cmd, dream_cmd, health_cmd, sync_cmd, mcp_cmd):
         module.register(app)
 
 _register()

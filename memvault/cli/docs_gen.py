@@ -25,7 +25,7 @@ def cli_markdown() -> str:
     root = typer.main.get_command(app)
     root_ctx = Context(root, info_name=PROG, terminal_width=100, max_content_width=100)
     out = [f"# `{PROG}` command line", "", f"<!-- {HEADER} -->", "", _help_body(root.help or ""), "",
-           "Every command takes `--json` (one JSON document on stdout; see [json.md](json.md)) and",
+           "Every command but `mcp` takes `--json` (one JSON document on stdout; see [json.md](json.md)) and",
            "`--vault PATH` (or `MEMVAULT_VAULT`), before or after the command name. Errors: one line on stderr",
            "and a non-zero exit code. On a terminal, lists are tables fitted to its width (`--full` shows whole",
            "texts); piped, they are tab-separated rows.", "",

@@ -1,0 +1,266 @@
+"""The MCP server: memvault's tools and MEMORY.md, over stdio or streamable HTTP, on one warm Vault.
+
+Each tool calls one Vault method on the worker thread and answers with the `--json` shape as
+structured content (and the same JSON as text for the model). A memvault error becomes a tool
+error with the CLI's one-line message; the server itself never stops over a bad call.
+"""
+
+# No `from __future__ import annotations`: the SDK reads the tools' annotations at runtime, and
+# the tools are closures whose annotation names live in this module.
+
+import json
+import os
+import socket
+import sys
+import traceback
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from memvault import __version__
+from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound
+from memvault.mcp import schemas
+from memvault.mcp.worker import VaultWorker
+from memvault.storage.layout import MEMORY_FILE
+
+HOST = "127.0.0.1"  # no authentication: never listen beyond this machine
+MEMORY_URI = "memvault://vault/MEMORY.md"
+
+INSTRUCTIONS = """\
+memvault is this user's long-term memory: facts in daily logs, consolidated nightly into wiki pages.
+Search it before answering questions about the user, their people, projects and past decisions;
+`context` gives a prompt-ready bundle within a token budget. Add durable facts as you learn them
+(preferences, decisions, events, corrections): one fact per call, in plain words, with a category.
+Nothing is merged or overwritten: to retract a fact, `forget` it by id with a reason."""
+
+READS = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+ADDS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+FORGETS = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+
+Text = Annotated[str, Field(description="What to remember, in plain words (any length, newlines kept).")]
+Query = Annotated[str, Field(description="What to look for, in plain words; matched by words and meaning.")]
+Id = Annotated[str, Field(description="A fact id, as `add`, `search` or `recent` return it (16 characters).")]
+Tag = Annotated[str | None, Field(description="Only facts (and pages) with this tag.")]
+Source = Annotated[str | None, Field(description="Only facts from this source (agent or tool name).")]
+Since = Annotated[str | None, Field(description="From this time on: 2026-11-01, 2026-11-01T09:00, yesterday, "
+                                                 "7d, 12h.")]
+Until = Annotated[str | None, Field(description="Up to this time (a date includes the whole day); same forms as "
+                                                 "since.")]
+Session = Annotated[str | None, Field(description="Only facts of this session: a conversation, in order.")]
+IncludeAll = Annotated[bool, Field(description="Also search facts already consolidated into the wiki (by default: "
+                                                "wiki pages and facts not yet consolidated).")]
+
+
+class MemvaultServer(MCPServer):
+    """MCPServer whose argument errors are one line, like every other memvault error."""
+
+    _arguments: dict[str, set[str]] | None = None
+
+    async def call_tool(self, name, arguments, context=None):
+        if self._arguments is None:
+            self._arguments = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+        if name not in self._arguments:
+            return error_result(InvalidInput(f"unknown tool {name!r}; use {', '.join(self._arguments)}"))
+        # The SDK would drop a misspelt argument silently, and a search would quietly lose its filter.
+        unknown = sorted(set(arguments or {}) - self._arguments[name])
+        if unknown:
+            takes = ", ".join(sorted(self._arguments[name])) or "no arguments"
+            return error_result(InvalidInput(f"unknown argument(s) for {name}: {', '.join(unknown)}; it takes {takes}"))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if not isinstance(e.__cause__, ValidationError):
+                raise
+            problems = "; ".join(f"{'.'.join(str(part) for part in err['loc']) or 'arguments'}: {err['msg']}"
+                                 for err in e.__cause__.errors())
+            return error_result(InvalidInput(f"invalid arguments for {name}: {problems}"))
+
+
+def error_result(error: Exception) -> CallToolResult:
+    """A tool error: the one-line message for the model, and `{"error": ...}` as with `--json`."""
+    if isinstance(error, MemvaultError):
+        kind, message, code = type(error).__name__, str(error), int(error.exit_code)
+    else:
+        if os.environ.get("MEMVAULT_DEBUG"):
+            traceback.print_exception(error, file=sys.stderr)
+        detail = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
+        kind, message, code = "InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)", \
+            int(ExitCode.ERROR)
+    message = " ".join(message.split()) if "\n" in message else message
+    return CallToolResult(content=[TextContent(type="text", text=message)],
+                          structured_content={"error": {"type": kind, "message": message, "exit_code": code}},
+                          is_error=True)
+
+
+def build_server(worker: VaultWorker) -> MemvaultServer:
+    """The server with its tools and resource, answering from `worker`'s vault."""
+    categories = ", ".join(worker.vault.config.categories)
+    server = MemvaultServer("memvault", title="memvault", version=__version__, instructions=INSTRUCTIONS,
+                            log_level="DEBUG" if os.environ.get("MEMVAULT_DEBUG") else "WARNING",
+                            lifespan=_stdout_is_stderr)
+
+    async def answer(call: Callable[[Any], Any], render: Callable[[Any], str] | None = None) -> CallToolResult:
+        try:
+            data, notices = await worker.run(call)
+        except Exception as e:  # noqa: BLE001 - the boundary: a bad call never stops the server
+            return error_result(e)
+        # What `--json` prints (dates and the like as strings), as data and, compact, as the model's text.
+        dumped = json.dumps(data, ensure_ascii=False, default=str)
+        content = [TextContent(type="text", text=render(data) if render else dumped)]
+        content += [TextContent(type="text", text=f"memvault: {notice}") for notice in notices]
+        return CallToolResult(content=content, structured_content=json.loads(dumped))
+
+    @server.tool(annotations=ADDS)
+    async def add(
+        text: Text,
+        category: Annotated[str, Field(description=f"One of: {categories}.")] = "fact",
+        tags: Annotated[list[str] | None, Field(description="Tags: single words, no spaces, commas or '#'.")] = None,
+        source: Annotated[str | None, Field(description="Who or what said it: your agent's name.")] = None,
+        session: Annotated[str | None, Field(description="Conversation or session id, to read a thread back.")] = None,
+        importance: Annotated[float | None, Field(description="0..1; raises the fact in search and MEMORY.md.")] = None,
+        at: Annotated[str | None, Field(description="When it happened, if not now: ISO 8601 date or datetime, "
+                                                   "or yesterday, 3d, 12h.")] = None,
+    ) -> Annotated[CallToolResult, schemas.Fact]:
+        """Remember one fact: appended to its day's log and committed to git. Returns the fact with its id.
+
+        Nothing is merged or deduplicated: the same text twice is two facts.
+        """
+        return await answer(lambda vault: vault.add(text, category=category, tags=tags or (), source=source,
+                                                    session=session, importance=importance, at=at).to_dict())
+
+    @server.tool(annotations=READS)
+    async def search(
+        query: Query,
+        limit: Annotated[int, Field(description="How many hits at most (1-1000).")] = 10,
+        category: Annotated[str | None, Field(description=f"Only facts of this category: {categories}.")] = None,
+        tag: Tag = None,
+        source: Source = None,
+        since: Since = None,
+        until: Until = None,
+        include_all: IncludeAll = False,
+    ) -> Annotated[CallToolResult, schemas.SearchResult]:
+        """Find facts and wiki sections by their words and their meaning, newest-aware; best first.
+
+        Sees what other processes wrote (adds, a nightly dream, a sync) without a restart.
+        """
+        def run(vault):
+            hits = vault.search(query, limit=limit, category=category, tag=tag, source=source, since=since,
+                                until=until, include_all=include_all)
+            return {"query": query, "hits": [hit.to_dict() for hit in hits]}
+
+        return await answer(run)
+
+    @server.tool(annotations=READS)
+    async def recent(
+        limit: Annotated[int, Field(description="How many facts at most (at least 1).")] = 20,
+        since: Since = None,
+        until: Until = None,
+        category: Annotated[str | None, Field(description=f"Only facts of this category: {categories}.")] = None,
+        tag: Tag = None,
+        source: Source = None,
+        session: Session = None,
+        oldest_first: Annotated[bool | None, Field(description="Order; default: oldest first with source or "
+                                                                "session (a thread), else newest first.")] = None,
+    ) -> Annotated[CallToolResult, schemas.Facts]:
+        """List the newest facts (forgotten ones never appear); with source or session, a thread in order."""
+        def run(vault):
+            from memvault.dates import parse_range
+
+            lower, upper = parse_range(since, until, vault.tz)
+            facts = vault.recent(limit, since=lower, until=upper, category=category, tag=tag, source=source,
+                                 session=session, oldest_first=oldest_first)
+            return {"facts": [fact.to_dict() for fact in facts]}
+
+        return await answer(run)
+
+    @server.tool(annotations=READS)
+    async def show(id: Id) -> Annotated[CallToolResult, schemas.Fact]:
+        """Show one fact with all its fields. A forgotten fact is an error that says when and why."""
+        def run(vault):
+            view = vault.show(id)
+            if view.forgotten:
+                t = view.forgotten
+                raise NotFound(f"fact {t.id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
+            return view.fact.to_dict()
+
+        return await answer(run)
+
+    @server.tool(annotations=FORGETS)
+    async def forget(
+        id: Id,
+        reason: Annotated[str | None, Field(description="Why, for the audit trail (one line).")] = None,
+    ) -> Annotated[CallToolResult, schemas.ForgetResult]:
+        """Forget a fact: a committed tombstone hides it from search, listings and consolidation for good.
+
+        The log line stays in git history. Forgetting twice changes nothing. Wiki pages citing the
+        fact (`cited_by`) are hidden from search at once and rewritten by the next dream.
+        """
+        return await answer(lambda vault: vault.forget(id, reason).to_dict())
+
+    @server.tool(annotations=READS)
+    async def context(
+        query: Annotated[str | None, Field(description="What the prompt is about; without it: MEMORY.md and the "
+                                                       "most recent facts.")] = None,
+        budget: Annotated[int, Field(description="Most tokens the bundle may take (cl100k_base).")] = 2000,
+        recent: Annotated[int, Field(description="How many recent facts to consider (0: none).")] = 20,
+        relevant: Annotated[int, Field(description="How many search hits to consider (0: none).")] = 20,
+    ) -> Annotated[CallToolResult, schemas.Bundle]:
+        """A prompt-ready memory bundle, never over the token budget: MEMORY.md, then what is relevant to
+        the query, then the latest facts, each with its id or page and date. The text is the markdown."""
+        return await answer(
+            lambda vault: vault.context(query, budget=budget, recent=recent, relevant=relevant).to_dict(),
+            render=lambda bundle: bundle["markdown"])
+
+    @server.tool(annotations=READS)
+    async def status() -> Annotated[CallToolResult, schemas.Status]:
+        """Where the vault stands: facts, days, pages, dream progress, search index, remote, lock."""
+        return await answer(lambda vault: vault.status())
+
+    @server.resource(MEMORY_URI, name="MEMORY.md", title="What the vault remembers", mime_type="text/markdown",
+                     description="The vault's bounded summary for prompts, rewritten by the nightly dream.")
+    async def memory() -> str:
+        text, _ = await worker.run(lambda vault: vault.storage.read_text(MEMORY_FILE))
+        return text
+
+    return server
+
+
+@asynccontextmanager
+async def _stdout_is_stderr(_server):
+    # By now the stdio transport holds its own copy of stdout and has pointed file descriptor 1 at
+    # stderr. Rebinding sys.stdout as well sends a stray print() of any library to stderr even
+    # from an unflushed buffer at exit, when the transport has given descriptor 1 back.
+    sys.stdout.flush()
+    sys.stdout = sys.stderr
+    yield {}
+
+
+def serve(worker: VaultWorker, port: int | None = None) -> None:
+    """Run the server until the client goes away: stdio, or streamable HTTP on 127.0.0.1:`port`."""
+    server = build_server(worker)
+    try:
+        if port is None:
+            server.run("stdio")
+        else:
+            _check_port(port)
+            server.run("streamable-http", host=HOST, port=port)
+    finally:
+        worker.close()
+        if port is None:
+            # Whatever runs at exit (atexit hooks, finalizers) writes to stderr, never to the client.
+            os.dup2(sys.stderr.fileno(), 1)
+
+
+def _check_port(port: int) -> None:
+    """A port already taken is one line and exit 1, not uvicorn's exit 3 (memvault's NOT_FOUND)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((HOST, port))
+        except OSError as e:
+            raise MemvaultError(f"cannot serve on {HOST}:{port}: {e.strerror or e}") from None

@@ -1,0 +1,392 @@
+"""`memvault mcp`: the real server process, spoken to with the MCP SDK's own client (and raw JSON-RPC).
+
+One server runs for the whole module on one vault, as an agent's host would keep it running;
+the tests that need a server of their own (a leaky library, HTTP) start one each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.from_thread import start_blocking_portal
+from conftest import IDENTITY, commit_count, git, is_clean, run_memvault
+from test_docs_json import parse_doc, problems
+
+TOOLS = {"add", "search", "recent", "show", "forget", "context", "status"}
+
+
+def server_env(home: Path, model_path: str) -> dict[str, str]:
+    """A hermetic environment for processes started outside the function-scoped fixtures."""
+    (home / "gitconfig").write_text("")
+    env = {**os.environ, **IDENTITY, "HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
+           "GIT_CONFIG_GLOBAL": str(home / "gitconfig"), "GIT_CONFIG_NOSYSTEM": "1", "TZ": "UTC",
+           "MEMVAULT_EMBED_MODEL_PATH": model_path}
+    for key in ("MEMVAULT_VAULT", "MEMVAULT_MODEL", "MEMVAULT_EMBED_MODEL", "FASTEMBED_CACHE_PATH"):
+        env.pop(key, None)
+    return env
+
+
+def new_vault(path: Path, env: dict) -> Path:
+    subprocess.run([sys.executable, "-m", "memvault", "init", str(path)], env=env, check=True, capture_output=True)
+    return path
+
+
+@asynccontextmanager
+async def connect(args: list[str], env: dict, errlog):
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memvault", "mcp", *args], env=env)
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        async with ClientSession(read, write, read_timeout_seconds=120) as session:
+            await session.initialize()
+            yield session
+
+
+class Server:
+    """A running `memvault mcp` and a connected ClientSession, driven from plain (sync) tests."""
+
+    def __init__(self, portal, session, vault: Path, env: dict, stderr: Path):
+        self.portal, self.session, self.vault, self.env, self.stderr = portal, session, vault, env, stderr
+
+    def call(self, tool: str, **arguments):
+        return self.portal.call(self.session.call_tool, tool, arguments)
+
+    def ok(self, tool: str, **arguments) -> dict:
+        result = self.call(tool, **arguments)
+        assert not result.is_error, result.content[0].text
+        return result.structured_content
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        return run_memvault(*args, "--vault", str(self.vault), env=self.env)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, tiny_model_path):
+    home = tmp_path_factory.mktemp("mcp")
+    env = server_env(home, tiny_model_path)
+    vault = new_vault(home / "vault", env)
+    stderr = home / "server.stderr"
+    with open(stderr, "w") as errlog, start_blocking_portal() as portal, \
+            portal.wrap_async_context_manager(connect(["--vault", str(vault)], env, errlog)) as session:
+        yield Server(portal, session, vault, env, stderr)
+
+
+def test_lists_its_tools_with_described_schemas_and_memory_md_as_a_resource(server):
+    """An agent sees every tool with a description, described arguments and an output schema."""
+    tools = {t.name: t for t in server.portal.call(server.session.list_tools).tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and tool.output_schema, tool.name
+        for name, schema in tool.input_schema.get("properties", {}).items():
+            assert schema.get("description"), f"{tool.name}.{name} has no description"
+    assert tools["add"].input_schema["required"] == ["text"]
+    assert "preference" in tools["add"].input_schema["properties"]["category"]["description"]
+    assert tools["search"].annotations.read_only_hint and tools["forget"].annotations.destructive_hint
+
+    resources = server.portal.call(server.session.list_resources).resources
+    assert [r.name for r in resources] == ["MEMORY.md"]
+    read = server.portal.call(server.session.read_resource, resources[0].uri)
+    assert read.contents[0].text == (server.vault / "MEMORY.md").read_text()
+
+
+def test_output_schemas_name_the_documented_json_fields():
+    """The published output schemas and docs/json.md list the same fields (a rename breaks this)."""
+    from typing import get_type_hints
+
+    from memvault.mcp import schemas
+
+    _, types = parse_doc()
+    for name in ("Fact", "Hit", "Tombstone", "ForgetResult", "Bundle", "BundleItem", "Status"):
+        shape = getattr(schemas, name)
+        documented = {field.rstrip("?") for field in types[name]}
+        assert set(get_type_hints(shape)) == documented, name
+        optional = {field.rstrip("?") for field in types[name] if field.endswith("?")}
+        assert shape.__optional_keys__ == optional, name
+
+
+def test_add_search_show_forget_through_the_protocol(server):
+    """The round trip an agent makes: each result carries the documented --json fields; writes are
+    one commit each, like the CLI's; a forgotten fact is gone from search and `show`."""
+    _, types = parse_doc()
+    before = commit_count(server.vault)
+    fact = server.ok("add", text="Alice prefers green tea\nand no sugar", category="preference",
+                     tags=["alice"], source="test-agent", session="chat-1", importance=0.8, at="2026-03-01")
+    assert problems(fact, "Fact", types) == []
+    assert fact["text"] == "Alice prefers green tea\nand no sugar" and fact["at"].startswith("2026-03-01")
+    assert commit_count(server.vault) == before + 1 and is_clean(server.vault)
+    assert fact["id"] in (server.vault / fact["path"]).read_text()
+
+    found = server.ok("search", query="green tea", limit=5, tag="alice")
+    assert problems(found, "SearchLine", types) == []
+    assert [hit["id"] for hit in found["hits"]] == [fact["id"]]
+    assert server.ok("search", query="green tea", until="2026-02-01")["hits"] == []
+    assert server.ok("show", id=fact["id"].upper()) == fact  # ids read as people type them
+    thread = server.ok("recent", session="chat-1")["facts"]
+    assert [f["id"] for f in thread] == [fact["id"]]
+
+    gone = server.ok("forget", id=fact["id"], reason="wrong person")
+    assert problems(gone, "ForgetResult", types) == []
+    assert gone["already_forgotten"] is False and gone["tombstone"]["reason"] == "wrong person"
+    assert f"forget: {fact['id']}" in git(server.vault, "log", "-1", "--format=%s")
+    assert server.ok("search", query="green tea")["hits"] == []
+    shown = server.call("show", id=fact["id"])
+    assert shown.is_error and "was forgotten" in shown.content[0].text and "wrong person" in shown.content[0].text
+    assert server.ok("forget", id=fact["id"])["already_forgotten"] is True
+
+
+def test_context_and_status_carry_their_documented_shapes(server):
+    """context's text is the markdown bundle within budget; status reports the vault."""
+    _, types = parse_doc()
+    server.ok("add", text="Deploys happen on Tuesdays", category="decision", tags=["ops"])
+    result = server.call("context", query="when do deploys happen", budget=400)
+    bundle = result.structured_content
+    assert problems(bundle, "Bundle", types) == []
+    assert result.content[0].text == bundle["markdown"] and bundle["tokens"] <= 400
+    assert "Deploys happen on Tuesdays" in bundle["markdown"]
+    status = server.ok("status")
+    assert problems(status, "Status", types) == []
+    assert status["path"] == str(server.vault.resolve()) and status["facts"]["live"] >= 1
+
+
+BAD_CALLS = [
+    # (tool, arguments, the message, or a part of it, and the exit code the CLI would use)
+    ("add", {"text": "  "}, "fact text is empty", 2),
+    ("add", {"text": "x", "category": "gossip"}, "unknown category 'gossip'", 2),
+    ("add", {"text": "x", "importance": 2}, "importance must be between 0 and 1", 2),
+    ("add", {"text": "x", "at": "next tuesday"}, "next tuesday", 2),
+    ("add", {"text": "x", "tags": ["two words"]}, "invalid tag 'two words'", 2),
+    ("add", {"text": "x\x00y"}, "NUL", 2),
+    ("add", {}, "invalid arguments for add: text: Field required", 2),
+    ("add", {"text": "x", "importance": "high"}, "invalid arguments for add: importance", 2),
+    ("search", {"query": "tea", "limit": 0}, "limit must be a whole number from 1 to 1000", 2),
+    ("search", {"query": "tea", "limit": "ten"}, "invalid arguments for search: limit", 2),
+    ("search", {"query": "tea", "sesion": "chat-1"}, "unknown argument(s) for search: sesion", 2),
+    ("search", {"query": "tea", "since": "2026-05-01", "until": "2026-01-01"}, "is after until", 2),
+    ("search", {"query": ""}, "search query is empty", 2),
+    ("recent", {"limit": -1}, "limit must be at least 1", 2),
+    ("show", {"id": "0000000000000000"}, "no fact with id '0000000000000000'", 3),
+    ("forget", {"id": "nonsense"}, "nonsense", 3),
+    ("forget", {"id": "0000000000000000", "reason": "a\nb"}, "reason must be one line", 2),
+    ("context", {"budget": 0}, "budget must be a whole number", 2),
+    ("dream", {}, "unknown tool 'dream'", 2),
+]
+
+
+def test_bad_calls_are_one_line_tool_errors_and_change_nothing(server):
+    """Every bad argument (empty text, unknown category, importance out of range, a date memvault
+    cannot read, a bad tag, a NUL byte, a missing or mistyped argument, a misspelt argument name,
+    an inverted range, unknown ids, a multi-line reason, a zero budget, an unknown tool) is an MCP
+    tool error with one line and the CLI's exit code; nothing is written and the server stays up."""
+    before, files = commit_count(server.vault), git(server.vault, "ls-files")
+    for tool, arguments, message, code in BAD_CALLS:
+        result = server.call(tool, **arguments)
+        text = result.content[0].text
+        assert result.is_error, (tool, arguments)
+        assert message in text and "\n" not in text, (tool, arguments, text)
+        assert result.structured_content["error"]["exit_code"] == code, (tool, arguments)
+        assert result.structured_content["error"]["message"] == text
+    assert commit_count(server.vault) == before and git(server.vault, "ls-files") == files
+    assert is_clean(server.vault)
+    assert server.ok("status")["path"]  # still serving
+    assert "Traceback" not in server.stderr.read_text()  # handled, not crashes logged by the SDK
+
+
+def test_vault_errors_read_exactly_as_the_cli_says_them(server):
+    """The same bad input gives the same one-line message through MCP as on the command line."""
+    for tool, arguments, cli_args in [
+        ("add", {"text": "x", "category": "gossip"}, ["add", "x", "--category", "gossip"]),
+        ("add", {"text": "x", "at": "next tuesday"}, ["add", "x", "--at", "next tuesday"]),
+        ("show", {"id": "0000000000000000"}, ["show", "0000000000000000"]),
+        ("search", {"query": "tea", "since": "tomorrow-ish"}, ["search", "tea", "--since", "tomorrow-ish"]),
+    ]:
+        cli = server.cli(*cli_args)
+        assert cli.returncode != 0
+        assert server.call(tool, **arguments).content[0].text == cli.stderr.strip().removeprefix("memvault: ")
+
+
+def test_sees_what_other_processes_write_without_a_restart(server):
+    """A CLI add and a CLI forget in another process, and a hand-committed edit, are seen by the
+    warm server's next search and listing."""
+    server.ok("search", query="warm up the index")
+    added = server.cli("add", "Bob repairs bicycles on Saturdays", "--tag", "bob", "--json")
+    assert added.returncode == 0, added.stderr
+    bob = json.loads(added.stdout)["id"]
+    assert bob in [hit["id"] for hit in server.ok("search", query="bicycles saturdays")["hits"]]
+    assert server.ok("recent", limit=1)["facts"][0]["id"] == bob
+
+    assert server.cli("forget", bob).returncode == 0
+    assert bob not in [hit["id"] for hit in server.ok("search", query="bicycles saturdays")["hits"]]
+
+    page = server.vault / "wiki" / "topics" / "kayaks.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("---\ntitle: Kayaks\nupdated: 2026-11-01\n---\n# Kayaks\n\nCarol owns two red kayaks.\n")
+    git(server.vault, "add", "wiki")
+    git(server.vault, "commit", "-qm", "a page by hand")
+    hits = server.ok("search", query="red kayaks")["hits"]
+    assert hits and hits[0]["kind"] == "page" and hits[0]["path"] == "wiki/topics/kayaks.md"
+
+
+def test_a_nightly_dream_in_another_process_is_seen_without_a_restart(server):
+    """`memvault dream` run by cron (a scripted local model) consolidates a backdated fact into a
+    page: the warm server's next search finds the page, the fact leaves the default scope (the
+    watermark moved) but `include_all` still finds it, and MEMORY.md reads as rewritten."""
+    from fake_llm import FakeLLM, consolidate_everything
+
+    fact = server.ok("add", text="Grace keeps bees on her roof", at="2025-06-01")
+    with FakeLLM(default=consolidate_everything("wiki/topics/bees.md", "Bees")) as fake:
+        dream = run_memvault("dream", "--vault", str(server.vault), env={
+            **server.env, "MEMVAULT_MODEL": "openai/fake-dream", "MEMVAULT_API_BASE": fake.api_base,
+            "OPENAI_API_KEY": "sk-test"})
+    assert dream.returncode == 0, dream.stderr
+    hits = server.ok("search", query="Grace keeps bees")["hits"]
+    assert hits[0]["path"] == "wiki/topics/bees.md" and fact["id"] not in [h["id"] for h in hits]
+    everything = server.ok("search", query="Grace keeps bees", include_all=True)["hits"]
+    assert fact["id"] in [h["id"] for h in everything]
+    memory = server.portal.call(server.session.read_resource, "memvault://vault/MEMORY.md").contents[0].text
+    assert memory == (server.vault / "MEMORY.md").read_text() and "journal entries" in memory
+
+
+def test_concurrent_calls_are_answered_and_each_add_is_one_commit(server):
+    """Many calls in flight at once on one connection (adds and searches interleaved) all succeed:
+    the vault's thread serialises them, and each add is still exactly one commit."""
+    before = commit_count(server.vault)
+
+    async def burst():
+        results = {}
+
+        async def one(n: int):
+            if n % 2:
+                results[n] = await server.session.call_tool("add", {"text": f"parallel fact number {n}"})
+            else:
+                results[n] = await server.session.call_tool("search", {"query": f"parallel fact {n}"})
+
+        async with anyio.create_task_group() as group:
+            for n in range(12):
+                group.start_soon(one, n)
+        return results
+
+    results = server.portal.call(burst)
+    assert not [r.content[0].text for r in results.values() if r.is_error]
+    assert commit_count(server.vault) == before + 6 and is_clean(server.vault)
+    texts = {f["text"] for f in server.ok("recent", limit=6)["facts"]}
+    assert texts == {f"parallel fact number {n}" for n in range(1, 12, 2)}
+
+
+LEAKY_LIBRARY = '''
+import atexit, os, sys
+
+def _leak(event, args):
+    # A library that talks on stdout when it loads: Python print, a C-level write, and at exit.
+    if event == "import" and args[0] == "fastembed":
+        print("LEAK print on import")
+        os.write(1, b"LEAK fd write on import\\n")
+        atexit.register(print, "LEAK print at exit")
+
+sys.addaudithook(_leak)
+'''
+
+
+def test_stdout_carries_nothing_but_the_protocol(tmp_path):
+    """Raw JSON-RPC against a server whose process holds a library that prints on stdout when
+    it loads (print, a write to file descriptor 1, a print at exit) and a damaged embedding model
+    (onnxruntime and fastembed fail loudly): every line on stdout is a JSON-RPC message, the noise
+    lands on stderr, and search still answers, by words, telling the agent so."""
+    (tmp_path / "leaky").mkdir()
+    (tmp_path / "leaky" / "sitecustomize.py").write_text(LEAKY_LIBRARY)
+    damaged = tmp_path / "model"
+    damaged.mkdir()
+    (damaged / "model.onnx").write_bytes(b"not an onnx model")
+    env = server_env(tmp_path, str(damaged))
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "leaky"), env.get("PYTHONPATH", "")])
+    vault = new_vault(tmp_path / "vault", env)
+    assert run_memvault("add", "Alice prefers green tea", "--vault", str(vault), env=env).returncode == 0
+
+    server = subprocess.Popen([sys.executable, "-m", "memvault", "mcp", "--vault", str(vault)], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    messages = []
+
+    def request(number: int, method: str, params: dict) -> dict:
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}) + "\n")
+        server.stdin.flush()
+        while True:
+            message = json.loads(server.stdout.readline())  # a stray line fails right here
+            messages.append(message)
+            if message.get("id") == number:
+                return message
+
+    try:
+        request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                  "clientInfo": {"name": "raw", "version": "0"}})
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        found = request(2, "tools/call", {"name": "search", "arguments": {"query": "green tea"}})["result"]
+        failed = request(3, "tools/call", {"name": "show", "arguments": {"id": "0000000000000000"}})["result"]
+    finally:
+        rest, stderr = server.communicate(timeout=60)  # closes stdin: the client leaves
+    assert [hit["text"] for hit in found["structuredContent"]["hits"]] == ["Alice prefers green tea"]
+    assert any("embedding model" in block["text"] for block in found["content"][1:])  # the notice
+    assert failed["isError"] and failed["content"][0]["text"] == "no fact with id '0000000000000000'"
+    messages += [json.loads(line) for line in rest.splitlines()]  # whatever came after: JSON-RPC too
+    assert all(m["jsonrpc"] == "2.0" for m in messages)
+    assert stderr.count("LEAK") == 3  # the noise happened, on stderr
+    assert server.returncode == 0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_http_serves_the_same_tools_on_localhost(tmp_path, tiny_model_path):
+    """`--http` serves streamable HTTP on 127.0.0.1: an add and a search through it; a second
+    server on the same port fails at once with one line (exit 1)."""
+    from mcp import Client
+
+    env = server_env(tmp_path, tiny_model_path)
+    vault = new_vault(tmp_path / "vault", env)
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "memvault", "mcp", "--http", "--port", str(port),
+                                "--vault", str(vault)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    async def use() -> tuple[dict, dict]:
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            added = await client.call_tool("add", {"text": "Erin plays the cello"})
+            found = await client.call_tool("search", {"query": "cello"})
+            return added.structured_content, found.structured_content
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+                time.sleep(0.1)
+        added, found = anyio.run(use)
+        taken = run_memvault("mcp", "--http", "--port", str(port), "--vault", str(vault), env=env)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert [hit["id"] for hit in found["hits"]] == [added["id"]]
+    assert commit_count(vault) == 2
+    assert taken.returncode == 1 and taken.stderr == f"memvault: cannot serve on 127.0.0.1:{port}: " \
+        "Address already in use\n"
+
+
+def test_a_missing_vault_fails_at_start_with_one_line(tmp_path):
+    """A path that is not a vault: exit 3, one line on stderr, nothing on stdout, nothing created."""
+    result = run_memvault("mcp", "--vault", str(tmp_path / "nowhere"))
+    assert result.returncode == 3
+    assert result.stdout == ""
+    assert result.stderr.startswith("memvault: ") and result.stderr.count("\n") == 1
+    assert not (tmp_path / "nowhere").exists()
