@@ -78,8 +78,10 @@ def test_forget_notice_doctor_warning_then_one_scrub_commit_leaves_no_trace(vaul
     assert vault.watermark.isoformat() == "2026-11-01"
     assert [(b.label, b.outcome, b.updated, b.removed) for b in report.batches] == [("scrub", "ok", [ALICE], [COFFEE])]
     sent = request_data(fake.requests[-1])
-    assert sent["forgotten_ids"] == [coffee.id] and [p["path"] for p in sent["pages"]] == [ALICE]
-    assert [f["id"] for f in sent["facts"]] == [tea.id]  # the forgotten fact itself is never sent
+    assert [p["path"] for p in sent["pages"]] == [ALICE] and len(sent["forgotten_ids"]) == 1
+    assert f"[^{sent['forgotten_ids'][0]}]" in sent["pages"][0]["body"]  # cited as the handle the model sees
+    assert [f["text"] for f in sent["facts"]] == [tea.text]  # the forgotten fact itself is never sent
+    assert "hates coffee" not in json.dumps(sent["facts"])
     assert commit_count(vault.root) == before + 1 and is_clean(vault.root)
     assert git(vault.root, "log", "-1", "--format=%s").strip() == (
         "dream: scrub — 1 page rewritten without forgotten facts, 1 removed")
@@ -106,7 +108,7 @@ def test_scrub_answers_that_keep_the_forgotten_fact_are_rejected_then_the_runner
                           "body": f"- Prefers green tea [^{tea.id}]\n- Hates coffee [^{coffee.id}]"}])
     omitted = answer(pages=[])
     created = answer(pages=[{"action": "create", "path": "wiki/people/new.md", "body": f"x [^{tea.id}]"}])
-    fake.script = [kept, omitted, created]
+    fake.script = [kept] * 3 + [omitted] * 3 + [created] * 3  # each answer, and its two repair turns
 
     for expected in ("cites forgotten fact", "still cites forgotten fact"):
         head = git(vault.root, "rev-parse", "HEAD").strip()
@@ -137,7 +139,7 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
     day_batch = answer(pages=[{"action": "create", "path": "wiki/people/milk.md", "title": "Milk",
                                "body": f"Oat milk [^{milk.id}]."}],
                        facts=[consolidated(milk.id, "wiki/people/milk.md")])
-    fake.script = [answer(pages=[]), day_batch]
+    fake.script = [answer(pages=[])] * 3 + [day_batch]
     before = commit_count(vault.root)
     first = dream(vault, fake)
     assert not first.ok and "still cites" in first.error
