@@ -357,8 +357,9 @@ class Vault:
 
         return status(self.storage)
 
-    def doctor(self, fix: bool = False):
-        """Health checks (and safe repairs with `fix`); returns a memvault.health.DoctorReport."""
+    def doctor(self, fix: bool = False, llm: bool = False):
+        """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
+        returns a memvault.health.DoctorReport."""
         from memvault.health import doctor
 
-        return doctor(self.storage, fix=fix)
+        return doctor(self.storage, fix=fix, llm=llm)

@@ -427,3 +427,28 @@ def test_a_day_whose_facts_were_all_forgotten_moves_the_watermark_without_asking
     report = dream(vault, fake)
     assert report.ok and vault.watermark == date(2026, 11, 1) and not fake.requests
     assert gone.id not in (vault.root / "log.md").read_text() and is_clean(vault.root)
+
+
+def test_noops_and_duplicates_of_raw_facts_stay_in_the_default_search(vault, fake):
+    """Bad input: a weak answer marking a substantive fact noop (reason given) and another a
+    duplicate of it; a noop without a reason is refused in every turn first."""
+    race = add(vault, "Melanie ran a charity race for mental health", "2026-11-01")
+    again = add(vault, "Melanie runs charity races", "2026-11-01")
+    pottery = add(vault, "Caroline took up pottery", "2026-11-01")
+    path = "wiki/people/caroline.md"
+    page = {"action": "create", "path": path, "title": "Caroline", "body": f"Pottery [^{pottery.id}]."}
+    weak = [consolidated(pottery.id, path), {"id": race.id, "disposition": "noop"},
+            {"id": again.id, "disposition": "duplicate", "duplicate_of": race.id}]
+    fake.default = answer(pages=[page], facts=weak)
+    refused = dream(vault, fake)
+    assert not refused.ok and "noop without a note" in refused.error and vault.watermark is None
+
+    weak[1]["note"] = "small talk"
+    fake.default = answer(pages=[page], facts=weak)
+    assert dream(vault, fake).ok and vault.watermark == date(2026, 11, 1)
+    log = (vault.root / "log.md").read_text()
+    assert f"  kept: {race.id} {again.id}" in log and "settled:" not in log
+    found = {h.id for h in vault.search("charity race", lexical_only=True)}
+    assert {race.id, again.id} <= found  # no page cites them: they stay in the default scope
+    assert pottery.id not in {h.id for h in vault.search("pottery", lexical_only=True)}  # its page does
+    assert vault.dream_status()["late_facts"] == 0  # and dream is done with them

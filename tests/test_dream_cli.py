@@ -134,3 +134,37 @@ def test_second_dream_refused_and_add_not_blocked_during_a_slow_dream(vault_dir,
     assert "Sam climbs" in page and "El Cap" in page
     status = json.loads(run_memvault("dream", "--status", "--json", "--vault", str(vault_dir)).stdout)
     assert status["late_facts"] == 0 and status["pending_facts"] == 0
+
+
+def test_a_failing_batch_is_told_once_on_stderr_then_named_by_status_and_doctor(cli, fake, monkeypatch):
+    """Faults: the provider refusing the API key (401); doctor --llm against a server that answers,
+    then against a port nothing listens on; a model string litellm cannot place."""
+    cli("add", "Vera keeps bees", "--at", DAY)
+    fake.default = {"status": 401}
+    failed = cli("dream")
+    assert failed.exit_code == 5
+    said = [line for line in failed.stderr.splitlines() if "Incorrect API key" in line]
+    assert len(said) == 1 and said[0].startswith("memvault: batch ") and "Incorrect API key" not in failed.stdout
+    assert f"{DAY}..{DAY}: failed" in failed.stdout
+
+    status = cli("status")
+    assert f"failing     batch {DAY}..{DAY}: 1 time(s) since " in status.stdout and "Incorrect API key" in status.stdout
+    asked = len(fake.requests)
+    checks = {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}
+    assert checks["dream"]["status"] == "warn" and "Incorrect API key" in checks["dream"]["message"]
+    assert "skipped" in checks["dream"]["details"][-1]
+    assert checks["LLM"]["status"] == "ok" and "not contacted" in checks["LLM"]["message"]
+    assert len(fake.requests) == asked  # doctor alone sends nothing
+
+    fake.default = '{"ok": true}'
+    reached = {c["name"]: c for c in json.loads(cli("doctor", "--llm", "--json").stdout)["checks"]}["LLM"]
+    assert reached["status"] == "ok" and "answered in" in reached["message"]
+    assert fake.requests[-1]["max_tokens"] == 16  # one tiny request
+    monkeypatch.setenv("MEMVAULT_API_BASE", "http://127.0.0.1:9/v1")
+    down = cli("doctor", "--llm")
+    assert down.exit_code == 1 and "FAIL   LLM: cannot reach http://127.0.0.1:9/v1" in down.stdout
+    monkeypatch.setenv("MEMVAULT_MODEL", "foo/bar")
+    typo = cli("doctor")
+    assert typo.exit_code == 1 and "FAIL   LLM: unknown model string 'foo/bar'" in typo.stdout
+    refused = cli("dream")
+    assert refused.exit_code == 5 and refused.stderr.count("unknown model string 'foo/bar'") == 1

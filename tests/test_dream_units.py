@@ -158,3 +158,76 @@ def test_tags_written_by_hand_as_a_string_are_words_for_dream_and_search(vault):
     assert read_page(vault.root, "wiki/topics/garden.md").tags == ["garden", "hobby"]
     hit = vault.search("tomatoes balcony", lexical_only=True)[0]
     assert hit.tags == ["garden", "hobby"]
+
+
+def test_handles_map_short_ids_back_and_name_the_unknown_ones():
+    """Bad input: a citation of a handle the request never gave, a handle in capitals, and a
+    hand-written fact id shaped like a handle (f1), which must not be taken for one."""
+    from memvault.dream.prompt import Handles
+
+    handles = Handles(["1k0x963w99pbrz99", "f1"])
+    assert handles.prefix == "g" and handles.short == {"1k0x963w99pbrz99": "g1", "f1": "g2"}
+    body, unknown = handles.restore_text("Tea [^g1], honey [^G2], made up [^g9], as written [^f1].")
+    assert body == "Tea [^1k0x963w99pbrz99], honey [^f1], made up [^g9], as written [^f1]." and unknown == ["g9"]
+    assert handles.shorten("Old [^1k0x963w99pbrz99] and [^cccccccccccccccc]") == "Old [^g1] and [^g3]"
+    assert handles.shorten_ids("fact 1k0x963w99pbrz99 is marked noop") == "fact g1 is marked noop"
+
+
+def test_statements_without_a_citation_are_found_unless_the_page_already_had_them():
+    from memvault.dream.validate import uncited_statements
+
+    before = "## Bio\n\nWritten by hand, no citation."
+    body = ("# Caroline\n\n## Bio\n\nWritten by hand, no citation.\n\n**Family:**\n\n"
+            "- Has two kids [^aaaaaaaaaaaaaaaa]\n- Is 25 and a software engineer\n\n"
+            "| year | event |\n|---|---|\n| 2023 | moved [^bbbbbbbbbbbbbbbb] |\n| 2024 | invented |\n\n"
+            "```\ncode is no statement\n```\nA paragraph that\nspans two lines [^aaaaaaaaaaaaaaaa].")
+    assert uncited_statements(body, before) == ["- Is 25 and a software engineer", "| 2024 | invented |"]
+
+
+def test_fit_adds_optional_parts_while_they_fit_and_memory_only_whole():
+    from memvault.dream.budget import Part, fit, prompt_tokens
+
+    def render(data):
+        return [{"role": "user", "content": json.dumps(data)}]
+
+    base = prompt_tokens(render({"facts": ["x"]}))
+    pages = [{"body": "word " * 40} for _ in range(10)]
+    data = {"facts": ["x"]}
+    parts = [Part("memory_md", ["a memory line of some length"] * 50, whole=True), Part("pages", pages),
+             Part("index_md", "entry\n" * 500)]
+    messages = fit(render, data, parts, base + 300)
+    assert prompt_tokens(messages) <= base + 300
+    assert "memory_md" not in data  # all or nothing: 50 lines did not fit
+    assert 0 < len(data["pages"]) < 10 and data["pages"] == pages[:len(data["pages"])]
+    assert fit(render, {"facts": ["x" * 5000]}, [], base + 300) is None  # required data alone too big
+
+
+def test_window_and_answer_room_come_from_the_config_then_litellm_then_the_default():
+    from memvault.dream.budget import Budget
+    from memvault.dream.llm import Limits, LLMSettings, model_limits
+
+    assert model_limits(LLMSettings("openai/unknown-local-model")) == Limits(8192, 2048, "default")
+    known = model_limits(LLMSettings("openai/gpt-4o-mini"))
+    assert (known.window, known.max_output, known.source) == (128_000, 16_384, "litellm")
+    stated = model_limits(LLMSettings("openai/gpt-4o-mini", context_window=4096, max_output_tokens=4096))
+    assert (stated.window, stated.max_output, stated.source) == (4096, 1024, "memvault.toml")  # a quarter at most
+    assert model_limits(LLMSettings("ollama_chat/qwen2.5")).source == "default"  # ollama's num_ctx is ours to set
+    budget = Budget(model_limits(LLMSettings("openai/unknown-local-model")))
+    assert budget.prompt_limit == 8192 - 2 * 2048 - 512 and budget.max_facts() == 19
+    with pytest.raises(Exception, match="too small for dream"):
+        Budget(model_limits(LLMSettings("x/y", context_window=2048))).check(base=900)
+
+
+def test_a_batch_cut_short_moves_the_watermark_only_past_the_days_it_completes():
+    from datetime import date
+
+    from memvault.dream.planner import Batch
+
+    d1, d2, d3 = date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)
+    facts = [Fact(id=c * 16, text=c, at=datetime(2026, 11, day, 9, tzinfo=UTC))
+             for c, day in zip("abcde", [1, 1, 2, 2, 3], strict=True)]
+    batch = Batch("2026-11-01..2026-11-03", [d1, d2, d3], facts, [], complete=[d1, d2, d3])
+    assert batch.last_day == d3
+    head = batch.head(3)
+    assert (head.label, head.days, head.last_day) == ("2026-11-01..2026-11-02", [d1, d2], d1)
+    assert batch.head(2).last_day == d1 and batch.head(1).last_day is None

@@ -34,8 +34,10 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
         echo(f"last dream  {last['at']} {last['outcome']} {last.get('batch') or ''}".rstrip())
     else:
         echo("last dream  never")
-    if state["failed_attempts"]:
-        echo(f"failed      {state['failed_attempts']} attempt(s) on the next batch")
+    failing = state.get("failing")
+    if failing:
+        echo(f"failing     batch {failing['batch']}: {failing['failures']} time(s) since {failing['since']}: "
+             f"{failing['reason']}")
     index = state["index"]
     if not index["built"]:
         echo("index       not built yet (the first search builds it)")
@@ -60,18 +62,20 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
 
 def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe: commit leftovers, reindex, install the merge driver.")] = False,
+    llm: Annotated[bool, typer.Option("--llm", help="Also send the dream model one tiny request, to check it answers.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
     """Check the vault's health and explain each problem; exits 1 when a check fails.
 
     Checks: git identity, union merge driver, unparseable log lines, citations of missing facts,
-    pages citing forgotten facts, search index drift, embedding model, LLM configuration (no
-    network call), stale locks, uncommitted changes.
+    pages citing forgotten facts, search index drift, embedding model, a dream batch that keeps
+    failing, the LLM configuration (model string, key, window; no network call unless --llm),
+    stale locks, uncommitted changes.
 
     Example: memvault doctor --fix
     """
-    report = open_vault(vault_path).doctor(fix=fix)
+    report = open_vault(vault_path).doctor(fix=fix, llm=llm)
     if json_:
         emit_json(report.to_dict())
     else:

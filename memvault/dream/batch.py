@@ -83,7 +83,8 @@ class DayBatch(Job):
 
         def render(d: dict) -> list[dict]:
             return build_messages(label=self.label, data=d, zones=self.zones, max_bytes=PAGE_MAX_BYTES,
-                                  memory_max_lines=self.runner.dream.memory_max_lines, late=len(late))
+                                  memory_max_lines=self.runner.dream.memory_max_lines, late=len(late),
+                                  answer_tokens=budget.max_output)
 
         messages = fit(render, data, parts, budget.prompt_limit)
         if messages is None:

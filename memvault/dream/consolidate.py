@@ -6,7 +6,7 @@ import sys
 
 from memvault.dream.batch import DayBatch, iso
 from memvault.dream.budget import Budget
-from memvault.dream.llm import LLMSettings, model_limits
+from memvault.dream.llm import LLMSettings, model_limits, provider_of
 from memvault.dream.planner import make_plan
 from memvault.dream.prompt import base_tokens
 from memvault.dream.results import BatchResult, DreamReport
@@ -81,12 +81,14 @@ def run_dream(
             report.deferred = labels[limit:]
             return report
         report.model = settings.model
+        provider_of(settings.model)  # a model string litellm cannot place is a typo: no attempt is made
         budget = Budget(model_limits(settings))
         config = storage.config
         budget.check(base_tokens(config.zones, config.dream.memory_max_lines))
         say(f"model {settings.model}: a window of {budget.window} tokens ({budget.limits.source}), "
             f"answers of up to {budget.max_output}")
-        runner = Runner(storage, settings, say, plan, budget)
+        # planned again for this model's window (the first plan knew only memvault.toml's)
+        runner = Runner(storage, settings, say, make_plan(storage, today=today, budget=budget), budget)
         _run_jobs(runner, report, scrub=scrub, limit=limit, today=today, dry_run=dry_run)
         report.watermark_after = iso(storage.watermark)
     if not dry_run and any(b.outcome == "ok" for b in report.batches):
@@ -157,7 +159,7 @@ def _describe(r: BatchResult) -> str:
     if r.outcome == "ok":
         return (f"  {r.label}: {len(r.created)} created, {len(r.updated)} updated, "
                 f"{r.conflicts} conflict(s), {r.duplicates} duplicate(s), {r.noop} noop "
-                f"→ watermark {r.watermark}")
+                f"→ watermark {r.watermark}" + (f" (notes: {'; '.join(r.notes)})" if r.notes else ""))
     if r.outcome == "proposed":
         return f"  {r.label}: proposal {'valid' if not r.reason else 'rejected: ' + r.reason}"
     if r.outcome in ("failed", "error"):  # the reason is the run's error, told once by the caller

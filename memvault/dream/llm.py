@@ -30,6 +30,8 @@ TRANSIENT = (
 )
 # The OpenAI SDK reports a missing key as a client-side error that litellm maps to a 500.
 _MISSING_KEY = ("missing credentials", "api_key client option must be set", "no api key")
+# litellm reports a refused connection as APIConnectionError or, through the OpenAI SDK, a 500
+_NO_CONNECTION = ("connection error", "connection refused", "name or service not known")
 # litellm nests class names: "litellm.X: litellm.Y: Z: OpenAIException - <the provider's words>"
 _PREFIX = re.compile(r"^(?:(?:litellm\.)?\w*(?:Error|Timeout):\s*)*(?:\w+Exception\s*-\s*)?")
 # For a model litellm does not know (local servers): a window most local setups give, and room
@@ -237,7 +239,7 @@ def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
                            "MEMVAULT_MODEL or [llm] model")
     if name == "ContentPolicyViolationError":
         return "refused", f"{model}: the provider refused the batch under its content policy ({text})"
-    if name == "APIConnectionError":
+    if name == "APIConnectionError" or any(k in lowered for k in _NO_CONNECTION):
         where = settings.api_base or "the provider"
         return "transient", f"cannot reach {where} ({text}); is the server running?"
     if name in TRANSIENT or (isinstance(status, int) and (status >= 500 or status in (408, 429))):

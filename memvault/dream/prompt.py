@@ -47,7 +47,7 @@ Rules:
    updating an existing page over creating a near-duplicate. "create" is only for a path that
    does not exist yet; "update" replaces the whole body, or only the section named in "section"
    (a heading; appended when absent). Keep each body under {max_bytes} bytes.
-   Pages must be concise, factual, in the third person, organised with ## headings.
+   Pages must be concise, factual, in the third person, organised with ## headings.{answer_limit}
 7. {memory_rule}
 
 JSON shape:
@@ -163,7 +163,7 @@ def page_record(page: Page, handles: Handles, *, cited: bool = False) -> dict:
 
 
 def build_messages(*, label: str, data: dict, zones: Sequence[str], max_bytes: int, memory_max_lines: int,
-                   late: int = 0) -> list[dict]:
+                   late: int = 0, answer_tokens: int | None = None) -> list[dict]:
     """System rules plus one user message carrying the batch as quoted data.
 
     What `data` holds decides the wording: without `memory_md` the model is told to leave
@@ -185,6 +185,8 @@ def build_messages(*, label: str, data: dict, zones: Sequence[str], max_bytes: i
         max_bytes=max_bytes,
         memory_rule=(MEMORY_RULE.format(lines=memory_max_lines) if "memory_md" in data else NO_MEMORY_RULE),
         memory_shape=MEMORY_SHAPE if "memory_md" in data else "",
+        answer_limit=(f"\n   The whole answer must stay under {answer_tokens} tokens: to add to a long page, "
+                      "update only one of its sections." if answer_tokens else ""),
     )
     user = (
         f"Batch {label}: {len(facts)} fact(s)"
