@@ -192,13 +192,15 @@ def test_fit_adds_optional_parts_while_they_fit_and_memory_only_whole():
 
     base = prompt_tokens(render({"facts": ["x"]}))
     pages = [{"body": "word " * 40} for _ in range(10)]
+    pages.insert(1, {"body": "too big " * 400})
     data = {"facts": ["x"]}
     parts = [Part("memory_md", ["a memory line of some length"] * 50, whole=True), Part("pages", pages),
              Part("index_md", "entry\n" * 500)]
     messages = fit(render, data, parts, base + 300)
     assert prompt_tokens(messages) <= base + 300
     assert "memory_md" not in data  # all or nothing: 50 lines did not fit
-    assert 0 < len(data["pages"]) < 10 and data["pages"] == pages[:len(data["pages"])]
+    small = [p for p in pages if len(p["body"]) < 1000]
+    assert 1 < len(data["pages"]) < 10 and data["pages"] == small[:len(data["pages"])]  # the big one passed over
     assert fit(render, {"facts": ["x" * 5000]}, [], base + 300) is None  # required data alone too big
 
 

@@ -1,8 +1,8 @@
 """A day batch: pending days' facts (and late ones) consolidated into pages; moves the watermark.
 
-Its prompt holds the batch's facts, then as much as fits of: the related pages (most relevant
-first), MEMORY.md (whole or not at all: the model may only rewrite lines it was shown) and
-index.md (cut at a line).
+Its prompt holds the batch's facts, then as much as fits of: index.md (cut at a line), the related
+pages (most relevant first) and MEMORY.md (whole or not at all: the model may only rewrite lines
+it was shown).
 """
 
 from __future__ import annotations
@@ -78,8 +78,11 @@ class DayBatch(Job):
         memory = memory_lines(storage)
         if not memory:
             data["memory_md"] = []  # nothing to keep: the model may write the first lines
-        parts = [Part("pages", records), Part("memory_md", memory, whole=True, cap=budget.max_output // 4),
-                 Part("index_md", storage.read_text(INDEX_FILE))]
+        # the table of contents first (capped): a model that cannot see a page must still know it
+        # exists, or it creates a near-duplicate; then the related pages; MEMORY.md last, since
+        # without it the runner keeps the current lines and links new pages itself
+        parts = [Part("index_md", storage.read_text(INDEX_FILE), cap=budget.prompt_limit // 6), Part("pages", records),
+                 Part("memory_md", memory, whole=True, cap=budget.max_output // 4)]
 
         def render(d: dict) -> list[dict]:
             return build_messages(label=self.label, data=d, zones=self.zones, max_bytes=PAGE_MAX_BYTES,

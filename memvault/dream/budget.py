@@ -106,8 +106,9 @@ def compact(value) -> str:
 class Part:
     """Optional prompt data, added after the required data while it fits.
 
-    `items` is a list (the most useful first: kept as a prefix, or only `whole`) or a text (cut at
-    a line end). `cap` bounds the part's own tokens.
+    `items` is a list (the most useful first; an item too big is passed over for the next, or with
+    `whole` the list goes in entire or not at all) or a text (cut at a line end). `cap` bounds the
+    part's own tokens.
     """
 
     key: str
@@ -132,12 +133,14 @@ def fit(render: Callable[[dict], list[dict]], data: dict, parts: Sequence[Part],
         else:
             taken, spent = [], 0
             for item in part.items:
-                spent += text_tokens(compact(item)) + 1
-                if spent > room:
-                    break
+                cost = text_tokens(compact(item)) + 1
+                if spent + cost > room:
+                    if part.whole:
+                        taken = []
+                        break
+                    continue  # a smaller item further down may still fit
                 taken.append(item)
-            if part.whole and len(taken) < len(part.items):
-                taken = []
+                spent += cost
         if not taken:
             continue
         data[part.key] = taken
