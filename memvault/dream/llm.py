@@ -98,7 +98,7 @@ def provider_of(model: str) -> str:
 
 def unknown_model(model: str) -> str:
     return (f"unknown model string {model!r}: litellm knows no provider for it; write provider/model, "
-            "e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest or ollama_chat/qwen2.5")
+            "e.g. openai/gpt-4o-mini, anthropic/claude-haiku-4-5 or ollama_chat/qwen2.5")
 
 
 def model_limits(settings: LLMSettings) -> Limits:
