@@ -178,3 +178,37 @@ def test_scrub_and_day_batch_attempts_are_counted_apart():
     assert failed_attempts(entries, "2026-11-01..2026-11-05") == 1
     assert failed_attempts(entries, "scrub") == 0
     assert failed_attempts(entries[:4], "scrub") == 1
+
+
+def test_scrub_pages_that_do_not_fit_one_request_wait_for_the_next_and_one_too_big_is_stripped(vault, fake):
+    """Fault: a 4,096-token window and three pages citing a forgotten fact: two that fit a request
+    one at a time, and one too big for any request."""
+    keep = vault.add("Kim plays the cello", at="2026-11-01T09:00:00")
+    gone = vault.add("Kim lives at 5 Elm Street", at="2026-11-01T10:00:00")
+    paths = {}
+    for name, lines in (("a", 40), ("b", 40), ("c", 220)):
+        path = paths[name] = f"wiki/people/kim-{name}.md"
+        body = "\n".join(f"- Kim played cello piece number {i} [^{keep.id}]" for i in range(lines))
+        (vault.root / path).write_text(f"---\ntitle: Kim {name}\n---\n{body}\n- Lives on Elm [^{gone.id}]\n")
+    vault.git.commit(list(paths.values()), "edit: Kim's pages by hand")
+    vault.forget(gone.id)
+
+    def rewrite(body: dict) -> str:
+        data = request_data(body)
+        dead = [f"[^{h}]" for h in data["forgotten_ids"]]
+        return answer(pages=[{"action": "update", "path": p["path"], "section": None,
+                              "body": "\n".join(x for x in p["body"].splitlines() if not any(d in x for d in dead))}
+                             for p in data["pages"]])
+
+    fake.default = rewrite
+    report = dream(vault, fake, llm={"context_window": 4096})
+
+    assert report.ok and [b.label for b in report.batches][:3] == ["scrub", "scrub", "scrub"]
+    sent = [[p["path"] for p in request_data(r)["pages"]] for r in fake.requests]
+    assert sent == [[paths["a"]], [paths["b"]]]  # one page per request: two did not fit together
+    scrubs = [line for line in log_lines(vault) if " dream ok scrub " in line]
+    assert len(scrubs) == 3 and "the runner removed the citing lines of 1 page(s) too big" in scrubs[-1]
+    for path in paths.values():
+        text = (vault.root / path).read_text()
+        assert gone.id not in text and "Elm" not in text and keep.id in text
+    assert vault.dream_status()["scrub_pages"] == [] and is_clean(vault.root)

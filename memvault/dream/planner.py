@@ -40,11 +40,13 @@ class Batch:
     def head(self, n: int) -> Batch:
         """The batch cut to its first `n` facts: later days drop out, a day cut in two is not complete."""
         kept = self.facts[:n]
-        dropped = [f for f in self.facts[n:] if f not in self.late]
+        late_ids = {f.id for f in self.late}
+        dropped = [f for f in self.facts[n:] if f.id not in late_ids]
         cut = dropped[0].day if dropped else None
-        days = [d for d in self.days if cut is None or d <= cut]
+        started = {f.day for f in kept if f.id not in late_ids}  # the cut day stays if it has begun
+        days = [d for d in self.days if cut is None or d < cut or (d == cut and d in started)]
         complete = [d for d in self.complete if cut is None or d < cut]
-        late = [f for f in self.late if f in kept]
+        late = [f for f in kept if f.id in late_ids]
         return replace(self, label=_label(days), days=days, facts=kept, late=late, complete=complete)
 
 

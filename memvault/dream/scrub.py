@@ -38,8 +38,11 @@ class ScrubPlan:
     cited: set[str] = field(default_factory=set)            # forgotten ids the pages cite
     later: list[str] = field(default_factory=list)          # no room in this request: the next scrub
 
+    stripped: int = 0                                       # pages the runner rewrote itself
+
     def strip(self, path: str, day: str) -> None:
         """The runner rewrites a page itself: its lines citing forgotten facts are dropped."""
+        self.stripped += 1
         page = self.ask.pop(path)
         body = strip_forgotten_statements(page.body, self.forgotten)
         if cited_ids(body):
@@ -196,8 +199,11 @@ class Scrub(Job):
         result.updated, result.removed = rewritten, sorted(removed)
         files = {path: render_page(page, self.runner.plan.facts_by_id) for path, page in pages.items()}
         files.update(self._summary(pages, removed, proposal.memory))
+        how = self.how or f"model {self.runner.settings.model}" + (
+            f"; the runner removed the citing lines of {plan.stripped} page(s) too big for the model's window"
+            if plan.stripped else "")
         detail = (f"{len(rewritten)} page(s) rewritten, {len(removed)} removed, without "
-                  f"{len(plan.cited)} forgotten fact(s); " + (self.how or f"model {self.runner.settings.model}"))
+                  f"{len(plan.cited)} forgotten fact(s); {how}")
         entry = dreamlog.format_entry(self.runner.now().isoformat(), "ok", SCRUB_LABEL, detail=detail)
         n = len(rewritten)
         message = f"dream: scrub — {n} page{'' if n == 1 else 's'} rewritten without forgotten facts"
