@@ -7,7 +7,7 @@ import sys
 from memvault.dream.batch import DayBatch, iso
 from memvault.dream.budget import Budget
 from memvault.dream.llm import LLMSettings, model_limits, provider_of
-from memvault.dream.planner import make_plan
+from memvault.dream.planner import PlanMemo, make_plan
 from memvault.dream.prompt import base_tokens
 from memvault.dream.results import BatchResult, DreamReport
 from memvault.dream.runner import Job, Progress, Runner
@@ -88,15 +88,17 @@ def run_dream(
         say(f"model {settings.model}: a window of {budget.window} tokens ({budget.limits.source}), "
             f"answers of up to {budget.max_output}")
         # planned again for this model's window (the first plan knew only memvault.toml's)
-        runner = Runner(storage, settings, say, make_plan(storage, today=today, budget=budget), budget)
-        _run_jobs(runner, report, scrub=scrub, limit=limit, today=today, dry_run=dry_run)
+        memo = PlanMemo()
+        runner = Runner(storage, settings, say, make_plan(storage, today=today, budget=budget, memo=memo), budget)
+        _run_jobs(runner, report, scrub=scrub, limit=limit, today=today, dry_run=dry_run, memo=memo)
         report.watermark_after = iso(storage.watermark)
     if not dry_run and any(b.outcome == "ok" for b in report.batches):
         _refresh_index(storage, say)
     return report
 
 
-def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, today, dry_run: bool) -> None:
+def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, today, dry_run: bool,
+              memo: PlanMemo) -> None:
     """The scrub while one is due, then the day batches, planned afresh after each job.
 
     Planning again lets a batch that had to shrink (the model's window took less than counted)
@@ -130,7 +132,7 @@ def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, t
             # forgotten facts either); provider trouble would fail them all the same
             if not (isinstance(job, Scrub) and result.outcome == "failed"):
                 break
-        runner.plan = plan = make_plan(storage, today=today, budget=runner.budget)
+        runner.plan = plan = make_plan(storage, today=today, budget=runner.budget, memo=memo)
     days = [b.label for b in plan.batches]
     if dry_run:
         # the first job was asked; what would follow is shown as planned

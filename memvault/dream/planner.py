@@ -66,17 +66,38 @@ class Plan:
         return sum(len(b.facts) for b in self.batches)
 
 
+@dataclass
+class PlanMemo:
+    """What planning again after each batch of a run need not redo: parsed logs, fact sizes."""
+
+    logs: dict = field(default_factory=dict)    # path -> ((mtime_ns, size), live and forgotten facts)
+    costs: dict = field(default_factory=dict)   # fact id -> tokens of its prompt record
+
+    def read_log(self, storage: Storage, path) -> list:
+        try:
+            st = path.stat()
+            key = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = None
+        known = self.logs.get(path)
+        if key is None or known is None or known[0] != key:
+            known = self.logs[path] = (key, storage.read_log(path)[0])
+        return known[1]
+
+
 def make_plan(storage: Storage, *, today: date | None = None, max_days: int | None = None,
-              budget: Budget | None = None) -> Plan:
+              budget: Budget | None = None, memo: PlanMemo | None = None) -> Plan:
     """Batches sized by `budget` (default: the window memvault.toml states); late facts go first.
 
     A late fact was added (backdated) to a day the watermark has already passed, after that
     day was consolidated: no page cites it and log.md never settled it, so it would be stranded.
+    `memo` carries what a run already read (a 10,000-fact backlog is planned again per batch).
     """
     config = storage.config
     today = today or datetime.now(storage.tz).date()
     max_days = max_days or config.dream.max_days
     budget = budget or Budget(planning_limits(config.llm))
+    memo = memo or PlanMemo()
     watermark = storage.watermark
     entries = storage.dream_entries()
     tombstoned = set(storage.tombstones())
@@ -85,7 +106,7 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     for path in storage.log_files():
         day = storage.day_of(path)
         days.append(day)
-        by_day[day].extend(f for f in storage.read_log(path)[0] if f.id not in tombstoned)
+        by_day[day].extend(f for f in memo.read_log(storage, path) if f.id not in tombstoned)
     facts_by_id = {f.id: f for day_facts in by_day.values() for f in day_facts}
     pending = [d for d in days if (watermark is None or d > watermark) and d < today]
     # facts a page already cites or log.md settled: late facts are the others on dreamed days,
@@ -95,14 +116,19 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     todo = {d: [f for f in by_day[d] if f.id not in accounted] for d in pending}
     room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines))
     packer = _Packer(room=max(1, room), max_facts=budget.max_facts(), max_days=max_days,
-                     retry_end=_failed_batch_end(entries, pending))
+                     retry_end=_failed_batch_end(entries, pending), costs=memo.costs)
     batches = packer.pack(late, pending, todo)
     return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned)
 
 
-def fact_cost(fact, room: int) -> int:
+def fact_cost(fact, room: int, costs: dict | None = None) -> int:
     """Tokens a fact takes in a prompt (never more than `room`: a longer text is cut to fit)."""
-    return min(text_tokens(compact(fact_record(fact, "f999", late=True))) + 1, room)
+    cost = None if costs is None else costs.get(fact.id)
+    if cost is None:
+        cost = text_tokens(compact(fact_record(fact, "f999", late=True))) + 1
+        if costs is not None:
+            costs[fact.id] = cost  # a fact's text never changes: an edit makes another fact
+    return min(cost, room)
 
 
 @dataclass
@@ -111,19 +137,20 @@ class _Packer:
     max_facts: int
     max_days: int
     retry_end: date | None
+    costs: dict = field(default_factory=dict)
     batches: list[Batch] = field(default_factory=list)
 
     def pack(self, late: list, pending: list[date], todo: dict[date, list]) -> list[Batch]:
         self.current = Batch("", [], [], [])
         self.tokens = 0
         for fact in late:
-            cost = fact_cost(fact, self.room)
+            cost = fact_cost(fact, self.room, self.costs)
             if not self._fits(1, cost):
                 self._close()
             self._add(fact, cost, late=True)
         for day in pending:
             facts = todo[day]
-            costs = [fact_cost(f, self.room) for f in facts]
+            costs = [fact_cost(f, self.room, self.costs) for f in facts]
             retrying = not self.batches and self.retry_end is not None and day > self.retry_end
             if self.current.days and (len(self.current.days) >= self.max_days or retrying):
                 self._close()
