@@ -178,7 +178,7 @@ def build_messages(*, label: str, data: dict, zones: Sequence[str], max_bytes: i
         given.append("the table of contents of the wiki")
     facts = data.get("facts") or []
     system = SYSTEM.format(
-        given=(", " + ", ".join(given)) if given else "",
+        given=(", " + ", ".join(given[:-1]) + (" and " if len(given) > 1 else "") + given[-1]) if given else "",
         example=facts[0]["id"] if facts else "f1",
         inbox=CONFLICTS_PAGE,
         zones=", ".join(zones) if zones else "any short lowercase name",
