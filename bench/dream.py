@@ -9,12 +9,14 @@ what exceeds its window, and answers instantly (or after a delay, for the latenc
   handles; and the tokens an answer spends naming a fact (a disposition plus a citation).
 - backlog: for backlogs of 10, 100, 1,000 and 10,000 facts, the prompt tokens of every request
   against the window (the maximum must stay <= window - reserved answer), refusals, requests per
-  fact, and seconds per batch without the model.
+  fact, and seconds per batch without the model. A run stops after --max-batches batches (a
+  10,000-fact backlog at 8,192 tokens is about 1,000 batches); figures are then over the facts
+  consolidated so far.
 - latency: median/max `add` latency while a dream waits on the model and applies its batch, against
   the same adds with no dream running (the ratio should stay near 1).
 
 Usage: python bench/dream.py [--parts tokens,backlog,latency] [--backlogs 10,100,1000,10000]
-                             [--window 8192] [--adds 30] [--delay 2]
+                             [--window 8192] [--max-batches 150] [--adds 30] [--delay 2]
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def tokens_per_fact() -> None:
           f"handle {answer_new / n:.1f} (ratio {answer_new / answer_old:.2f}x)")
 
 
-def backlog(sizes: list[int], window: int) -> None:
+def backlog(sizes: list[int], window: int, max_batches: int) -> None:
     from fake_llm import FakeLLM, consolidate_by_tag
 
     from memvault.dream.budget import Budget, prompt_tokens
@@ -104,14 +106,16 @@ def backlog(sizes: list[int], window: int) -> None:
         vault.search("warm up the index", limit=1)
         with FakeLLM(default=consolidate_by_tag(), window=window, ratio=1.15) as fake:
             t = time.perf_counter()
-            report = vault.dream(llm=settings_for(fake))
+            report = vault.dream(llm=settings_for(fake), max_batches=max_batches)
             seconds = time.perf_counter() - t
         ours = [prompt_tokens(body["messages"]) for body in fake.requests]
         firsts = [t for t, body in zip(ours, fake.requests, strict=True) if len(body["messages"]) == 2]
         theirs = [fake.prompt_tokens(body) for body in fake.requests]
         batches = [b for b in report.batches if b.outcome == "ok"]
-        print(f"{n:>6} facts: {len(fake.requests)} requests ({len(fake.requests) / n:.3f} per fact), "
-              f"{len(batches)} batches ok, caught up {report.caught_up}, refused {len(fake.refused)}; "
+        done = sum(b.facts for b in batches)
+        print(f"{n:>6} facts: {len(fake.requests)} requests for {done} facts consolidated "
+              f"({len(fake.requests) / max(1, done):.3f} per fact), {len(batches)} batches ok, "
+              f"caught up {report.caught_up}, refused {len(fake.refused)}; "
               f"prompt tokens (server's count) median {statistics.median(theirs):.0f}, max {max(theirs)} "
               f"= {max(theirs) / reserved:.2f} of {reserved}; memvault's count: first requests max {max(firsts)} "
               f"(limit {budget.prompt_limit}), repair turns included max {max(ours)}; "
@@ -152,6 +156,7 @@ def main() -> None:
     parser.add_argument("--parts", default="tokens,backlog,latency")
     parser.add_argument("--backlogs", default="10,100,1000,10000")
     parser.add_argument("--window", type=int, default=8192)
+    parser.add_argument("--max-batches", type=int, default=150)
     parser.add_argument("--adds", type=int, default=30)
     parser.add_argument("--delay", type=float, default=2.0)
     args = parser.parse_args()
@@ -168,7 +173,7 @@ def main() -> None:
     if "tokens" in parts:
         tokens_per_fact()
     if "backlog" in parts:
-        backlog([int(n) for n in args.backlogs.split(",")], args.window)
+        backlog([int(n) for n in args.backlogs.split(",")], args.window, args.max_batches)
     if "latency" in parts:
         latency(args.adds, args.delay)
 
