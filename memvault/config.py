@@ -47,6 +47,8 @@ class LLMConfig:
     timeout: float = 120.0     # seconds per call
     attempts: int = 3          # calls per request, retries included
     backoff: float = 2.0       # seconds before the first retry; doubles each time
+    context_window: int | None = None     # tokens the model takes (prompt + answer); None: ask litellm
+    max_output_tokens: int | None = None  # longest answer asked for (sent as max_tokens)
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,8 @@ def load_config(path: Path) -> Config:
                 timeout=_positive_number(llm.get("timeout", 120.0), "llm.timeout"),
                 attempts=_positive_int(llm.get("attempts", 3), "llm.attempts"),
                 backoff=_non_negative_number(llm.get("backoff", 2.0), "llm.backoff"),
+                context_window=_optional_positive_int(llm.get("context_window"), "llm.context_window"),
+                max_output_tokens=_optional_positive_int(llm.get("max_output_tokens"), "llm.max_output_tokens"),
             ),
             dream=dream_config,
         )
@@ -172,3 +176,7 @@ def _positive_int(value: object, name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return value
+
+
+def _optional_positive_int(value: object, name: str) -> int | None:
+    return None if value is None else _positive_int(value, name)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from memvault.citations import pages_citing
 from memvault.dream.status import dream_status
+from memvault.errors import LLMError
 from memvault.gitstore import STALE_INDEX_LOCK_SECONDS, GitStore, git_running_in, outside_env
 from memvault.index.search import index_status, model_spec, reindex
 from memvault.pages import cited_ids, list_pages, read_page
@@ -58,6 +59,7 @@ def _dream_state(storage: Storage) -> dict:
                     "scrub_pages": len(state.get("scrub_pages", []))},
         "last_dream": state.get("last_dream"),
         "failed_attempts": state.get("failed_attempts", 0),
+        "failing": state.get("failing"),
     }
 
 
@@ -96,11 +98,14 @@ class DoctorReport:
                 "fixed": self.fixed}
 
 
-def doctor(storage: Storage, fix: bool = False) -> DoctorReport:
-    """Run every check; with `fix`, repair what is safe, then check again."""
+def doctor(storage: Storage, fix: bool = False, llm: bool = False) -> DoctorReport:
+    """Run every check; with `fix`, repair what is safe, then check again; with `llm`, the LLM check
+    sends the model one tiny request."""
     fixed: list[str] = []
     checks: list[Check] = []
     for probe, repair in CHECKS:
+        if probe is check_llm and llm:
+            probe = _contacting_llm
         check = probe(storage)
         if fix and repair and check.status in (WARN, FAIL) and check.fix:
             done = repair(storage)
@@ -357,23 +362,64 @@ def cached_model(cache: Path, name: str) -> Path | None:
     return None
 
 
-def check_llm(storage: Storage) -> Check:
+def check_dream(storage: Storage) -> Check:
+    """A batch whose latest attempts failed: named with since when and why, so nothing stalls silently."""
+    state = dream_status(storage)
+    failing = state.get("failing")
+    if failing is None:
+        last = state.get("last_dream")
+        return Check("dream", OK, f"last dream {last['outcome']} {last['batch']} at {last['at']}" if last
+                     else "never run")
+    runs = f"{failing['failures']} time(s)" + (f", {failing['errors']} of them without an answer"
+                                               if failing["errors"] else "")
+    message = f"batch {failing['batch']} keeps failing: {runs} since {failing['since']}: {failing['reason']}"
+    details = [f"problem: {p}" for p in failing["problems"]]
+    if failing["outcome"] == "error":
+        details.append("provider errors never count towards skipping a batch: it waits until the model "
+                       "answers (check with `memvault doctor --llm`)")
+    else:
+        details.append(f"after {state['max_retries']} failed attempts in a row the batch is skipped; its "
+                       "facts stay searchable as raw facts")
+    return Check("dream", WARN, message, _shown(details))
+
+
+def check_llm(storage: Storage, contact: bool = False) -> Check:
+    """The model string, its keys and its window; with `contact`, one tiny request."""
     model = storage.config.llm_model
     if not model:
         return Check("LLM", WARN, "no model set: `memvault dream` cannot run (set MEMVAULT_MODEL or "
                      "[llm] model in memvault.toml)")
-    from memvault.dream.llm import load_litellm
+    from memvault.dream.consolidate import llm_settings
+    from memvault.dream.llm import load_litellm, model_limits, ping, provider_of
 
-    litellm = load_litellm()
-    where = f" at {storage.config.api_base}" if storage.config.api_base else ""
+    settings = llm_settings(storage)
+    where = f" at {settings.api_base}" if settings.api_base else ""
     try:
-        found = litellm.validate_environment(model=model, api_base=storage.config.api_base)
-    except Exception as e:  # noqa: BLE001 - litellm raises for unknown providers
-        return Check("LLM", FAIL, f"{model}: litellm cannot use this model string ({str(e).splitlines()[0]})")
-    missing = found.get("missing_keys") or []
+        provider_of(model)
+    except LLMError as e:
+        return Check("LLM", FAIL, str(e))
+    limits = model_limits(settings)
+    window = f"a window of {limits.window} tokens ({limits.source}), answers of up to {limits.max_output}"
+    try:
+        found = load_litellm().validate_environment(model=model, api_base=settings.api_base)
+    except Exception:  # noqa: BLE001 - litellm's check is advisory; the call itself says more
+        found = {}
+    missing = [k for k in found.get("missing_keys") or [] if k.endswith("_KEY")]
     if missing:
-        return Check("LLM", FAIL, f"{model}{where}: missing {', '.join(missing)} in the environment")
-    return Check("LLM", OK, f"{model}{where}: configuration complete (not contacted)")
+        return Check("LLM", FAIL, f"{model}{where}: set {' or '.join(missing)} in the environment "
+                     "(any value for a local server without authentication)")
+    if not contact:
+        return Check("LLM", OK, f"{model}{where}: configuration complete, {window} (not contacted; "
+                     "`memvault doctor --llm` sends one tiny request)")
+    try:
+        seconds = ping(settings)
+    except LLMError as e:
+        return Check("LLM", FAIL, str(e))
+    return Check("LLM", OK, f"{model}{where}: answered in {seconds:.1f} s; {window}")
+
+
+def _contacting_llm(storage: Storage) -> Check:
+    return check_llm(storage, contact=True)
 
 
 def _shown(items: list[str]) -> list[str]:
@@ -393,5 +439,6 @@ CHECKS: list[tuple[Callable[[Storage], Check], Callable[[Storage], list[str]] | 
     (check_forgotten_citations, None),
     (check_index, repair_index),
     (check_embedding_model, None),
+    (check_dream, None),
     (check_llm, None),
 ]

@@ -199,7 +199,7 @@ class Vault:
         return vault
 
     @classmethod
-    def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False,
+    def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False, llm: bool = False,
                  notify: Notify | None = None):
         """`doctor` for a vault that may not open: its git repository is checked first (re-created
         from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
@@ -213,7 +213,7 @@ class Vault:
                 return DoctorReport(str(root), [first], [])
             done = recreate_repository(root, template_root())
             first = Check(first.name, FIXED, "; ".join(done))
-        report = cls.open(root, notify=notify).doctor(fix=fix)
+        report = cls.open(root, notify=notify).doctor(fix=fix, llm=llm)
         if first is not None:
             report.checks.insert(0, first)
             report.fixed[:0] = done
@@ -425,8 +425,9 @@ class Vault:
 
         return status(self.storage)
 
-    def doctor(self, fix: bool = False):
-        """Health checks (and safe repairs with `fix`); returns a memvault.health.DoctorReport."""
+    def doctor(self, fix: bool = False, llm: bool = False):
+        """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
+        returns a memvault.health.DoctorReport."""
         from memvault.health import doctor
 
-        return doctor(self.storage, fix=fix)
+        return doctor(self.storage, fix=fix, llm=llm)

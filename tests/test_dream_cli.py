@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import commit_count, git, is_clean, run_memvault
-from dream_support import MODEL, FakeLLM
+from dream_support import MODEL, FakeLLM, request_data
 from fake_llm import consolidate_everything
 
 DAY = (date.today() - timedelta(days=3)).isoformat()
@@ -107,7 +107,7 @@ def test_second_dream_refused_and_add_not_blocked_during_a_slow_dream(vault_dir,
     """Real processes: the first dream waits on a slow model while others use the vault."""
     run_memvault("add", "Sam climbs", "--at", DAY, "--vault", str(vault_dir)).check_returncode()
     slow = consolidate_everything("wiki/people/sam.md", "Sam")
-    fake.default = lambda body: {"delay": 8, "content": slow(body)}
+    fake.default = lambda body: {"delay": 8 if len(fake.requests) == 1 else 0, "content": slow(body)}
     first = subprocess.Popen([sys.executable, "-m", "memvault", "dream", "--json", "--vault", str(vault_dir)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -127,7 +127,44 @@ def test_second_dream_refused_and_add_not_blocked_during_a_slow_dream(vault_dir,
     assert is_clean(vault_dir)
     log = git(vault_dir, "log", "--format=%s")
     assert "add: " in log and "dream: " in log
+    first_batch, second_batch = (json.dumps(request_data(r)) for r in fake.requests)
+    assert "Sam climbs" in first_batch and "El Cap" not in first_batch  # not in the batch the model saw...
+    assert "El Cap" in second_batch and '"late": true' in second_batch  # ...so it came next, as a late fact
     page = (vault_dir / "wiki/people/sam.md").read_text()
-    assert "Sam climbs" in page and "El Cap" not in page  # not in the batch the model saw...
+    assert "Sam climbs" in page and "El Cap" in page
     status = json.loads(run_memvault("dream", "--status", "--json", "--vault", str(vault_dir)).stdout)
-    assert status["late_facts"] == 1  # ...so the next dream picks it up as a late fact
+    assert status["late_facts"] == 0 and status["pending_facts"] == 0
+
+
+def test_a_failing_batch_is_told_once_on_stderr_then_named_by_status_and_doctor(cli, fake, monkeypatch):
+    """Faults: the provider refusing the API key (401); doctor --llm against a server that answers,
+    then against a port nothing listens on; a model string litellm cannot place."""
+    cli("add", "Vera keeps bees", "--at", DAY)
+    fake.default = {"status": 401}
+    failed = cli("dream")
+    assert failed.exit_code == 5
+    said = [line for line in failed.stderr.splitlines() if "Incorrect API key" in line]
+    assert len(said) == 1 and said[0].startswith("memvault: batch ") and "Incorrect API key" not in failed.stdout
+    assert f"{DAY}..{DAY}: failed" in failed.stdout
+
+    status = cli("status")
+    assert f"failing     batch {DAY}..{DAY}: 1 time(s) since " in status.stdout and "Incorrect API key" in status.stdout
+    asked = len(fake.requests)
+    checks = {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}
+    assert checks["dream"]["status"] == "warn" and "Incorrect API key" in checks["dream"]["message"]
+    assert "skipped" in checks["dream"]["details"][-1]
+    assert checks["LLM"]["status"] == "ok" and "not contacted" in checks["LLM"]["message"]
+    assert len(fake.requests) == asked  # doctor alone sends nothing
+
+    fake.default = '{"ok": true}'
+    reached = {c["name"]: c for c in json.loads(cli("doctor", "--llm", "--json").stdout)["checks"]}["LLM"]
+    assert reached["status"] == "ok" and "answered in" in reached["message"]
+    assert fake.requests[-1]["max_tokens"] == 16  # one tiny request
+    monkeypatch.setenv("MEMVAULT_API_BASE", "http://127.0.0.1:9/v1")
+    down = cli("doctor", "--llm")
+    assert down.exit_code == 1 and "FAIL   LLM: cannot reach http://127.0.0.1:9/v1" in down.stdout
+    monkeypatch.setenv("MEMVAULT_MODEL", "foo/bar")
+    typo = cli("doctor")
+    assert typo.exit_code == 1 and "FAIL   LLM: unknown model string 'foo/bar'" in typo.stdout
+    refused = cli("dream")
+    assert refused.exit_code == 5 and refused.stderr.count("unknown model string 'foo/bar'") == 1

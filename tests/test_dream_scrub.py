@@ -78,8 +78,10 @@ def test_forget_notice_doctor_warning_then_one_scrub_commit_leaves_no_trace(vaul
     assert vault.watermark.isoformat() == "2026-11-01"
     assert [(b.label, b.outcome, b.updated, b.removed) for b in report.batches] == [("scrub", "ok", [ALICE], [COFFEE])]
     sent = request_data(fake.requests[-1])
-    assert sent["forgotten_ids"] == [coffee.id] and [p["path"] for p in sent["pages"]] == [ALICE]
-    assert [f["id"] for f in sent["facts"]] == [tea.id]  # the forgotten fact itself is never sent
+    assert [p["path"] for p in sent["pages"]] == [ALICE] and len(sent["forgotten_ids"]) == 1
+    assert f"[^{sent['forgotten_ids'][0]}]" in sent["pages"][0]["body"]  # cited as the handle the model sees
+    assert [f["text"] for f in sent["facts"]] == [tea.text]  # the forgotten fact itself is never sent
+    assert "hates coffee" not in json.dumps(sent["facts"])
     assert commit_count(vault.root) == before + 1 and is_clean(vault.root)
     assert git(vault.root, "log", "-1", "--format=%s").strip() == (
         "dream: scrub — 1 page rewritten without forgotten facts, 1 removed")
@@ -106,7 +108,7 @@ def test_scrub_answers_that_keep_the_forgotten_fact_are_rejected_then_the_runner
                           "body": f"- Prefers green tea [^{tea.id}]\n- Hates coffee [^{coffee.id}]"}])
     omitted = answer(pages=[])
     created = answer(pages=[{"action": "create", "path": "wiki/people/new.md", "body": f"x [^{tea.id}]"}])
-    fake.script = [kept, omitted, created]
+    fake.script = [kept] * 3 + [omitted] * 3 + [created] * 3  # each answer, and its two repair turns
 
     for expected in ("cites forgotten fact", "still cites forgotten fact"):
         head = git(vault.root, "rev-parse", "HEAD").strip()
@@ -137,7 +139,7 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
     day_batch = answer(pages=[{"action": "create", "path": "wiki/people/milk.md", "title": "Milk",
                                "body": f"Oat milk [^{milk.id}]."}],
                        facts=[consolidated(milk.id, "wiki/people/milk.md")])
-    fake.script = [answer(pages=[]), day_batch]
+    fake.script = [answer(pages=[])] * 3 + [day_batch]
     before = commit_count(vault.root)
     first = dream(vault, fake)
     assert not first.ok and "still cites" in first.error
@@ -176,3 +178,37 @@ def test_scrub_and_day_batch_attempts_are_counted_apart():
     assert failed_attempts(entries, "2026-11-01..2026-11-05") == 1
     assert failed_attempts(entries, "scrub") == 0
     assert failed_attempts(entries[:4], "scrub") == 1
+
+
+def test_scrub_pages_that_do_not_fit_one_request_wait_for_the_next_and_one_too_big_is_stripped(vault, fake):
+    """Fault: a 4,096-token window and three pages citing a forgotten fact: two that fit a request
+    one at a time, and one too big for any request."""
+    keep = vault.add("Kim plays the cello", at="2026-11-01T09:00:00")
+    gone = vault.add("Kim lives at 5 Elm Street", at="2026-11-01T10:00:00")
+    paths = {}
+    for name, lines in (("a", 40), ("b", 40), ("c", 220)):
+        path = paths[name] = f"wiki/people/kim-{name}.md"
+        body = "\n".join(f"- Kim played cello piece number {i} [^{keep.id}]" for i in range(lines))
+        (vault.root / path).write_text(f"---\ntitle: Kim {name}\n---\n{body}\n- Lives on Elm [^{gone.id}]\n")
+    vault.git.commit(list(paths.values()), "edit: Kim's pages by hand")
+    vault.forget(gone.id)
+
+    def rewrite(body: dict) -> str:
+        data = request_data(body)
+        dead = [f"[^{h}]" for h in data["forgotten_ids"]]
+        return answer(pages=[{"action": "update", "path": p["path"], "section": None,
+                              "body": "\n".join(x for x in p["body"].splitlines() if not any(d in x for d in dead))}
+                             for p in data["pages"]])
+
+    fake.default = rewrite
+    report = dream(vault, fake, llm={"context_window": 4096})
+
+    assert report.ok and [b.label for b in report.batches][:3] == ["scrub", "scrub", "scrub"]
+    sent = [[p["path"] for p in request_data(r)["pages"]] for r in fake.requests]
+    assert sent == [[paths["a"]], [paths["b"]]]  # one page per request: two did not fit together
+    scrubs = [line for line in log_lines(vault) if " dream ok scrub " in line]
+    assert len(scrubs) == 3 and "the runner removed the citing lines of 1 page(s) too big" in scrubs[-1]
+    for path in paths.values():
+        text = (vault.root / path).read_text()
+        assert gone.id not in text and "Elm" not in text and keep.id in text
+    assert vault.dream_status()["scrub_pages"] == [] and is_clean(vault.root)

@@ -78,8 +78,8 @@ def _print_report(data: dict) -> None:
         elif batch["outcome"] in ("ok", "proposed"):
             line += (f" — {len(batch.get('created', []))} created, {len(batch.get('updated', []))} updated, "
                      f"{batch.get('conflicts', 0)} conflict(s), {batch.get('noop', 0)} noop")
-        if batch.get("reason"):
-            line += f" ({batch['reason']})"
+        if batch.get("reason") and batch["outcome"] == "proposed":
+            line += f" ({batch['reason']})"  # a failure's reason is told once, on stderr
         echo(line)
         if batch.get("proposal") is not None:
             import json

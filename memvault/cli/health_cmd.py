@@ -44,8 +44,10 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
         echo(f"last dream  {last['at']} {last['outcome']} {last.get('batch') or ''}".rstrip())
     else:
         echo("last dream  never")
-    if state["failed_attempts"]:
-        echo(f"failed      {state['failed_attempts']} attempt(s) on the next batch")
+    failing = state.get("failing")
+    if failing:
+        echo(f"failing     batch {failing['batch']}: {failing['failures']} time(s) since {failing['since']}: "
+             f"{failing['reason']}")
     index = state["index"]
     if not index["built"]:
         echo("index       not built yet (the first search builds it)")
@@ -70,6 +72,7 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
 
 def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe: commit leftovers, reindex, install the merge driver, re-create a lost repository.")] = False,
+    llm: Annotated[bool, typer.Option("--llm", help="Also send the dream model one tiny request, to check it answers.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -77,14 +80,15 @@ def doctor(
 
     Checks: the git repository itself, git identity, union merge driver, unparseable log lines,
     citations of missing facts, pages citing forgotten facts, search index drift, embedding model,
-    LLM configuration (no network call), stale locks, uncommitted changes. A vault whose .git is
-    missing or broken gets only the first check; --fix re-creates the repository from its files.
+    a dream batch that keeps failing, the LLM configuration (model string, key, window; no network
+    call unless --llm), stale locks, uncommitted changes. A vault whose .git is missing or broken
+    gets only the first check; --fix re-creates the repository from its files.
 
     Example: memvault doctor --fix
     """
     from memvault.vault import Vault
 
-    report = Vault.diagnose(vault_path or root_vault(), fix=fix, notify=notice)
+    report = Vault.diagnose(vault_path or root_vault(), fix=fix, llm=llm, notify=notice)
     if json_:
         emit_json(report.to_dict())
     else:

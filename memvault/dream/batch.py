@@ -1,4 +1,9 @@
-"""A day batch: pending days' facts (and late ones) consolidated into pages; moves the watermark."""
+"""A day batch: pending days' facts (and late ones) consolidated into pages; moves the watermark.
+
+Its prompt holds the batch's facts, then as much as fits of: index.md (cut at a line), the related
+pages (most relevant first) and MEMORY.md (whole or not at all: the model may only rewrite lines
+it was shown).
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,21 @@ import json
 import re
 
 from memvault import dreamlog
+from memvault.dream.budget import Budget, Part, fit
+from memvault.dream.llm import ContextTooLong
 from memvault.dream.memory_md import parse_memory, render_memory
 from memvault.dream.planner import Batch, Plan
-from memvault.dream.prompt import build_messages
+from memvault.dream.prompt import Handles, base_tokens, build_messages, fact_record, page_record
 from memvault.dream.results import BatchResult
 from memvault.dream.runner import Change, Job, Runner, subject_label
 from memvault.dream.schema import PAGE_MAX_BYTES, parse_answer
 from memvault.dream.validate import Proposal, build_proposal
 from memvault.errors import MemvaultError
-from memvault.pages import INBOX_ZONE, Page, list_pages, read_page, render_index, render_page, zone_of
+from memvault.pages import INBOX_ZONE, Page, cited_ids, list_pages, read_page, render_index, render_page, zone_of
 from memvault.storage.layout import INDEX_FILE, MEMORY_FILE
 from memvault.storage.store import Storage
 
-PROMPT_PAGES = 20            # relevant pages shown to the model per batch
-PROMPT_PAGE_BYTES = 120_000  # and their total size
+PROMPT_PAGES = 20  # related pages offered per batch, most relevant first; as many as fit are sent
 _WORD = re.compile(r"[^\W_]{4,}", re.UNICODE)
 
 
@@ -32,33 +38,71 @@ class DayBatch(Job):
         self.label = batch.label
         self.zones = [z for z in self.storage.config.zones if z != INBOX_ZONE]
         self.facts = list(batch.facts)
+        self.tombstoned: set[str] = set()
         self.answer = None
+        self.memory_shown = True
 
     def new_result(self, outcome: str = "ok") -> BatchResult:
         return BatchResult(self.label, outcome, facts=len(self.facts), late=len(self.batch.late))
 
     def start(self, tombstoned: set[str]) -> BatchResult | None:
+        self.tombstoned = tombstoned
         self.facts = [f for f in self.batch.facts if f.id not in tombstoned]
         self.answer = None
         return None
 
-    def messages(self) -> list[dict] | None:
+    def shrink(self) -> int:
+        """Keep the first half of the facts; the others wait for the next batch."""
+        if len(self.batch.facts) <= 1:
+            return 0
+        self.batch = self.batch.head(len(self.batch.facts) // 2)
+        self.label = self.batch.label
+        self.start(self.tombstoned)
+        return len(self.batch.facts)
+
+    def messages(self, budget: Budget) -> list[dict] | None:
         if not self.facts:  # every fact forgotten, or days with no facts: nothing to ask
             return None
         storage = self.storage
-        return build_messages(
-            label=self.label, facts=self.facts, late_ids=[f.id for f in self.batch.late],
-            pages=self._relevant_pages(), index_md=storage.read_text(INDEX_FILE),
-            memory_lines=memory_lines(storage), tombstoned=sorted(storage.tombstones())[-1000:],
-            zones=self.zones, max_bytes=PAGE_MAX_BYTES, memory_max_lines=self.runner.dream.memory_max_lines,
-        )
+        config = storage.config
+        handles = self.handles = Handles(f.id for f in self.facts)
+        late = {f.id for f in self.batch.late}
+        room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines))
+        data: dict = {"batch": self.label, "facts": [
+            fact_record(f, handles.short[f.id], late=f.id in late, max_tokens=max(64, room)) for f in self.facts]}
+        pages = self._relevant_pages()
+        records = [page_record(p, handles) for p in pages]
+        forgotten = sorted({i for p in pages for i in cited_ids(p.body) if i in self.tombstoned})
+        if forgotten:
+            data["forgotten_ids"] = [handles.add(i) for i in forgotten]
+        memory = memory_lines(storage)
+        if not memory:
+            data["memory_md"] = []  # nothing to keep: the model may write the first lines
+        # the table of contents first (capped): a model that cannot see a page must still know it
+        # exists, or it creates a near-duplicate; then the related pages; MEMORY.md last, since
+        # without it the runner keeps the current lines and links new pages itself
+        parts = [Part("index_md", storage.read_text(INDEX_FILE), cap=budget.prompt_limit // 6), Part("pages", records),
+                 Part("memory_md", memory, whole=True, cap=budget.max_output // 4)]
+
+        def render(d: dict) -> list[dict]:
+            return build_messages(label=self.label, data=d, zones=self.zones, max_bytes=PAGE_MAX_BYTES,
+                                  memory_max_lines=self.runner.dream.memory_max_lines, late=len(late),
+                                  answer_tokens=budget.max_output)
+
+        messages = fit(render, data, parts, budget.prompt_limit)
+        if messages is None:
+            raise ContextTooLong(f"{len(self.facts)} fact(s) do not fit a prompt of {budget.prompt_limit} tokens")
+        self.memory_shown = "memory_md" in data
+        return messages
 
     def check(self, raw: str, tombstoned: set[str]) -> Proposal:
-        self.answer = parse_answer(raw)
+        parsed = parse_answer(raw, self.handles)
+        self.answer = parsed.answer
         return build_proposal(
-            self.answer, root=self.storage.root, zones=self.zones, batch_ids={f.id for f in self.facts},
+            parsed.answer, root=self.storage.root, zones=self.zones, batch_ids={f.id for f in self.facts},
             known_ids=set(self.plan.facts_by_id) - tombstoned, tombstoned=tombstoned,
             day=self.runner.now().date().isoformat(), label=self.label,
+            problems=parsed.problems, notes=parsed.notes, memory_shown=self.memory_shown,
         )
 
     def preview(self, result: BatchResult, proposal: Proposal | None, raw: str | None,
@@ -71,21 +115,28 @@ class DayBatch(Job):
             count(result, proposal)
         return result
 
+    def watermark(self) -> str | None:
+        """The day the watermark moves to: the batch's last day none of whose facts is left for later."""
+        return iso(self.batch.last_day)
+
     def change(self, proposal: Proposal, fresh: set[str], result: BatchResult) -> Change:
-        batch = self.batch
-        watermark = batch.last_day.isoformat() if batch.last_day else iso(self.storage.watermark)
+        watermark = self.watermark()
         count(result, proposal)
-        result.watermark = watermark
-        settled = [i for i in proposal.settled if i not in fresh]
+        result.watermark = watermark or iso(self.storage.watermark)
+        result.notes = list(proposal.notes) or None
+        repaired = f"; after {result.repairs} repair turn(s)" if result.repairs else ""
         entry = dreamlog.format_entry(
             self.runner.now().isoformat(), "ok", self.label, watermark=watermark,
             detail=(f"{result.facts} facts ({result.late} late): {len(result.created)} created, "
                     f"{len(result.updated)} updated, {result.conflicts} conflict(s), "
-                    f"{result.duplicates} duplicate(s), {result.noop} noop; model {self.runner.settings.model}"),
-            ids_key="settled", ids=settled,
+                    f"{result.duplicates} duplicate(s), {result.noop} noop; model {self.runner.settings.model}"
+                    f"{repaired}"),
+            ids={"settled": [i for i in proposal.settled if i not in fresh],
+                 "kept": [i for i in proposal.kept if i not in fresh]},
+            notes=proposal.notes,
         )
         files = {path: render_page(page, self.plan.facts_by_id) for path, page in proposal.pages.items()}
-        files.update(self._summary_files(proposal, watermark))
+        files.update(self._summary_files(proposal, result.watermark))
         conflicts = f"{result.conflicts} conflict" + ("" if result.conflicts == 1 else "s")
         message = (f"dream: {subject_label(self.label)} — {len(result.created)} created, "
                    f"{len(result.updated)} updated, {conflicts}, {result.noop} noop")
@@ -95,14 +146,14 @@ class DayBatch(Job):
                   snapshot: dict[str, str] | None) -> BatchResult:
         """After max_retries the batch is skipped: its facts stay searchable and the run goes on."""
         batch = self.batch
-        watermark = batch.last_day.isoformat() if batch.last_day else iso(self.storage.watermark)
+        watermark = self.watermark()
         entry = failed_entry + dreamlog.format_entry(
             runner.now().isoformat(), "skipped", self.label, watermark=watermark,
             detail=f"after {attempt} failed attempts; its facts stay searchable as raw facts",
-            ids_key="unconsolidated", ids=[f.id for f in batch.facts],
+            ids={"unconsolidated": [f.id for f in batch.facts]},
         )
         result = BatchResult(self.label, "skipped", facts=len(batch.facts), late=len(batch.late),
-                             reason=reason, attempt=attempt, watermark=watermark)
+                             reason=reason, attempt=attempt, watermark=watermark or iso(self.storage.watermark))
         message = f"dream: {subject_label(self.label)} — skipped after {attempt} failed attempts"
         result.commit = runner.log_only(entry, message)
         return result
@@ -124,15 +175,14 @@ class DayBatch(Job):
                     paths.append(hit.path)
         if not paths:
             paths = pages_sharing_words(self.storage, self.facts)
-        chosen, size = [], 0
+        chosen = []
         for path in paths:
             if path.count("/") != 2 or zone_of(path) == INBOX_ZONE:
                 continue
             page = read_page(root, path)
             if page is None:
                 continue
-            size += len(page.body.encode())
-            if len(chosen) >= PROMPT_PAGES or size > PROMPT_PAGE_BYTES:
+            if len(chosen) >= PROMPT_PAGES:
                 break
             chosen.append(page)
         return chosen

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 from memvault.dream.batch import DayBatch, iso
-from memvault.dream.llm import LLMSettings
-from memvault.dream.planner import make_plan
+from memvault.dream.budget import Budget
+from memvault.dream.llm import LLMSettings, model_limits, provider_of
+from memvault.dream.planner import PlanMemo, make_plan
+from memvault.dream.prompt import base_tokens
 from memvault.dream.results import BatchResult, DreamReport
-from memvault.dream.runner import Progress, Runner
+from memvault.dream.runner import Job, Progress, Runner
 from memvault.dream.scrub import SCRUB_LABEL, Scrub, scrub_due
 from memvault.errors import LLMError, MemvaultError
 from memvault.storage.store import Storage
@@ -22,7 +26,8 @@ def llm_settings(storage: Storage, model: str | None = None) -> LLMSettings:
         )
     llm = storage.config.llm
     return LLMSettings(model=model, api_base=llm.api_base, timeout=llm.timeout, attempts=llm.attempts,
-                       backoff=llm.backoff)
+                       backoff=llm.backoff, context_window=llm.context_window,
+                       max_output_tokens=llm.max_output_tokens)
 
 
 def run_dream(
@@ -48,24 +53,23 @@ def run_dream(
             dry_run=dry_run, model=llm.model if llm else (model or storage.config.llm_model),
         )
         # pages citing forgotten facts are rewritten first: forgetting is a promise
-        labels = ([SCRUB_LABEL] if scrub_due(storage) else []) + [b.label for b in plan.batches]
-        batches = {b.label: b for b in plan.batches}
+        scrub = scrub_due(storage)
+        labels = ([SCRUB_LABEL] if scrub else []) + [b.label for b in plan.batches]
         if min_facts is not None and plan.pending_facts < min_facts:
             # A quiet night is cheap: the day batches wait. A due scrub does not: pages (and the
             # MEMORY.md built from them) must not keep what a forgotten fact said night after night.
             report.gated = True
-            report.deferred = [label for label in labels if label != SCRUB_LABEL]
-            labels = [label for label in labels if label == SCRUB_LABEL]
             say(f"quiet night: {plan.pending_facts} pending fact(s) < --min-facts {min_facts}"
-                + ("; rewriting the pages that cite forgotten facts" if labels else "; nothing to do"))
-            if not labels:
+                + ("; rewriting the pages that cite forgotten facts" if scrub else "; nothing to do"))
+            if not scrub:
+                report.deferred = labels
                 return report
         if not labels:
             report.caught_up = True
             say("nothing to consolidate: caught up")
             return report
-        limit = len(labels) if max_batches is None else max(0, max_batches)
-        report.deferred = [label for label in labels[limit:]]
+        # without --max-batches a run goes on until caught up (a batch that shrinks leaves more)
+        limit = sys.maxsize if max_batches is None else max(0, max_batches)
         try:
             settings = llm or llm_settings(storage, model)  # only now: there is work for the model
         except LLMError:
@@ -73,41 +77,79 @@ def run_dream(
                 raise
             # A plan is still worth seeing before a model is set up.
             say("no model configured: the plan only, without the model's proposal")
-            report.batches = [_planned(label, batches) for label in labels[:limit]]
+            report.batches = [_planned(label, plan) for label in labels[:limit]]
+            report.deferred = labels[limit:]
             return report
         report.model = settings.model
-        runner = Runner(storage, settings, say, plan)
-        for number, label in enumerate(labels[:limit], start=1):
-            batch = batches.get(label)
-            if batch is None:
-                say(f"batch {number}/{len(labels)} scrub: pages citing forgotten facts")
-            else:
-                say(f"batch {number}/{len(labels)} {label}: {len(batch.facts)} fact(s)"
-                    + (f", {len(batch.late)} late" if batch.late else ""))
-            if dry_run and number > 1:
-                report.batches.append(_planned(label, batches))
-                continue
-            job = Scrub(runner) if batch is None else DayBatch(runner, batch)
-            result = runner.run(job, dry_run=dry_run)
-            report.batches.append(result)
-            say(_describe(result))
-            if result.outcome in ("failed", "error"):
-                report.error = report.error or f"batch {label}: {result.reason}"
-                # a rejected scrub does not hold up the day batches (their answers may not cite
-                # forgotten facts either); provider trouble would fail them all the same
-                if not (batch is None and result.outcome == "failed"):
-                    break
+        provider_of(settings.model)  # a model string litellm cannot place is a typo: no attempt is made
+        budget = Budget(model_limits(settings))
+        config = storage.config
+        budget.check(base_tokens(config.zones, config.dream.memory_max_lines))
+        say(f"model {settings.model}: a window of {budget.window} tokens ({budget.limits.source}), "
+            f"answers of up to {budget.max_output}")
+        # planned again for this model's window (the first plan knew only memvault.toml's)
+        memo = PlanMemo()
+        runner = Runner(storage, settings, say, make_plan(storage, today=today, budget=budget, memo=memo), budget)
+        _run_jobs(runner, report, scrub=scrub, limit=limit, today=today, dry_run=dry_run, memo=memo)
         report.watermark_after = iso(storage.watermark)
-        done = [b for b in report.batches if b.outcome in ("ok", "skipped") and b.label != SCRUB_LABEL]
-        report.caught_up = not dry_run and report.error is None and len(done) == len(plan.batches) \
-            and not report.gated
     if not dry_run and any(b.outcome == "ok" for b in report.batches):
         _refresh_index(storage, say)
     return report
 
 
-def _planned(label: str, batches: dict) -> BatchResult:
-    batch = batches.get(label)
+def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, today, dry_run: bool,
+              memo: PlanMemo) -> None:
+    """The scrub while one is due, then the day batches, planned afresh after each job.
+
+    Planning again lets a batch that had to shrink (the model's window took less than counted)
+    leave the rest of its facts to head the next batch, sized by what the model took so far.
+    """
+    storage, say, plan = runner.storage, runner.say, runner.plan
+    scrub_blocked = not scrub
+    job: Job | None = None
+    while len(report.batches) < limit:
+        done = len(report.batches)
+        if not scrub_blocked and scrub_due(storage):
+            job = Scrub(runner)
+            say(f"batch {done + 1}/{done + 1 + len(plan.batches)} scrub: pages citing forgotten facts")
+        elif report.gated or not plan.batches:
+            break
+        else:
+            batch = plan.batches[0]
+            job = DayBatch(runner, batch)
+            say(f"batch {done + 1}/{done + len(plan.batches)} {batch.label}: {len(batch.facts)} fact(s)"
+                + (f", {len(batch.late)} late" if batch.late else ""))
+        result = runner.run(job, dry_run=dry_run)
+        report.batches.append(result)
+        say(_describe(result))
+        if dry_run:
+            break
+        if isinstance(job, Scrub) and result.outcome != "ok":
+            scrub_blocked = True
+        if result.outcome in ("failed", "error"):
+            report.error = report.error or f"batch {result.label}: {result.reason}"
+            # a rejected scrub does not hold up the day batches (their answers may not cite
+            # forgotten facts either); provider trouble would fail them all the same
+            if not (isinstance(job, Scrub) and result.outcome == "failed"):
+                break
+        runner.plan = plan = make_plan(storage, today=today, budget=runner.budget, memo=memo)
+    days = [b.label for b in plan.batches]
+    if dry_run:
+        # the first job was asked; what would follow is shown as planned
+        rest = [] if report.gated else days[1:] if isinstance(job, DayBatch) else days
+        room = max(0, limit - len(report.batches))
+        report.batches += [_planned(label, plan) for label in rest[:room]]
+        report.deferred = days if report.gated else rest[room:]
+        return
+    if report.gated:
+        report.deferred = days
+    elif len(report.batches) >= limit:
+        report.deferred = ([SCRUB_LABEL] if not scrub_blocked and scrub_due(storage) else []) + days
+    report.caught_up = report.error is None and not report.gated and not days
+
+
+def _planned(label: str, plan) -> BatchResult:
+    batch = next((b for b in plan.batches if b.label == label), None)
     if batch is None:
         return BatchResult(label, "planned")
     return BatchResult(label, "planned", facts=len(batch.facts), late=len(batch.late))
@@ -119,9 +161,11 @@ def _describe(r: BatchResult) -> str:
     if r.outcome == "ok":
         return (f"  {r.label}: {len(r.created)} created, {len(r.updated)} updated, "
                 f"{r.conflicts} conflict(s), {r.duplicates} duplicate(s), {r.noop} noop "
-                f"→ watermark {r.watermark}")
+                f"→ watermark {r.watermark}" + (f" (notes: {'; '.join(r.notes)})" if r.notes else ""))
     if r.outcome == "proposed":
         return f"  {r.label}: proposal {'valid' if not r.reason else 'rejected: ' + r.reason}"
+    if r.outcome in ("failed", "error"):  # the reason is the run's error, told once by the caller
+        return f"  {r.label}: {r.outcome}" + (f" (attempt {r.attempt})" if r.attempt else "")
     return f"  {r.label}: {r.outcome}" + (f": {r.reason}" if r.reason else "")
 
 

@@ -1,25 +1,60 @@
-"""The one place dream talks to a language model, through litellm (imported lazily)."""
+"""The one place dream talks to a language model, through litellm (imported lazily).
+
+A call ends in an answer or in one of three errors, because the runner treats each differently:
+- ContextTooLong: the request (or its answer) does not fit the model's window: ask with less;
+- ProviderRefused: deterministic (no key, unknown model, bad request, content policy): a failed
+  attempt, never retried within a run;
+- ProviderUnavailable: transient (429, 5xx, timeout, connection) after the retries made here: an
+  outage, which never counts towards skipping a batch.
+Each message is one line that says what to do.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from memvault.errors import LLMError
 
-# Error class names in litellm that a later attempt may cure. Auth is in the list because
-# providers and proxies return 401/403 transiently during key rotation; the bound keeps it cheap.
-RETRYABLE = (
+# litellm error classes a later attempt may cure; every other class is deterministic.
+TRANSIENT = (
     "RateLimitError",
     "Timeout",
     "APIConnectionError",
     "InternalServerError",
     "ServiceUnavailableError",
     "BadGatewayError",
-    "AuthenticationError",
 )
+# The OpenAI SDK reports a missing key as a client-side error that litellm maps to a 500.
+_MISSING_KEY = ("missing credentials", "api_key client option must be set", "no api key")
+# litellm reports a refused connection as APIConnectionError or, through the OpenAI SDK, a 500
+_NO_CONNECTION = ("connection error", "connection refused", "name or service not known")
+# litellm nests class names: "litellm.X: litellm.Y: Z: OpenAIException - <the provider's words>"
+_PREFIX = re.compile(r"^(?:(?:litellm\.)?\w*(?:Error|Timeout):\s*)*(?:\w+Exception\s*-\s*)?")
+# For a model litellm does not know (local servers): a window most local setups give, and room
+# for an answer of about 20 facts. memvault.toml's [llm] context_window / max_output_tokens say better.
+DEFAULT_CONTEXT_WINDOW = 8192
+DEFAULT_MAX_OUTPUT = 2048
+OLLAMA = ("ollama", "ollama_chat")
+
+
+class ContextTooLong(LLMError):
+    """The provider refused the request as longer than the model's context window."""
+
+
+class AnswerTruncated(ContextTooLong):
+    """The answer stopped at max_tokens: the batch asks for more than one answer can hold."""
+
+
+class ProviderRefused(LLMError):
+    """A deterministic refusal (credentials, model, request, content policy): asking again won't help."""
+
+
+class ProviderUnavailable(LLMError):
+    """No answer after every retry: timeouts, rate limits, server errors, no connection."""
 
 
 @dataclass
@@ -31,6 +66,17 @@ class LLMSettings:
     attempts: int = 3          # calls per request, retries included
     backoff: float = 2.0       # seconds before the first retry; doubles each time
     temperature: float = 0.0
+    context_window: int | None = None     # [llm] context_window; None: litellm's model info
+    max_output_tokens: int | None = None  # [llm] max_output_tokens; None: litellm's model info
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How many tokens the model takes in all (window) and how long an answer may be."""
+
+    window: int
+    max_output: int
+    source: str       # where the window comes from: memvault.toml, litellm, or default
 
 
 def load_litellm():
@@ -40,6 +86,51 @@ def load_litellm():
 
     litellm.suppress_debug_info = True
     return litellm
+
+
+def provider_of(model: str) -> str:
+    """The litellm provider of a model string; ProviderRefused when litellm knows none."""
+    provider = provider_name(model)
+    if provider is None:
+        raise ProviderRefused(unknown_model(model))
+    return provider
+
+
+def unknown_model(model: str) -> str:
+    return (f"unknown model string {model!r}: litellm knows no provider for it; write provider/model, "
+            "e.g. openai/gpt-4o-mini, anthropic/claude-haiku-4-5 or ollama_chat/qwen2.5")
+
+
+def model_limits(settings: LLMSettings) -> Limits:
+    """[llm] context_window / max_output_tokens first, then litellm's model info, then defaults.
+
+    The answer is reserved out of the window, so max_output is held to a quarter of it: room for
+    the prompt, the answer, and the answer again in a repair turn.
+    """
+    info: dict = {}
+    if not (settings.context_window and settings.max_output_tokens):
+        litellm = load_litellm()
+        try:
+            info = litellm.get_model_info(settings.model) or {}
+        except Exception:  # noqa: BLE001 - a model litellm has not mapped (local servers)
+            info = {}
+    known = info.get("max_input_tokens")
+    if settings.context_window:
+        window, source = settings.context_window, "memvault.toml"
+    elif isinstance(known, int) and known > 0 and provider_name(settings.model) not in OLLAMA:
+        # ollama's own window (num_ctx) is not the model's: memvault sets num_ctx to its own figure
+        window, source = known, "litellm"
+    else:
+        window, source = DEFAULT_CONTEXT_WINDOW, "default"
+    out = settings.max_output_tokens or info.get("max_output_tokens") or DEFAULT_MAX_OUTPUT
+    return Limits(window=window, max_output=max(1, min(int(out), window // 4)), source=source)
+
+
+def provider_name(model: str) -> str | None:
+    try:
+        return load_litellm().get_llm_provider(model)[1]
+    except Exception:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
+        return None
 
 
 def response_format_for(litellm, model: str, schema: dict) -> dict | None:
@@ -57,9 +148,54 @@ def response_format_for(litellm, model: str, schema: dict) -> dict | None:
     return None
 
 
-def complete_json(settings: LLMSettings, messages: list[dict], schema: dict) -> str:
-    """Send the messages and return the raw answer text; raise LLMError once retries are spent."""
+def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
+                  limits: Limits | None = None) -> str:
+    """Send the messages and return the raw answer text, or raise one of the three errors above."""
     litellm = load_litellm()
+    kwargs = _request(settings, messages, limits)
+    fmt = response_format_for(litellm, settings.model, schema)
+    if fmt:
+        kwargs["response_format"] = fmt
+    last = "no attempt made"
+    for attempt in range(1, max(1, settings.attempts) + 1):
+        try:
+            response = litellm.completion(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - litellm maps provider errors onto its own classes
+            kind, last = classify(exc, settings)
+            if kind == "context":
+                raise ContextTooLong(last) from None
+            if kind == "refused":
+                raise ProviderRefused(last) from None
+            if attempt < settings.attempts:
+                time.sleep(settings.backoff * (2 ** (attempt - 1)))
+            continue
+        content, finish = _content(response)
+        if finish == "length":
+            raise AnswerTruncated(f"{settings.model}: the answer stopped at max_tokens={kwargs.get('max_tokens')}")
+        if content is None:
+            last = "empty answer"
+            continue
+        return content
+    raise ProviderUnavailable(
+        f"{settings.model}: no answer after {settings.attempts} attempt(s): {last}; dream tries again next run"
+    )
+
+
+def ping(settings: LLMSettings) -> float:
+    """One tiny request, no retry (doctor --llm): the seconds it took, or the classified error."""
+    litellm = load_litellm()
+    kwargs = _request(settings, [{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}], None)
+    kwargs["max_tokens"] = 16
+    start = time.monotonic()
+    try:
+        litellm.completion(**kwargs)
+    except Exception as exc:  # noqa: BLE001
+        kind, message = classify(exc, settings)
+        raise (ProviderUnavailable if kind == "transient" else ProviderRefused)(message) from None
+    return time.monotonic() - start
+
+
+def _request(settings: LLMSettings, messages: list[dict], limits: Limits | None) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "model": settings.model,
         "messages": messages,
@@ -69,49 +205,70 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict) -> 
         "num_retries": 0,
         "max_retries": 0,
     }
+    if limits is not None:
+        kwargs["max_tokens"] = limits.max_output
+        if provider_name(settings.model) in OLLAMA:
+            # ollama silently cuts a prompt longer than its num_ctx (2048 or 4096 by default)
+            kwargs["num_ctx"] = limits.window
     if settings.api_base:
         kwargs["api_base"] = settings.api_base
     if settings.api_key:
         kwargs["api_key"] = settings.api_key
-    fmt = response_format_for(litellm, settings.model, schema)
-    if fmt:
-        kwargs["response_format"] = fmt
-
-    last = "no attempt made"
-    for attempt in range(1, max(1, settings.attempts) + 1):
-        try:
-            response = litellm.completion(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - litellm maps provider errors onto its own classes
-            name = type(exc).__name__
-            last = f"{name}: {_first_line(exc)}"
-            if name not in RETRYABLE and not _is_5xx(exc):
-                raise LLMError(f"LLM call failed ({settings.model}): {last}") from None
-            if attempt < settings.attempts:
-                time.sleep(settings.backoff * (2 ** (attempt - 1)))
-            continue
-        content = _content(response)
-        if content is None:
-            last = "empty answer"
-            continue
-        return content
-    raise LLMError(
-        f"LLM call failed after {settings.attempts} attempt(s) ({settings.model}): {last}"
-    )
+    return kwargs
 
 
-def _content(response) -> str | None:
-    try:
-        text = response.choices[0].message.content
-    except (AttributeError, IndexError, KeyError):
-        return None
-    return text if isinstance(text, str) and text.strip() else None
-
-
-def _is_5xx(exc: Exception) -> bool:
+def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
+    """("context" | "refused" | "transient", one line saying what happened and what to do)."""
+    name = type(exc).__name__
+    text = provider_message(exc)
+    lowered = str(exc).lower()
     status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and 500 <= status < 600
+    model = settings.model
+    if name == "ContextWindowExceededError":
+        return "context", f"{model}: the request does not fit the model's context window ({text})"
+    if name == "AuthenticationError" or any(k in lowered for k in _MISSING_KEY):
+        keys = _missing_keys(settings)
+        if keys:
+            return "refused", (f"{model}: no API key: set {' or '.join(keys)} "
+                               "(any value for a local server without authentication)")
+        return "refused", f"{model}: the provider refused the API key ({text}); check it"
+    if "llm provider not provided" in lowered:
+        return "refused", unknown_model(model)
+    if name == "NotFoundError" or status == 404:
+        return "refused", (f"{model}: the provider does not know this model ({text}); check --model, "
+                           "MEMVAULT_MODEL or [llm] model")
+    if name == "ContentPolicyViolationError":
+        return "refused", f"{model}: the provider refused the batch under its content policy ({text})"
+    if name == "APIConnectionError" or any(k in lowered for k in _NO_CONNECTION):
+        where = settings.api_base or "the provider"
+        return "transient", f"cannot reach {where} ({text}); is the server running?"
+    if name in TRANSIENT or (isinstance(status, int) and (status >= 500 or status in (408, 429))):
+        return "transient", f"{name}: {text}"
+    return "refused", f"{model}: the provider rejected the request ({name}: {text})"
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
+def provider_message(exc: Exception) -> str:
+    """The provider's own words, without litellm's nested class prefixes, on one line."""
+    lines = str(exc).strip().splitlines()
+    text = _PREFIX.sub("", lines[0] if lines else "").strip() or type(exc).__name__
+    return text[:200]
+
+
+def _missing_keys(settings: LLMSettings) -> list[str]:
+    if settings.api_key:
+        return []
+    try:
+        found = load_litellm().validate_environment(model=settings.model, api_base=settings.api_base)
+    except Exception:  # noqa: BLE001
+        return []
+    return [k for k in found.get("missing_keys") or [] if k.endswith("_KEY")]
+
+
+def _content(response) -> tuple[str | None, str | None]:
+    try:
+        choice = response.choices[0]
+        text = choice.message.content
+    except (AttributeError, IndexError, KeyError):
+        return None, None
+    finish = getattr(choice, "finish_reason", None)
+    return (text if isinstance(text, str) and text.strip() else None), finish

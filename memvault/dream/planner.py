@@ -1,26 +1,53 @@
-"""What dream has left to do: pending days after the watermark, late facts, and batches."""
+"""What dream has left to do: pending days after the watermark, late facts, and batches.
+
+Batches are sized by tokens: each holds at most as many facts as the model's window has room for
+(and its answer can account for), and at most `max_days` days. Days stay whole when they fit a
+batch; a day too big for one is split across batches, and the watermark passes it only with the
+batch that holds its last fact.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 
 from memvault.citations import accounted_ids
-from memvault.dreamlog import LATE_LABEL, SCRUB_LABEL, Entry
+from memvault.dream.budget import Budget, compact, planning_limits, text_tokens
+from memvault.dream.prompt import base_tokens, fact_record
+from memvault.dreamlog import LATE_LABEL, SCRUB_LABEL, Entry, kept_ids
 from memvault.storage.store import Storage
 
 
 @dataclass
 class Batch:
     label: str
-    days: list[date]
-    facts: list            # the batch's live facts, late ones included
+    days: list[date]       # pending days it covers, whole or in part (empty days included)
+    facts: list            # the batch's live facts, late ones first
     late: list
+    complete: list[date] = field(default_factory=list)  # days none of whose facts is left for later
 
     @property
     def last_day(self) -> date | None:
-        return self.days[-1] if self.days else None
+        """Where the watermark may move once the batch is done: the last of its leading complete days."""
+        last = None
+        for day in self.days:
+            if day not in self.complete:
+                break
+            last = day
+        return last
+
+    def head(self, n: int) -> Batch:
+        """The batch cut to its first `n` facts: later days drop out, a day cut in two is not complete."""
+        kept = self.facts[:n]
+        late_ids = {f.id for f in self.late}
+        dropped = [f for f in self.facts[n:] if f.id not in late_ids]
+        cut = dropped[0].day if dropped else None
+        started = {f.day for f in kept if f.id not in late_ids}  # the cut day stays if it has begun
+        days = [d for d in self.days if cut is None or d < cut or (d == cut and d in started)]
+        complete = [d for d in self.complete if cut is None or d < cut]
+        late = [f for f in kept if f.id in late_ids]
+        return replace(self, label=_label(days), days=days, facts=kept, late=late, complete=complete)
 
 
 @dataclass
@@ -39,14 +66,38 @@ class Plan:
         return sum(len(b.facts) for b in self.batches)
 
 
-def make_plan(storage: Storage, *, today: date | None = None, max_days: int | None = None) -> Plan:
-    """Batches of at most max_days pending days; late facts ride with the first batch.
+@dataclass
+class PlanMemo:
+    """What planning again after each batch of a run need not redo: parsed logs, fact sizes."""
+
+    logs: dict = field(default_factory=dict)    # path -> ((mtime_ns, size), live and forgotten facts)
+    costs: dict = field(default_factory=dict)   # fact id -> tokens of its prompt record
+
+    def read_log(self, storage: Storage, path) -> list:
+        try:
+            st = path.stat()
+            key = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = None
+        known = self.logs.get(path)
+        if key is None or known is None or known[0] != key:
+            known = self.logs[path] = (key, storage.read_log(path)[0])
+        return known[1]
+
+
+def make_plan(storage: Storage, *, today: date | None = None, max_days: int | None = None,
+              budget: Budget | None = None, memo: PlanMemo | None = None) -> Plan:
+    """Batches sized by `budget` (default: the window memvault.toml states); late facts go first.
 
     A late fact was added (backdated) to a day the watermark has already passed, after that
     day was consolidated: no page cites it and log.md never settled it, so it would be stranded.
+    `memo` carries what a run already read (a 10,000-fact backlog is planned again per batch).
     """
+    config = storage.config
     today = today or datetime.now(storage.tz).date()
-    max_days = max_days or storage.config.dream.max_days
+    max_days = max_days or config.dream.max_days
+    budget = budget or Budget(planning_limits(config.llm))
+    memo = memo or PlanMemo()
     watermark = storage.watermark
     entries = storage.dream_entries()
     tombstoned = set(storage.tombstones())
@@ -55,32 +106,86 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     for path in storage.log_files():
         day = storage.day_of(path)
         days.append(day)
-        by_day[day].extend(f for f in storage.read_log(path)[0] if f.id not in tombstoned)
+        by_day[day].extend(f for f in memo.read_log(storage, path) if f.id not in tombstoned)
     facts_by_id = {f.id: f for day_facts in by_day.values() for f in day_facts}
     pending = [d for d in days if (watermark is None or d > watermark) and d < today]
-    late: list = []
-    if watermark is not None:
-        accounted = accounted_ids(storage, entries)
-        late = [f for d in days if d <= watermark for f in by_day[d] if f.id not in accounted]
-    batches: list[Batch] = []
-    rest = list(pending)
-    retry_end = _failed_batch_end(entries, pending)
-    while rest:
-        size = max_days
-        if not batches and retry_end is not None:
-            # retry exactly the days that failed, so attempts on "the same batch" add up
-            # even when new days became pending since
-            size = min(max_days, sum(1 for d in rest if d <= retry_end)) or max_days
-        chunk, rest = rest[:size], rest[size:]
-        facts = [f for d in chunk for f in by_day[d]]
-        batches.append(Batch(f"{chunk[0]}..{chunk[-1]}", chunk, facts, []))
-    if late:
-        if batches:
-            batches[0].facts = late + batches[0].facts
-            batches[0].late = late
-        else:
-            batches.append(Batch(LATE_LABEL, [], list(late), list(late)))
+    # facts a page already cites or log.md settled: late facts are the others on dreamed days,
+    # and a day split across batches keeps only the facts not done yet
+    accounted = accounted_ids(storage, entries) | kept_ids(entries)
+    late = [f for d in days if watermark is not None and d <= watermark for f in by_day[d] if f.id not in accounted]
+    todo = {d: [f for f in by_day[d] if f.id not in accounted] for d in pending}
+    room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines))
+    packer = _Packer(room=max(1, room), max_facts=budget.max_facts(), max_days=max_days,
+                     retry_end=_failed_batch_end(entries, pending), costs=memo.costs)
+    batches = packer.pack(late, pending, todo)
     return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned)
+
+
+def fact_cost(fact, room: int, costs: dict | None = None) -> int:
+    """Tokens a fact takes in a prompt (never more than `room`: a longer text is cut to fit)."""
+    cost = None if costs is None else costs.get(fact.id)
+    if cost is None:
+        cost = text_tokens(compact(fact_record(fact, "f999", late=True))) + 1
+        if costs is not None:
+            costs[fact.id] = cost  # a fact's text never changes: an edit makes another fact
+    return min(cost, room)
+
+
+@dataclass
+class _Packer:
+    room: int
+    max_facts: int
+    max_days: int
+    retry_end: date | None
+    costs: dict = field(default_factory=dict)
+    batches: list[Batch] = field(default_factory=list)
+
+    def pack(self, late: list, pending: list[date], todo: dict[date, list]) -> list[Batch]:
+        self.current = Batch("", [], [], [])
+        self.tokens = 0
+        for fact in late:
+            cost = fact_cost(fact, self.room, self.costs)
+            if not self._fits(1, cost):
+                self._close()
+            self._add(fact, cost, late=True)
+        for day in pending:
+            facts = todo[day]
+            costs = [fact_cost(f, self.room, self.costs) for f in facts]
+            retrying = not self.batches and self.retry_end is not None and day > self.retry_end
+            if self.current.days and (len(self.current.days) >= self.max_days or retrying):
+                self._close()
+            elif self.current.facts and not self._fits(len(facts), sum(costs)):
+                self._close()  # the day fits a batch of its own: keep it whole
+            self.current.days.append(day)
+            for fact, cost in zip(facts, costs, strict=True):
+                if not self._fits(1, cost):
+                    self._close()
+                    self.current.days.append(day)
+                self._add(fact, cost)
+            self.current.complete.append(day)
+        self._close()
+        return self.batches
+
+    def _fits(self, n: int, cost: int) -> bool:
+        return not self.current.facts or (len(self.current.facts) + n <= self.max_facts
+                                          and self.tokens + cost <= self.room)
+
+    def _add(self, fact, cost: int, *, late: bool = False) -> None:
+        self.current.facts.append(fact)
+        if late:
+            self.current.late.append(fact)
+        self.tokens += cost
+
+    def _close(self) -> None:
+        if self.current.facts or self.current.days:
+            self.current.label = _label(self.current.days)
+            self.batches.append(self.current)
+        self.current = Batch("", [], [], [])
+        self.tokens = 0
+
+
+def _label(days: list[date]) -> str:
+    return f"{days[0]}..{days[-1]}" if days else LATE_LABEL
 
 
 def _failed_batch_end(entries: list[Entry], pending: list[date]) -> date | None:

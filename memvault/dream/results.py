@@ -22,6 +22,9 @@ class BatchResult:
     reason: str | None = None
     attempt: int | None = None
     proposal: dict | None = None
+    repairs: int | None = None        # repair turns the accepted answer needed
+    problems: list[str] | None = None  # every problem of a rejected final answer
+    notes: list[str] | None = None    # what the runner dropped from an accepted answer
 
     def to_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}

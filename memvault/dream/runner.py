@@ -1,9 +1,19 @@
 """The dream runner: one job at a time through ask, validate, apply, with its log.md line and commit.
 
 A job is a day batch (memvault.dream.batch) or the scrub (memvault.dream.scrub). The runner owns
-what they share: the model call (no write lock held), provider errors, counting failed attempts
-in log.md, asking again when the vault changed under the model, and the one commit per outcome.
-A job says what to ask, how to check the answer, and what the answer writes.
+what they share: the token budget of each request, the model call (no write lock held), the
+repair turns, provider errors, counting failed attempts in log.md, asking again when the vault
+changed under the model, and the one commit per outcome. A job says what to ask, how to check
+the answer, how to ask for less, and what the answer writes.
+
+How each way of failing ends:
+- the request does not fit (our count, or the provider's "context length exceeded", or an answer
+  cut at max_tokens): ask again at once with less (job.shrink), never an outage;
+- an answer that fails validation: the same conversation goes on with every problem found, at
+  most REPAIR_TURNS times, then the attempt fails (counted; skipped after max_retries);
+- a deterministic provider refusal (key, model, bad request, content policy): a failed attempt;
+- no answer after the retries (timeouts, 429, 5xx, no connection): an outage, logged as `error`
+  and never counted, so an outage cannot skip batches. `memvault status` names it all the same.
 """
 
 from __future__ import annotations
@@ -14,22 +24,39 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memvault import dreamlog
-from memvault.dream.llm import LLMSettings, complete_json
+from memvault.dream.budget import Budget, prompt_tokens
+from memvault.dream.llm import (
+    AnswerTruncated,
+    ContextTooLong,
+    LLMSettings,
+    ProviderRefused,
+    ProviderUnavailable,
+    complete_json,
+)
+from memvault.dream.prompt import Handles, repair_messages
 from memvault.dream.results import BatchResult
 from memvault.dream.schema import AnswerRejected, answer_schema
 from memvault.dream.validate import Proposal
-from memvault.errors import LLMError
 from memvault.pages import Page, cited_ids, list_pages
 from memvault.storage.layout import DREAM_LOG
 from memvault.storage.store import Storage
 
-STALE_REDO = 2  # re-asks when a fact is forgotten or a page edited mid-dream
+STALE_REDO = 2    # re-asks when a fact is forgotten or a page edited mid-dream
+REPAIR_TURNS = 2  # corrections asked for in the same conversation before the attempt fails
 
 Progress = Callable[[str], None]
 
 
 class Stale(Exception):
     """The vault changed under the model (a fact forgotten, a page edited): ask again."""
+
+
+class Rejected(AnswerRejected):
+    """The final answer of a conversation still fails validation."""
+
+    def __init__(self, rejected: AnswerRejected, raw: str, turns: int):
+        super().__init__(rejected.problems)
+        self.raw, self.turns = raw, turns
 
 
 @dataclass
@@ -46,17 +73,23 @@ class Job:
     """One unit of dream work. Subclasses fill in the steps; the runner calls them in order."""
 
     label: str
+    handles: Handles | None = None  # the short ids of the latest request
 
     def start(self, tombstoned: set[str]) -> BatchResult | None:
         """Prepare an attempt (called again after a stale answer); a result ends the job at once."""
         return None
 
-    def messages(self) -> list[dict] | None:
-        """The request for the model, or None when this attempt needs no model."""
+    def messages(self, budget: Budget) -> list[dict] | None:
+        """The request within budget.prompt_limit, None when no model is needed; ContextTooLong
+        when even the job's required data does not fit."""
         raise NotImplementedError
 
+    def shrink(self) -> int:
+        """Ask for less next time: how many items (facts, pages) are left; 0 when nothing can go."""
+        return 0
+
     def check(self, raw: str, tombstoned: set[str]) -> Proposal:
-        """The validated proposal of an answer; AnswerRejected with the reason otherwise."""
+        """The validated proposal of an answer; AnswerRejected with every problem otherwise."""
         raise NotImplementedError
 
     def writes(self, proposal: Proposal) -> tuple[dict[str, Page], list[str]]:
@@ -83,11 +116,12 @@ class Job:
 
 
 class Runner:
-    def __init__(self, storage: Storage, settings: LLMSettings, say: Progress, plan):
+    def __init__(self, storage: Storage, settings: LLMSettings, say: Progress, plan, budget: Budget):
         self.storage = storage
         self.settings = settings
         self.say = say
         self.plan = plan
+        self.budget = budget
         self.dream = storage.config.dream
 
     def now(self) -> datetime:
@@ -111,25 +145,73 @@ class Runner:
                 done.outcome = "proposed"
             return done
         snapshot = page_hashes(self.storage)
-        messages = job.messages()
-        proposal, raw = Proposal(), None
-        if messages is not None:
-            self.say(f"  asking {self.settings.model} …")
-            try:
-                raw = complete_json(self.settings, messages, answer_schema())
-            except LLMError as e:
-                if dry_run:
-                    raise
-                return self.record_error(job, str(e))
-            try:
-                proposal = job.check(raw, tombstoned)
-            except AnswerRejected as e:
-                if dry_run:
-                    return job.preview(job.new_result("proposed"), None, raw, str(e))
-                return self.failed(job, str(e), snapshot)
+        try:
+            proposal, raw, turns = self._ask(job, tombstoned)
+        except Rejected as e:
+            if dry_run:
+                return job.preview(job.new_result("proposed"), None, e.raw, str(e))
+            return self.failed(job, _after(e.turns) + str(e), snapshot, problems=e.problems)
+        except ProviderUnavailable as e:
+            if dry_run:
+                raise
+            return self.record_error(job, str(e))
+        except (ProviderRefused, ContextTooLong) as e:
+            if dry_run:
+                raise
+            return self.failed(job, str(e), snapshot)
         if dry_run:
             return job.preview(job.new_result("proposed"), proposal, raw, None)
-        return self.apply(job, proposal, tombstoned, snapshot)
+        result = job.new_result()
+        result.repairs = turns or None
+        return self.apply(job, proposal, tombstoned, snapshot, result=result)
+
+    # -- asking ----------------------------------------------------------------------------
+    def _ask(self, job: Job, tombstoned: set[str]) -> tuple[Proposal, str | None, int]:
+        """Ask until the request fits the model's window; then converse (answer, repair turns)."""
+        while True:
+            try:
+                messages = job.messages(self.budget)
+            except ContextTooLong as e:
+                if job.shrink():
+                    continue  # our own count said so: the budget itself was right
+                raise ContextTooLong(f"{e}; {_TOO_SMALL}") from None
+            if messages is None:
+                return Proposal(), None, 0
+            try:
+                return self._converse(job, messages, tombstoned)
+            except AnswerTruncated as e:
+                # more facts than one answer can account for: fewer, this batch and the next ones
+                left = job.shrink()
+                if not left:
+                    raise AnswerTruncated(f"{e} even for the smallest batch; if the model can answer at "
+                                          "more length, raise [llm] max_output_tokens") from None
+                self.budget.cap_facts(left)
+                self.say(f"  {job.label}: {e}; asking again about {left}")
+            except ContextTooLong as e:
+                # the provider counts differently (another tokenizer, a smaller window than stated):
+                # ask for less from now on, this batch and the next ones
+                if not self.budget.shrink():
+                    raise ContextTooLong(f"{e}; {_TOO_SMALL}") from None
+                job.shrink()
+                self.say(f"  {job.label}: {e}; asking again with less")
+
+    def _converse(self, job: Job, messages: list[dict], tombstoned: set[str]) -> tuple[Proposal, str, int]:
+        for turn in range(REPAIR_TURNS + 1):
+            self.say(f"  asking {self.settings.model} …" if turn == 0 else
+                     f"  {job.label}: answer rejected; repair turn {turn}/{REPAIR_TURNS}")
+            raw = complete_json(self.settings, messages, answer_schema(), limits=self.budget.limits)
+            try:
+                return job.check(raw, tombstoned), raw, turn
+            except AnswerRejected as e:
+                rejected = Rejected(e, raw, turn)
+            if turn == REPAIR_TURNS:
+                break
+            problems = [job.handles.shorten_ids(p) if job.handles else p for p in rejected.problems]
+            repair = repair_messages(messages, raw, problems)
+            if prompt_tokens(repair) > self.budget.conversation_limit:
+                break  # an answer this long leaves no room to discuss it: the attempt fails as it is
+            messages = repair
+        raise rejected
 
     # -- writing ---------------------------------------------------------------------------
     def apply(self, job: Job, proposal: Proposal, tombstoned: set[str], snapshot: dict[str, str],
@@ -161,25 +243,39 @@ class Runner:
 
     # -- failures --------------------------------------------------------------------------
     def record_error(self, job: Job, reason: str) -> BatchResult:
-        """Provider trouble (auth, 429, timeout, 5xx): logged, not counted towards a skip."""
+        """No answer after the retries (timeouts, 429, 5xx, connection): logged, never counted."""
         entry = dreamlog.format_entry(self.now().isoformat(), "error", job.label, detail=f"LLM unavailable: {reason}")
         result = job.new_result("error")
         result.reason = reason
         result.commit = self.log_only(entry, f"dream: {subject_label(job.label)} — LLM unavailable")
         return result
 
-    def failed(self, job: Job, reason: str, snapshot: dict[str, str] | None) -> BatchResult:
-        """A rejected answer: logged and counted; the job decides what its last allowed failure does."""
+    def failed(self, job: Job, reason: str, snapshot: dict[str, str] | None,
+               problems: list[str] | None = None) -> BatchResult:
+        """A failed attempt, logged with every problem and counted; the job decides what its last
+        allowed failure does."""
         attempt = dreamlog.failed_attempts(self.storage.dream_entries(), job.label) + 1
         limit = self.dream.max_retries
         entry = dreamlog.format_entry(self.now().isoformat(), "failed", job.label,
-                                      detail=f"attempt {attempt}/{limit}: {reason}")
+                                      detail=f"attempt {attempt}/{limit}: {reason}",
+                                      problems=problems or ())
         if attempt >= limit:
-            return job.exhausted(self, reason, attempt, entry, snapshot)
-        result = job.new_result("failed")
-        result.reason, result.attempt = reason, attempt
-        result.commit = self.log_only(entry, f"dream: {subject_label(job.label)} — attempt {attempt}/{limit} failed")
+            result = job.exhausted(self, reason, attempt, entry, snapshot)
+        else:
+            result = job.new_result("failed")
+            result.reason, result.attempt = reason, attempt
+            message = f"dream: {subject_label(job.label)} — attempt {attempt}/{limit} failed"
+            result.commit = self.log_only(entry, message)
+        result.problems = problems or None
         return result
+
+
+_TOO_SMALL = ("even the smallest request does not fit: if the model's window is larger, say so in "
+              "[llm] context_window (memvault.toml); else lower [llm] max_output_tokens or choose a larger model")
+
+
+def _after(turns: int) -> str:
+    return f"answer rejected after {turns} repair turn(s): " if turns else ""
 
 
 def subject_label(label: str) -> str:

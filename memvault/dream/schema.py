@@ -1,12 +1,16 @@
 """The JSON answer the dream LLM must give for one batch, and its parsing.
 
 Shape only: checks against the vault (paths, ids, tombstones, proof of work) are in validate.py.
+Parsing is lenient where nothing can be lost: unknown keys, malformed tags and MEMORY.md lines
+that are too long or malformed are dropped with a note. Everything else wrong with an item is a
+problem, and every problem is collected, so a repair turn can name them all at once.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,10 +23,16 @@ TITLE_MAX = 120
 TAG_MAX = 40
 NOTE_MAX = 500
 MEMORY_LINE_MAX = 300
+TAG = re.compile(r"^[\w][\w./ -]{0,39}$")
 
 
 class AnswerRejected(LLMError):
-    """The model answered, but the answer cannot be applied; the attempt fails."""
+    """The model answered, but the answer cannot be applied; `problems` lists every reason."""
+
+    def __init__(self, problems):
+        self.problems = [problems] if isinstance(problems, str) else list(problems) or ["answer rejected"]
+        more = len(self.problems) - 1
+        super().__init__(self.problems[0] + (f" (+{more} more)" if more else ""))
 
 
 class _Strict(BaseModel):
@@ -49,7 +59,7 @@ class Disposition(_Strict):
     page: str | None = Field(default=None, max_length=200, description="for consolidated")
     duplicate_of: str | None = Field(default=None, max_length=64, description="for duplicate")
     conflicts_with: list[str] = Field(default_factory=list, max_length=20, description="for conflict")
-    note: str | None = Field(default=None, max_length=NOTE_MAX)
+    note: str | None = Field(default=None, max_length=NOTE_MAX, description="why, for noop and conflict")
 
 
 class MemoryLine(_Strict):
@@ -65,6 +75,15 @@ class DreamAnswer(_Strict):
     )
 
 
+@dataclass
+class Parsed:
+    """An answer's valid items, what was dropped leniently (`notes`), and what is wrong (`problems`)."""
+
+    answer: DreamAnswer
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
 def answer_schema() -> dict:
     """JSON schema handed to providers that support structured output."""
     return DreamAnswer.model_json_schema()
@@ -73,8 +92,11 @@ def answer_schema() -> dict:
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 
 
-def parse_answer(text: str) -> DreamAnswer:
-    """Parse the raw model text into a DreamAnswer or raise AnswerRejected with a one-line reason."""
+def parse_answer(text: str, handles=None) -> Parsed:
+    """Parse the raw model text; AnswerRejected only when there is no JSON object to look at.
+
+    `handles` (memvault.dream.prompt.Handles) maps the request's short ids back to fact ids.
+    """
     if len(text.encode("utf-8", "replace")) > ANSWER_MAX_BYTES:
         raise AnswerRejected(f"answer too large ({len(text)} characters)")
     fenced = _FENCE.match(text)
@@ -86,16 +108,110 @@ def parse_answer(text: str) -> DreamAnswer:
         raise AnswerRejected(f"answer is not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise AnswerRejected("answer is not a JSON object")
-    try:
-        answer = DreamAnswer.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "answer"
-        raise AnswerRejected(
-            f"answer does not match the schema: {where}: {first['msg']}"
-            + (f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
-        ) from None
-    for op in answer.pages:
+    notes: list[str] = []
+    problems: list[str] = []
+    unknown = [k for k in data if k not in DreamAnswer.model_fields]
+    if unknown:
+        notes.append(f"ignored unknown key(s) {', '.join(map(repr, unknown))}")
+    pages = _items(data, "pages", PageOp, problems, notes, handles, required=False)
+    facts = _items(data, "facts", Disposition, problems, notes, handles, required=True)
+    memory = _memory(data.get("memory"), notes, handles)
+    for op in pages:
         if len(op.body.encode("utf-8")) > PAGE_MAX_BYTES:
-            raise AnswerRejected(f"page {op.path!r} body exceeds {PAGE_MAX_BYTES} bytes")
-    return answer
+            problems.append(f"page {op.path!r} body exceeds {PAGE_MAX_BYTES} bytes")
+    if len(pages) > 100:
+        problems.append(f"answer edits {len(pages)} pages; at most 100 per batch")
+    return Parsed(DreamAnswer(pages=pages[:100], facts=facts, memory=memory), notes, problems)
+
+
+def _items(data: dict, key: str, model, problems: list[str], notes: list[str], handles, *, required: bool) -> list:
+    raw = data.get(key)
+    if raw is None:
+        if required:
+            problems.append(f"answer does not match the schema: {key!r} is missing (a list)")
+        return []
+    if not isinstance(raw, list):
+        problems.append(f"answer does not match the schema: {key!r} must be a list")
+        return []
+    out = []
+    for n, item in enumerate(raw):
+        where = f"{key}[{n}]"
+        if not isinstance(item, dict):
+            problems.append(f"answer does not match the schema: {where} is not an object")
+            continue
+        extra = [k for k in item if k not in model.model_fields]
+        if extra:
+            notes.append(f"{where}: ignored unknown key(s) {', '.join(map(repr, extra))}")
+            item = {k: v for k, v in item.items() if k in model.model_fields}
+        if model is PageOp:
+            item = _lenient_page(item, where, notes, problems, handles)
+        else:
+            item = _lenient_disposition(item, where, notes, handles)
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError as exc:
+            name = item.get("path") or item.get("id")
+            label = f"{where} ({str(name)[:80]})" if isinstance(name, str) else where
+            for error in exc.errors():
+                loc = ".".join(str(p) for p in error["loc"])
+                problems.append(f"answer does not match the schema: {label}.{loc}: {error['msg']}")
+    return out
+
+
+def _lenient_page(item: dict, where: str, notes: list[str], problems: list[str], handles) -> dict:
+    tags = item.get("tags")
+    if tags is not None:
+        listed = tags if isinstance(tags, list) else [tags]
+        good = [t for t in listed if isinstance(t, str) and TAG.match(t)][:20]
+        if len(good) != len(listed):
+            notes.append(f"{where}: dropped tag(s) that are not plain words")
+        item["tags"] = good
+    if handles is not None and isinstance(item.get("body"), str):
+        item["body"], unknown = handles.restore_text(item["body"])
+        for handle in dict.fromkeys(unknown):
+            problems.append(f"page {str(item.get('path'))[:80]!r} cites [^{handle}], which is no fact of this request")
+    return item
+
+
+def _lenient_disposition(item: dict, where: str, notes: list[str], handles) -> dict:
+    note = item.get("note")
+    if isinstance(note, str) and len(note) > NOTE_MAX:
+        item["note"] = note[:NOTE_MAX]
+        notes.append(f"{where}: note cut to {NOTE_MAX} characters")
+    if handles is not None:
+        for key in ("id", "duplicate_of"):
+            if isinstance(item.get(key), str):
+                item[key] = handles.restore(item[key])
+        if isinstance(item.get("conflicts_with"), list):
+            item["conflicts_with"] = [handles.restore(i) if isinstance(i, str) else i for i in item["conflicts_with"]]
+    return item
+
+
+def _memory(raw, notes: list[str], handles) -> list[MemoryLine] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        notes.append("ignored \"memory\": not a list of lines")
+        return None
+    lines, long, bad = [], 0, 0
+    for item in raw:
+        text = item.get("text") if isinstance(item, dict) else None
+        page = item.get("page") if isinstance(item, dict) else None
+        if not isinstance(text, str) or not isinstance(page, str) or not text.strip() or len(page) > 200:
+            bad += 1
+            continue
+        if handles is not None:
+            text = handles.restore_text(text)[0]
+        if len(text) > MEMORY_LINE_MAX:
+            long += 1
+            continue
+        lines.append(MemoryLine(text=text, page=page))
+    if long:
+        notes.append(f"dropped {long} MEMORY.md line(s) over {MEMORY_LINE_MAX} characters")
+    if bad:
+        notes.append(f"dropped {bad} malformed MEMORY.md line(s)")
+    if not lines:  # an empty or unusable summary never wipes the current one
+        if raw:
+            notes.append("no usable MEMORY.md line: the current ones are kept")
+        return None
+    return lines

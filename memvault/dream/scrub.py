@@ -15,8 +15,9 @@ from dataclasses import dataclass, field, replace
 from memvault import dreamlog
 from memvault.citations import pages_citing, strip_forgotten_statements
 from memvault.dream.batch import memory_lines, memory_pairs, safe_json
+from memvault.dream.budget import Budget, Part, fit
 from memvault.dream.memory_md import render_memory
-from memvault.dream.prompt import build_scrub_messages
+from memvault.dream.prompt import Handles, build_scrub_messages, fact_record, page_record
 from memvault.dream.results import BatchResult
 from memvault.dream.runner import Change, Job, Runner
 from memvault.dream.schema import AnswerRejected, parse_answer
@@ -35,6 +36,19 @@ class ScrubPlan:
     direct: dict[str, Page] = field(default_factory=dict)   # the runner rewrites these
     removed: list[str] = field(default_factory=list)        # cite nothing but forgotten facts
     cited: set[str] = field(default_factory=set)            # forgotten ids the pages cite
+    later: list[str] = field(default_factory=list)          # no room in this request: the next scrub
+
+    stripped: int = 0                                       # pages the runner rewrote itself
+
+    def strip(self, path: str, day: str) -> None:
+        """The runner rewrites a page itself: its lines citing forgotten facts are dropped."""
+        self.stripped += 1
+        page = self.ask.pop(path)
+        body = strip_forgotten_statements(page.body, self.forgotten)
+        if cited_ids(body):
+            self.direct[path] = replace(page, body=body, updated=day)
+        else:
+            self.removed.append(path)
 
 
 def plan_scrub(storage: Storage, forgotten: set[str]) -> ScrubPlan | None:
@@ -63,14 +77,15 @@ def plan_scrub(storage: Storage, forgotten: set[str]) -> ScrubPlan | None:
 
 
 def leftover_citations(storage: Storage, plan: ScrubPlan, pages: dict[str, Page]) -> dict[str, list[str]]:
-    """Pages that would still cite a forgotten fact once `pages` are written and removals done."""
+    """Pages that would still cite a forgotten fact once `pages` are written and removals done
+    (pages left for the next scrub aside)."""
     left = {}
     for path, page in pages.items():
         dead = [i for i in dict.fromkeys(cited_ids(page.body) + page.sources) if i in plan.forgotten]
         if dead:
             left[path] = dead
     for path, ids in pages_citing(storage, plan.forgotten).items():
-        if path not in pages and path not in plan.removed:
+        if path not in pages and path not in plan.removed and path not in plan.later:
             left[path] = ids
     return left
 
@@ -87,6 +102,7 @@ class Scrub(Job):
         self.storage: Storage = runner.storage
         self.zones = [z for z in self.storage.config.zones if z != INBOX_ZONE]
         self.plan: ScrubPlan | None = None
+        self.memory_shown = True
         self.how = ""  # how the pages were rewritten, for log.md (the model unless the runner stripped)
 
     def new_result(self, outcome: str = "ok") -> BatchResult:
@@ -97,34 +113,70 @@ class Scrub(Job):
         self.how = ""
         return None if self.plan is not None else self.new_result()
 
-    def messages(self) -> list[dict] | None:
+    def shrink(self) -> int:
+        """Leave the last page sent for the next scrub; a page alone too big is stripped by the runner."""
+        plan = self.plan
+        if len(plan.ask) > 1:
+            plan.later.append(plan.ask.pop(list(plan.ask)[-1]).path)
+        elif plan.ask:
+            plan.strip(next(iter(plan.ask)), self.runner.now().date().isoformat())
+        else:
+            return 0
+        return max(1, len(plan.ask))
+
+    def messages(self, budget: Budget) -> list[dict] | None:
         plan = self.plan
         if not plan.ask:
             return None
+        while True:
+            messages = self._request(budget)
+            if messages is not None:
+                break
+            self.shrink()  # as many pages as fit now; the rest in the next scrub
+            if not plan.ask:
+                return None
+        self.runner.say(f"  {len(plan.ask)} page(s) to rewrite without forgotten facts"
+                        + (f" ({len(plan.later)} more in the next scrub)" if plan.later else ""))
+        return messages
+
+    def _request(self, budget: Budget) -> list[dict] | None:
+        plan = self.plan
         facts_by_id = self.runner.plan.facts_by_id
         live = {i for page in plan.ask.values() for i in cited_ids(page.body) + page.sources}
         facts = [facts_by_id[i] for i in sorted(live) if i in facts_by_id]
-        self.runner.say(f"  {len(plan.ask)} page(s) to rewrite without forgotten facts")
-        return build_scrub_messages(
-            pages=list(plan.ask.values()), facts=facts, forgotten=sorted(plan.cited),
-            memory_lines=memory_lines(self.storage), memory_max_lines=self.runner.dream.memory_max_lines,
-        )
+        handles = self.handles = Handles([f.id for f in facts] + sorted(plan.cited))
+        data = {
+            "batch": "scrub",
+            "forgotten_ids": [handles.short[i] for i in sorted(plan.cited)],
+            "pages": [page_record(p, handles, cited=True) for p in plan.ask.values()],
+            "facts": [fact_record(f, handles.short[f.id]) for f in facts],
+        }
+        memory = memory_lines(self.storage)
+        max_lines = self.runner.dream.memory_max_lines
+        messages = fit(lambda d: build_scrub_messages(data=d, memory_max_lines=max_lines), data,
+                       [Part("memory_md", memory, whole=True, cap=budget.max_output // 4)], budget.prompt_limit)
+        self.memory_shown = "memory_md" in data
+        return messages
 
     def check(self, raw: str, tombstoned: set[str]) -> Proposal:
         plan = self.plan
-        answer = parse_answer(raw)
-        for op in answer.pages:
+        parsed = parse_answer(raw, self.handles)
+        problems = list(parsed.problems)
+        for op in parsed.answer.pages:
             if op.action != "update" or op.path not in plan.ask:
-                raise AnswerRejected(f"a scrub only rewrites the pages it was given, not {op.path[:80]!r}")
+                problems.append(f"a scrub only rewrites the pages it was given, not {op.path[:80]!r}")
+        answer = parsed.answer.model_copy(update={"pages": [
+            op for op in parsed.answer.pages if op.action == "update" and op.path in plan.ask]})
         proposal = build_proposal(
             answer, root=self.storage.root, zones=self.zones, batch_ids=set(),
             known_ids=set(self.runner.plan.facts_by_id) - tombstoned, tombstoned=tombstoned,
             day=self.runner.now().date().isoformat(), label=SCRUB_LABEL,
+            problems=problems, notes=parsed.notes, memory_shown=self.memory_shown,
         )
         left = leftover_citations(self.storage, plan, {**plan.direct, **proposal.pages})
         if left:
-            path, ids = next(iter(left.items()))
-            raise AnswerRejected(f"page {path!r} still cites forgotten fact(s) {', '.join(ids[:5])}")
+            raise AnswerRejected([f"page {path!r} still cites forgotten fact(s) {', '.join(ids[:5])}"
+                                  for path, ids in left.items()])
         return proposal
 
     def writes(self, proposal: Proposal) -> tuple[dict[str, Page], list[str]]:
@@ -147,8 +199,11 @@ class Scrub(Job):
         result.updated, result.removed = rewritten, sorted(removed)
         files = {path: render_page(page, self.runner.plan.facts_by_id) for path, page in pages.items()}
         files.update(self._summary(pages, removed, proposal.memory))
+        how = self.how or f"model {self.runner.settings.model}" + (
+            f"; the runner removed the citing lines of {plan.stripped} page(s) too big for the model's window"
+            if plan.stripped else "")
         detail = (f"{len(rewritten)} page(s) rewritten, {len(removed)} removed, without "
-                  f"{len(plan.cited)} forgotten fact(s); " + (self.how or f"model {self.runner.settings.model}"))
+                  f"{len(plan.cited)} forgotten fact(s); {how}")
         entry = dreamlog.format_entry(self.runner.now().isoformat(), "ok", SCRUB_LABEL, detail=detail)
         n = len(rewritten)
         message = f"dream: scrub — {n} page{'' if n == 1 else 's'} rewritten without forgotten facts"
@@ -166,13 +221,9 @@ class Scrub(Job):
             result.commit = runner.log_only(failed_entry, message)
             return result
         plan = self.plan
+        for path in list(plan.ask):
+            plan.strip(path, runner.now().date().isoformat())
         stripped = Proposal()
-        for path, page in plan.ask.items():
-            body = strip_forgotten_statements(page.body, plan.forgotten)
-            if cited_ids(body):
-                stripped.pages[path] = replace(page, body=body, updated=runner.now().date().isoformat())
-            else:
-                plan.removed.append(path)
         self.how = f"after {attempt} failed attempts the runner removed the citing lines"
         result = self.new_result()
         result.reason, result.attempt = reason, attempt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memvault.citations import pages_citing
 from memvault.dream.planner import make_plan
-from memvault.dreamlog import failed_attempts
+from memvault.dreamlog import failed_attempts, failing
 from memvault.storage.store import Storage
 
 
@@ -23,6 +23,8 @@ def dream_status(storage: Storage, *, today=None) -> dict:
         "scrub_pages": sorted(pages_citing(storage)),
         "next_batch": nxt,
         "failed_attempts": failed_attempts(entries, nxt) if nxt else 0,
+        # the batch whose latest attempts failed: which, since when, how often, why (None: none)
+        "failing": failing(entries),
         "max_retries": storage.config.dream.max_retries,
         "last_dream": _entry(last),
         "last_success": _entry(last_ok),
