@@ -110,6 +110,7 @@ class Status(TypedDict):
     pending: dict[str, int]
     last_dream: dict[str, Any] | None
     failed_attempts: int
+    failing: dict[str, Any] | None
     index: dict[str, Any]
     remote: dict[str, Any] | None
     lock: dict[str, Any] | None
