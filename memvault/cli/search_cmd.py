@@ -16,7 +16,8 @@ from memvault.errors import ExitCode, InvalidInput, MemvaultError
 # Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
 _STDIN_KEYS = {
     "query": "query", "limit": "limit", "category": "category", "tag": "tag", "source": "source",
-    "since": "since", "until": "until", "all": "include_all", "lexical": "lexical_only", "explain": "explain",
+    "session": "session", "since": "since", "until": "until", "all": "include_all", "lexical": "lexical_only",
+    "explain": "explain", "min-score": "min_score",
 }
 
 
@@ -26,11 +27,13 @@ def search(
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")] = None,
     tag: Annotated[str | None, typer.Option("--tag", "-t", help="Only facts and pages with this tag.")] = None,
     source: Annotated[str | None, typer.Option("--source", help="Only facts from this source.")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Only facts of this session (one conversation).")] = None,
     since: Annotated[str | None, typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Up to this time (a date includes the whole day).")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Also search facts already consolidated into the wiki.")] = False,
     lexical: Annotated[bool, typer.Option("--lexical", help="Match words only; never loads the embedding model.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit, and the relevance floor.")] = False,
+    min_score: Annotated[float | None, typer.Option("--min-score", help="Relevance floor: hide hits scoring below it (default 0.05; 0 shows every match).", show_default=False)] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="One query per input line (text or JSON object); one result line each.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
@@ -38,8 +41,10 @@ def search(
     """Find facts and wiki sections by their words and their meaning, newest-aware.
 
     By default searches wiki pages and the facts not yet consolidated by dream; --all adds the
-    consolidated facts. With --stdin each line is a query or {"query", "limit", "category", "tag",
-    "source", "since", "until", "all", "lexical", "explain"}; the model loads once for all of them.
+    consolidated facts. Hits below the relevance floor are hidden: a query nothing really matches
+    prints "no matches" (exit 0). With --stdin each line is a query or {"query", "limit",
+    "category", "tag", "source", "session", "since", "until", "all", "lexical", "explain",
+    "min-score"}; the model loads once for all of them.
 
     Example: memvault search "what does Alice drink" --limit 5 --json
     """
@@ -48,8 +53,8 @@ def search(
     if not stdin and query is None:
         raise InvalidInput("missing QUERY (or use --stdin)")
     vault = open_vault(vault_path)
-    options = dict(limit=limit, category=category, tag=tag, source=source, since=since, until=until,
-                   include_all=all_, lexical_only=lexical, explain=explain)
+    options = dict(limit=limit, category=category, tag=tag, source=source, session=session, since=since,
+                   until=until, include_all=all_, lexical_only=lexical, explain=explain, min_score=min_score)
     if stdin:
         failed = _search_stdin(vault, options, json_)
         if failed:
@@ -61,7 +66,7 @@ def search(
     if json_:
         emit_json([hit.to_dict() for hit in hits])
     else:
-        _print_hits(hits, explain)
+        _print_hits(hits, explain, request.min_score)
 
 
 def _query(vault: Any, text: str, options: dict):
@@ -101,7 +106,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool) -> int:
             emit_jsonl({"query": query, "hits": [hit.to_dict() for hit in hits]})
         else:
             echo(f"# {query}")
-            _print_hits(hits, search_query.explain)
+            _print_hits(hits, search_query.explain, search_query.min_score)
             echo()
     return failed
 
@@ -124,9 +129,15 @@ def _parse_request(line: str) -> dict:
     return {_STDIN_KEYS[k]: v for k, v in item.items()}
 
 
-def _print_hits(hits: list, explain: bool) -> None:
+def _print_hits(hits: list, explain: bool, min_score: float | None = None) -> None:
     if not hits:
-        notice("no matches")
+        if explain:
+            from memvault.index.ranking import MIN_SCORE
+
+            floor = MIN_SCORE if min_score is None else min_score
+            notice(f"no matches (relevance floor {floor:g}; --min-score 0 shows every match)")
+        else:
+            notice("no matches")
         return
     for hit in hits:
         day = (hit.at or "")[:10] or "-"
@@ -136,13 +147,13 @@ def _print_hits(hits: list, explain: bool) -> None:
         echo(f"{hit.score:.3f}  {day}  {label:<10}  {first}  [{where}]")
         if explain and hit.explain:
             parts = []
-            for name in ("lexical", "dense", "recency", "importance"):
+            for name in ("lexical", "dense", "thread", "date", "recency", "importance", "newer_state"):
                 signal = hit.explain.get(name)
                 if signal is None:
                     continue
                 rank = f" #{signal['rank']}" if "rank" in signal else ""
                 parts.append(f"{name}{rank} +{signal['contribution']:.4f}")
-            echo("       " + ", ".join(parts))
+            echo("       " + ", ".join(parts) + f"  (floor {hit.explain['min_score']:g})")
 
 
 @contextmanager
