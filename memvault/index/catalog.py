@@ -20,6 +20,7 @@ from memvault.index.embedder import content_hash
 
 # 2: facts carry their session and the previous fact of their thread; lexical stop words and context.
 SCHEMA_VERSION = "2"
+SCHEMA_CHANGED = "made by another memvault version"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
@@ -93,7 +94,7 @@ class Catalog:
         if self.get_meta("schema") is None:
             self.set_meta("schema", SCHEMA_VERSION)
         elif self.get_meta("schema") != SCHEMA_VERSION:
-            raise sqlite3.DatabaseError("index schema changed")
+            raise sqlite3.DatabaseError(f"{SCHEMA_CHANGED} (format {self.get_meta('schema')}, now {SCHEMA_VERSION})")
 
     def close(self) -> None:
         self.db.close()
