@@ -96,8 +96,9 @@ def test_a_named_day_lifts_the_facts_of_that_day(vault):
 
 
 def test_min_score_overrides_the_floor_and_bad_values_are_refused(cli, vault):
-    """Bad inputs tried: a negative floor, text, NaN, infinity and a boolean (API), and -1 and
-    "high" on the command line; nothing is written. `--min-score 0` shows every match."""
+    """Bad inputs tried: a negative floor, text, NaN, infinity and a boolean (API), -1 and "high"
+    on the command line and "high" in a --stdin line; nothing is written. `--min-score 0` shows
+    every match."""
     vault.add("Lena plays the cello in an orchestra")
     vault.add("Lena's cello teacher lives in Graz")
     everything = vault.search("cello", min_score=0)
@@ -113,6 +114,10 @@ def test_min_score_overrides_the_floor_and_bad_values_are_refused(cli, vault):
     for bad in ("-1", "high"):
         result = cli("search", "cello", "--min-score", bad)
         assert result.exit_code == 2 and result.stdout == ""
+    lines = cli("search", "--stdin", "--json", input='{"query": "cello", "min-score": 0}\n'
+                '{"query": "cello", "min-score": "high"}\n')
+    answers = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert len(answers[0]["hits"]) == 2 and "min_score" in answers[1]["error"]["message"] and lines.exit_code == 2
     assert commit_count(vault.root) == before and is_clean(vault.root)
 
 
