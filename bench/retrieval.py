@@ -87,9 +87,9 @@ def run(args) -> dict:
     from memvault.index.ranking import MIN_SCORE, Weights
     from memvault.index.search import search
 
-    weights = Weights(lexical=args.w_lexical, dense=args.w_dense, noise=args.noise, thread=args.thread,
-                      day=args.day, month=args.month, recency=args.recency, importance=args.importance,
-                      newest=not args.no_newest)
+    weights = Weights(lexical=args.w_lexical, dense=args.w_dense, noise=args.noise, context=args.context,
+                      thread=args.thread, day=args.day, month=args.month, recency=args.recency,
+                      importance=args.importance, newest=not args.no_newest)
     data = json.loads(Path(args.data).read_text())[: args.conversations]
     units = ("turns", "observations")
     totals = {unit: {mode: [0, 0, 0] for mode in MODES} for unit in units}
@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--no-sessions", action="store_true", help="Add the facts without their session.")
     parser.add_argument("--min-score", type=float, default=None, help="Relevance floor (default: memvault's).")
     defaults = Weights()
-    for name in ("w_lexical", "w_dense", "noise", "thread", "day", "month", "recency", "importance"):
+    for name in ("w_lexical", "w_dense", "noise", "context", "thread", "day", "month", "recency", "importance"):
         field = {"w_lexical": "lexical", "w_dense": "dense"}.get(name, name)
         parser.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, field))
     parser.add_argument("--no-newest", action="store_true", help="Questions about now keep the plain order.")

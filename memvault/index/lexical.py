@@ -12,9 +12,6 @@ from memvault.index.documents import Document
 ANALYZER = "memvault_en"
 # Tantivy needs at least 15 MB of writer heap per thread; one thread keeps memory predictable.
 WRITER_HEAP = 64_000_000
-# The previous fact of a fact's thread is matched too, at this weight: a reply ("yes, every
-# Sunday") is found by the words of what it answers. Measured on LoCoMo turns: see docs/search.md.
-CONTEXT_BOOST = 0.5
 # The Snowball English stop words, plus the pieces the tokenizer leaves of contractions (don't ->
 # don, t) and the words that only say "now" (read by memvault.index.intent instead). Question words
 # ("what", "did", "when") are among them: they say nothing about the topic, and Tantivy's own list
@@ -138,16 +135,17 @@ class LexicalIndex:
     def reload(self) -> None:
         self.index.reload()
 
-    def search(self, query: str, filters: Filters, limit: int) -> tuple[list[tuple[str, float]], float]:
+    def search(self, query: str, filters: Filters, limit: int,
+               context: float = 0.5) -> tuple[list[tuple[str, float]], float]:
         """(key, BM25 score) best first, and the query's ideal score (see `ideal_score`).
 
         The query is parsed leniently so any text is accepted; it is matched against each fact's
-        text and, at CONTEXT_BOOST, the previous fact of its thread.
+        text and, at weight `context`, the text of the fact before it in its thread.
         """
         import tantivy
 
         parsed, _errors = self.index.parse_query_lenient(query, ["text", "context"],
-                                                         field_boosts={"context": CONTEXT_BOOST})
+                                                         field_boosts={"context": context})
         clauses = [(tantivy.Occur.Must, parsed)]
         clauses += [(tantivy.Occur.Must, q) for q in self._filter_queries(filters)]
         searcher = self.index.searcher()

@@ -45,6 +45,7 @@ class Weights:
     sure: float = 1.0         # cosine from which the embedding says "same meaning"
     topic_span: float = 0.15  # best cosine above noise at which the query is surely about the vault
     whole: float = 0.75       # share of the query's words that counts as holding all of it
+    context: float = 0.5      # weight of the previous fact's words (a reply is found by its question)
     thread: float = 0.5       # share of the gap to a better-matching thread neighbour
     day: float = 0.15         # the query names the fact's day
     month: float = 0.05       # the query names the fact's month

@@ -86,7 +86,8 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     wanted = max(CANDIDATES_MIN, query.limit * CANDIDATES_PER_HIT)
 
     # None = that half was not asked (or has no model); [] = asked, and nothing matched.
-    lexical, ideal = (None, 0.0) if dense_only else generation.lexical.search(query.text, filters, wanted)
+    lexical, ideal = (None, 0.0) if dense_only else generation.lexical.search(query.text, filters, wanted,
+                                                                              context=weights.context)
     dense = None if query.lexical_only else _dense(index, generation, query.text, filters, wanted)
 
     candidates = catalog.ranking_of({k for k, _ in lexical or ()} | {k for k, _ in dense or ()})
