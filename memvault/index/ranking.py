@@ -39,7 +39,7 @@ NEWEST_WINDOW = 20
 
 @dataclass(frozen=True)
 class Weights:
-    lexical: float = 1.2       # words read a fact with its thread; meaning reads it alone
+    lexical: float = 1.0
     dense: float = 1.0
     noise: float = 0.35       # cosine below which the embedding says nothing (all-MiniLM-L6-v2)
     sure: float = 1.0         # cosine from which the embedding says "same meaning"
