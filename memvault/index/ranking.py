@@ -13,10 +13,10 @@ query a 1.0, and a document barely in the dense list half a score for free: on L
 blend lost to its own halves. Reciprocal rank fusion was dropped before that: it scores rank 2
 nearly as high as rank 1 however weak the match, and then recency buried old facts.)
 
-Then small terms: a fact is lifted halfway to a neighbour in its thread that matches better, a
-day or month the query names lifts its facts, and recency and importance add a few hundredths:
+Then: a fact is lifted halfway to a neighbour in its thread that matches better, a day or month
+the query names lifts its facts, and recency and importance scale the result by a few percent:
 enough to order documents that match about equally well, never enough to lift a weak match over
-a strong one. For a question about now, the newer of two facts about the same thing takes the
+a strong one or over the floor. For a question about now, the newer of two facts about the same thing takes the
 older one's place (`newest_first`).
 """
 
