@@ -2,10 +2,15 @@
 
 One vault per conversation, built twice: with the dialog turns as facts ("<speaker>: <text>",
 at = the session's date and time, source = the turn's dia_id), and with the observation facts
-(source = the dia_id(s) they were drawn from). Every QA question of categories 1-4 is asked; a hit
-counts when one of its sources is among the question's evidence dia_ids.
+(source = the dia_id(s) they were drawn from). Each fact carries its session (`session_N`), as an
+agent passes its conversation id. Every QA question of categories 1-4 is asked with the default
+settings (relevance floor included); a hit counts when one of its sources is among the question's
+evidence dia_ids.
 
-Usage: python bench/retrieval.py [--data PATH] [--conversations N] [--rrf-k K] [--recency W] ...
+Also printed: the share of hybrid evidence hits (found in the top 10 with no floor) that the
+default floor keeps, and how many off-topic or nonsense queries still get any hit.
+
+Usage: python bench/retrieval.py [--data PATH] [--conversations N] [--no-sessions] [--recency W] ...
 """
 
 from __future__ import annotations
@@ -25,6 +30,14 @@ DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "locomo-dev.json"
 DEFAULT_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
 KS = (1, 5, 10)
 MODES = ("lexical", "dense", "hybrid")
+# Queries no LoCoMo conversation is about, and strings that mean nothing.
+OFF_TOPIC = (
+    "quantum chromodynamics", "xkqzv wprlt mnbvc", "asdfgh jkl qwerty", "zzzqqq nothing",
+    "lorem ipsum dolor sit amet", "stock price of nvidia", "kernel panic in linux 6.2",
+    "the boiling point of liquid nitrogen", "how to compile rust on windows", "SQL join syntax",
+    "differential equations homework", "blockchain consensus algorithms", "tax deductions for small businesses",
+    "photosynthesis in chloroplasts", "torque specification for cylinder head bolts",
+)
 
 
 def session_time(text: str) -> datetime:
@@ -40,10 +53,10 @@ def sessions(conversation: dict):
 
 def turn_facts(sample: dict) -> list[dict]:
     facts = []
-    for _n, at, turns in sorted(sessions(sample["conversation"]), key=lambda s: s[0]):
+    for n, at, turns in sorted(sessions(sample["conversation"]), key=lambda s: s[0]):
         for turn in turns:
             facts.append({"text": f"{turn['speaker']}: {turn['text']}", "at": at.isoformat(),
-                          "source": turn["dia_id"]})
+                          "source": turn["dia_id"], "session": f"session_{n}"})
     return facts
 
 
@@ -55,7 +68,8 @@ def observation_facts(sample: dict) -> list[dict]:
         for items in by_speaker.values():
             for text, evidence in items:
                 source = ",".join(evidence) if isinstance(evidence, list) else str(evidence)
-                facts.append({"text": text, "at": times[number].isoformat(), "source": source})
+                facts.append({"text": text, "at": times[number].isoformat(), "source": source,
+                              "session": f"session_{number}"})
     return facts
 
 
@@ -70,17 +84,24 @@ def run(args) -> dict:
     import json
 
     from memvault import SearchQuery, Vault
-    from memvault.index.ranking import Weights
+    from memvault.index.ranking import MIN_SCORE, Weights
     from memvault.index.search import search
 
-    weights = Weights(method=args.method, rrf_k=args.rrf_k, lexical=args.w_lexical, dense=args.w_dense,
-                      recency=args.recency, importance=args.importance)
+    weights = Weights(lexical=args.w_lexical, dense=args.w_dense, noise=args.noise, context=args.context,
+                      thread=args.thread, day=args.day, month=args.month, recency=args.recency,
+                      importance=args.importance, newest=not args.no_newest)
     data = json.loads(Path(args.data).read_text())[: args.conversations]
-    totals = {unit: {mode: [0, 0, 0] for mode in MODES} for unit in ("turns", "observations")}
-    questions = {"turns": 0, "observations": 0}
+    units = ("turns", "observations")
+    totals = {unit: {mode: [0, 0, 0] for mode in MODES} for unit in units}
+    questions = dict.fromkeys(units, 0)
+    floor = {unit: [0, 0] for unit in units}  # [evidence hits found with no floor, kept by the floor]
+    scores = {unit: [] for unit in units}     # the score of each first evidence hit (no floor)
+    off_topic = {unit: [0, 0.0] for unit in units}  # [queries answered with any hit, best score seen]
     with tempfile.TemporaryDirectory() as tmp:
         for number, sample in enumerate(data):
             for unit, facts in (("turns", turn_facts(sample)), ("observations", observation_facts(sample))):
+                if args.no_sessions:
+                    facts = [{k: v for k, v in f.items() if k != "session"} for f in facts]
                 vault = Vault.init(Path(tmp) / f"{unit}-{number}")
                 vault.add_many(facts)
                 vault.reindex()
@@ -91,26 +112,44 @@ def run(args) -> dict:
                     questions[unit] += 1
                     for mode in MODES:
                         query = SearchQuery(qa["question"], limit=max(KS), include_all=True,
-                                            lexical_only=mode == "lexical")
+                                            lexical_only=mode == "lexical", min_score=args.min_score)
                         hits = search(vault.storage, query, weights=weights, dense_only=mode == "dense")
                         ranks = [i for i, h in enumerate(hits) if evidence_ids([h.source or ""]) & wanted]
                         for j, k in enumerate(KS):
                             if ranks and ranks[0] < k:
                                 totals[unit][mode][j] += 1
+                    query = SearchQuery(qa["question"], limit=max(KS), include_all=True, min_score=0)
+                    found = [h for h in search(vault.storage, query, weights=weights)
+                             if evidence_ids([h.source or ""]) & wanted]
+                    if found:
+                        floor[unit][0] += 1
+                        floor[unit][1] += found[0].score >= (MIN_SCORE if args.min_score is None else args.min_score)
+                        scores[unit].append(found[0].score)
+                for text in OFF_TOPIC:
+                    hits = search(vault.storage, SearchQuery(text, include_all=True, min_score=args.min_score),
+                                  weights=weights)
+                    off_topic[unit][0] += bool(hits)
+                    best = search(vault.storage, SearchQuery(text, limit=1, include_all=True, min_score=0),
+                                  weights=weights)
+                    off_topic[unit][1] = max([off_topic[unit][1]] + [h.score for h in best])
                 vault.close()
-    return {"totals": totals, "questions": questions}
+    return {"totals": totals, "questions": questions, "floor": floor, "scores": scores, "off_topic": off_topic,
+            "off_topic_asked": len(OFF_TOPIC) * len(data)}
 
 
 def main() -> None:
+    from memvault.index.ranking import Weights
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--conversations", type=int, default=5)
-    parser.add_argument("--method", choices=("blend", "rrf"), default="blend")
-    parser.add_argument("--rrf-k", type=float, default=60.0)
-    parser.add_argument("--w-lexical", type=float, default=1.0)
-    parser.add_argument("--w-dense", type=float, default=1.0)
-    parser.add_argument("--recency", type=float, default=0.05)
-    parser.add_argument("--importance", type=float, default=0.02)
+    parser.add_argument("--no-sessions", action="store_true", help="Add the facts without their session.")
+    parser.add_argument("--min-score", type=float, default=None, help="Relevance floor (default: memvault's).")
+    defaults = Weights()
+    for name in ("w_lexical", "w_dense", "noise", "context", "thread", "day", "month", "recency", "importance"):
+        field = {"w_lexical": "lexical", "w_dense": "dense"}.get(name, name)
+        parser.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, field))
+    parser.add_argument("--no-newest", action="store_true", help="Questions about now keep the plain order.")
     args = parser.parse_args()
     os.environ.setdefault("MEMVAULT_EMBED_MODEL_PATH", str(DEFAULT_MODEL))
     for name, value in (("GIT_AUTHOR_NAME", "bench"), ("GIT_AUTHOR_EMAIL", "bench@example.test"),
@@ -119,9 +158,8 @@ def main() -> None:
 
     started = time.perf_counter()
     result = run(args)
-    print(f"LoCoMo retrieval, categories 1-4, {args.conversations} conversations "
-          f"(method={args.method}, rrf_k={args.rrf_k:g}, w_lexical={args.w_lexical:g}, w_dense={args.w_dense:g}, "
-          f"recency={args.recency:g}, importance={args.importance:g})")
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(vars(args).items()) if k not in ("data", "conversations"))
+    print(f"LoCoMo retrieval, categories 1-4, {args.conversations} conversations ({settings})")
     print(f"{'unit':<13} {'mode':<8} " + " ".join(f"hit@{k:<3}" for k in KS))
     for unit, modes in result["totals"].items():
         n = result["questions"][unit]
@@ -131,6 +169,14 @@ def main() -> None:
         ok = all(modes["hybrid"][j] >= best[j] for j in (1, 2))
         print(f"{unit:<13} {'target':<8} hybrid >= max(lexical, dense) at k=5 and k=10: {'met' if ok else 'NOT met'}"
               f"  ({n} questions)")
+    for unit in result["floor"]:
+        found, kept = result["floor"][unit]
+        answered, best = result["off_topic"][unit]
+        low = sorted(result["scores"][unit])
+        quantiles = " ".join(f"{q}%={low[int(len(low) * q / 100)]:.3f}" for q in (1, 3, 5, 10)) if low else "-"
+        print(f"{unit:<13} floor    keeps {kept}/{found} evidence hits ({kept / max(found, 1):.3f}; first-hit score "
+              f"{quantiles}); off-topic queries with a hit: {answered}/{result['off_topic_asked']} "
+              f"(best score with no floor {best:.3f})")
     print(f"({time.perf_counter() - started:.1f} s)")
 
 

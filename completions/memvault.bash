@@ -70,8 +70,10 @@ _memvault() {
         "search:--category"|"search:-c") COMPREPLY=($(compgen -W "fact preference correction entity decision relationship principle commitment moment skill event" -- "$cur")); return ;;
         "search:--tag"|"search:-t") COMPREPLY=(); return ;;
         "search:--source") COMPREPLY=(); return ;;
+        "search:--session") COMPREPLY=(); return ;;
         "search:--since") COMPREPLY=(); return ;;
         "search:--until") COMPREPLY=(); return ;;
+        "search:--min-score") COMPREPLY=(); return ;;
         "search:--vault") COMPREPLY=(); return ;;
         "reindex:--vault") COMPREPLY=(); return ;;
         "context:--budget"|"context:-b") COMPREPLY=(); return ;;
@@ -102,7 +104,7 @@ _memvault() {
         "recent") COMPREPLY=($(compgen -W "--limit --since --until --category --tag --source --session --oldest-first --newest-first --full --json --vault --help" -- "$cur")) ;;
         "history") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "forget") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--reason --json --vault --help" -- "$cur")) ;;
-        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --since --until --all --lexical --explain --full --stdin --json --vault --help" -- "$cur")) ;;
+        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --session --since --until --all --lexical --explain --min-score --full --stdin --json --vault --help" -- "$cur")) ;;
         "reindex") COMPREPLY=($(compgen -W "--clear --download-model --json --vault --help" -- "$cur")) ;;
         "context") COMPREPLY=($(compgen -W "--budget --recent --relevant --markdown --json --vault --help" -- "$cur")) ;;
         "sessions") COMPREPLY=($(compgen -W "--since --until --source --json --vault --help" -- "$cur")) ;;

@@ -339,8 +339,9 @@ class Vault:
     def search(self, query, *, progress=None, **options) -> list:
         """Hybrid search: wiki pages plus facts after the watermark (`include_all` adds the rest).
 
-        `query` is the text (options as keywords: limit, category, tag, source, since, until,
-        include_all, lexical_only, explain), or a ready `memvault.SearchQuery`.
+        `query` is the text (options as keywords: limit, category, tag, source, session, since,
+        until, include_all, lexical_only, explain, min_score), or a ready `memvault.SearchQuery`.
+        Hits below the relevance floor (min_score, default 0.05) are left out: [] means no match.
         """
         from memvault.index.query import SearchQuery
         from memvault.index.search import search

@@ -22,6 +22,7 @@ from memvault.cli.output import (
     echo,
     emit_json,
     emit_jsonl,
+    nothing,
     notice,
     open_vault,
     score_style,
@@ -32,7 +33,8 @@ from memvault.errors import ExitCode, InvalidInput, MemvaultError
 # Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
 _STDIN_KEYS = {
     "query": "query", "limit": "limit", "category": "category", "tag": "tag", "source": "source",
-    "since": "since", "until": "until", "all": "include_all", "lexical": "lexical_only", "explain": "explain",
+    "session": "session", "since": "since", "until": "until", "all": "include_all", "lexical": "lexical_only",
+    "explain": "explain", "min-score": "min_score",
 }
 
 
@@ -42,11 +44,13 @@ def search(
     category: Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")] = None,
     tag: Annotated[str | None, typer.Option("--tag", "-t", help="Only facts and pages with this tag.")] = None,
     source: Annotated[str | None, typer.Option("--source", help="Only facts from this source.")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Only facts of this session (one conversation).")] = None,
     since: Annotated[str | None, typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Up to this time (a date includes the whole day).")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Also search facts already consolidated into the wiki.")] = False,
     lexical: Annotated[bool, typer.Option("--lexical", help="Match words only; never loads the embedding model.")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit, and the relevance floor.")] = False,
+    min_score: Annotated[float | None, typer.Option("--min-score", help="Relevance floor: hide hits scoring below it (default 0.05; 0 shows every match).", show_default=False)] = None,
     full: FullOption = False,
     stdin: Annotated[bool, typer.Option("--stdin", help="One query per input line (text or JSON object); one result line each.")] = False,
     json_: JsonOption = False,
@@ -55,8 +59,10 @@ def search(
     """Find facts and wiki sections by their words and their meaning, newest-aware.
 
     By default searches wiki pages and the facts not yet consolidated by dream; --all adds the
-    consolidated facts. With --stdin each line is a query or {"query", "limit", "category", "tag",
-    "source", "since", "until", "all", "lexical", "explain"}; the model loads once for all of them.
+    consolidated facts. Hits below the relevance floor are hidden: a query nothing really matches
+    prints "no matches" (exit 0). With --stdin each line is a query or {"query", "limit",
+    "category", "tag", "source", "session", "since", "until", "all", "lexical", "explain",
+    "min-score"}; the model loads once for all of them.
 
     Example: memvault search "what does Alice drink" --limit 5 --json
     """
@@ -65,8 +71,8 @@ def search(
     if not stdin and query is None:
         raise InvalidInput("missing QUERY (or use --stdin)")
     vault = open_vault(vault_path)
-    options = dict(limit=limit, category=category, tag=tag, source=source, since=since, until=until,
-                   include_all=all_, lexical_only=lexical, explain=explain)
+    options = dict(limit=limit, category=category, tag=tag, source=source, session=session, since=since,
+                   until=until, include_all=all_, lexical_only=lexical, explain=explain, min_score=min_score)
     if stdin:
         failed = _search_stdin(vault, options, json_, full)
         if failed:
@@ -78,7 +84,7 @@ def search(
     if json_:
         emit_json([hit.to_dict() for hit in hits])
     else:
-        _print_hits(hits, explain, full)
+        _print_hits(hits, explain, full, request.min_score)
 
 
 def _query(vault: Any, text: str, options: dict):
@@ -118,7 +124,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
             emit_jsonl({"query": query, "hits": [hit.to_dict() for hit in hits]})
         else:
             echo(f"# {query}")
-            _print_hits(hits, search_query.explain, full)
+            _print_hits(hits, search_query.explain, full, search_query.min_score)
             echo()
     return failed
 
@@ -143,9 +149,16 @@ def _parse_request(line: str) -> dict:
 
 HIT_COLUMNS = (Column("score", score_style, justify="right"), Column("date", WHEN), Column("kind", CATEGORY, optional=True),
                Column("text", text=True), Column("id", ID))
+SIGNALS = ("lexical", "dense", "thread", "date", "recency", "importance", "newer_state")
 
 
-def _print_hits(hits: list, explain: bool, full: bool = False) -> None:
+def _print_hits(hits: list, explain: bool, full: bool = False, min_score: float | None = None) -> None:
+    if not hits and explain:
+        from memvault.index.ranking import MIN_SCORE
+
+        floor = MIN_SCORE if min_score is None else min_score
+        nothing(f"{NO_MATCHES} (relevance floor {floor:g}; --min-score 0 shows every match)")
+        return
     rows = []
     for hit in hits:
         # A page section's id is <path>#<heading-slug>, the same as in --json.
@@ -157,13 +170,13 @@ def _print_hits(hits: list, explain: bool, full: bool = False) -> None:
 
 def _signals(explain: dict) -> str:
     parts = []
-    for name in ("lexical", "dense", "recency", "importance"):
+    for name in SIGNALS:
         signal = explain.get(name)
         if signal is None:
             continue
         rank = f" #{signal['rank']}" if "rank" in signal else ""
         parts.append(f"{name}{rank} +{signal['contribution']:.4f}")
-    return ", ".join(parts)
+    return ", ".join(parts) + f"  (floor {explain['min_score']:g})"
 
 
 @contextmanager

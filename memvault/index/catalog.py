@@ -18,22 +18,26 @@ from typing import NamedTuple
 from memvault.index.documents import Document
 from memvault.index.embedder import content_hash
 
-SCHEMA_VERSION = "1"
+# 2: facts carry their session and the previous fact of their thread; lexical stop words and context.
+SCHEMA_VERSION = "2"
+SCHEMA_CHANGED = "made by another memvault version"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
     key TEXT PRIMARY KEY, kind TEXT NOT NULL, file TEXT NOT NULL, text TEXT NOT NULL,
     at TEXT, day INTEGER, category TEXT, tags TEXT NOT NULL, source TEXT, heading TEXT,
-    title TEXT, importance REAL, doc_hash BLOB NOT NULL, embed_hash BLOB NOT NULL, slot INTEGER
+    title TEXT, importance REAL, doc_hash BLOB NOT NULL, embed_hash BLOB NOT NULL, slot INTEGER,
+    session TEXT, prev TEXT
 );
 CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
 CREATE INDEX IF NOT EXISTS docs_slot ON docs(slot);
 CREATE INDEX IF NOT EXISTS docs_day ON docs(day);
+CREATE INDEX IF NOT EXISTS docs_session ON docs(session);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, hash BLOB);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
 """
 
-_COLUMNS = "key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot"
+_COLUMNS = "key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session"
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class StoredDoc:
     title: str | None
     importance: float | None
     slot: int | None
+    session: str | None
 
 
 class Ranking(NamedTuple):
@@ -67,12 +72,15 @@ class Ranking(NamedTuple):
 
     at: str | None
     importance: float | None
+    category: str | None = None
+    prev: str | None = None  # the fact before it in its thread
+    slot: int | None = None
 
 
 def doc_hash(doc: Document) -> bytes:
     """Changes when anything shown or filtered on changes, so metadata edits re-index too."""
     payload = [doc.kind, doc.text, doc.file, doc.at, doc.category, list(doc.tags), doc.source,
-               doc.heading, doc.title, doc.importance]
+               doc.heading, doc.title, doc.importance, doc.session, doc.prev, doc.context]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).digest()
 
 
@@ -86,7 +94,7 @@ class Catalog:
         if self.get_meta("schema") is None:
             self.set_meta("schema", SCHEMA_VERSION)
         elif self.get_meta("schema") != SCHEMA_VERSION:
-            raise sqlite3.DatabaseError("index schema changed")
+            raise sqlite3.DatabaseError(f"{SCHEMA_CHANGED} (format {self.get_meta('schema')}, now {SCHEMA_VERSION})")
 
     def close(self) -> None:
         self.db.close()
@@ -143,11 +151,12 @@ class Catalog:
     def put_docs(self, docs: Iterable[Document]) -> None:
         self.db.executemany(
             "INSERT OR REPLACE INTO docs (key, kind, file, text, at, day, category, tags, source,"
-            " heading, title, importance, doc_hash, embed_hash, slot)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            " heading, title, importance, doc_hash, embed_hash, slot, session, prev)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
             (
                 (d.key, d.kind, d.file, d.text, d.at, d.day, d.category, json.dumps(list(d.tags)),
-                 d.source, d.heading, d.title, d.importance, doc_hash(d), content_hash(d.search_text))
+                 d.source, d.heading, d.title, d.importance, doc_hash(d), content_hash(d.search_text),
+                 d.session, d.prev)
                 for d in docs
             ),
         )
@@ -197,8 +206,8 @@ class Catalog:
     def ranking_of(self, keys: Iterable[str]) -> dict[str, Ranking]:
         """What fusion needs of each candidate (no text, no tags): decoding whole rows of every
         candidate was a tenth of a warm search, and only the top few are shown."""
-        rows = self._rows("key, at, importance", "key", list(keys))
-        return {key: Ranking(at, importance) for key, at, importance in rows}
+        rows = self._rows("key, at, importance, category, prev, slot", "key", list(keys))
+        return {row[0]: Ranking(*row[1:]) for row in rows}
 
     def _rows(self, columns: str, column: str, values: list) -> Iterator[tuple]:
         for start in range(0, len(values), 500):
@@ -221,6 +230,6 @@ class Catalog:
 
 
 def _row(row: tuple) -> StoredDoc:
-    key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot = row
+    key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session = row
     return StoredDoc(key, kind, file, text, at, day, category, tuple(json.loads(tags)), source,
-                     heading, title, importance, slot)
+                     heading, title, importance, slot, session)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memvault.citations import strip_forgotten_statements
 from memvault.facts import parse_log
-from memvault.index.documents import Document, fact_document, page_documents
+from memvault.index.documents import Document, fact_documents, page_documents
 from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
 from memvault.storage.store import Storage
 
@@ -77,7 +77,7 @@ class Corpus:
         # and listed in full by `doctor`.
         facts, problems = parse_log(content, rel)
         self.problems.extend(problems)
-        return [fact_document(f) for f in facts]
+        return fact_documents(facts)
 
     def tombstoned(self) -> set[str]:
         return set(self.storage.tombstones())

@@ -29,6 +29,11 @@ class Document:
     heading: str | None = None
     importance: float | None = None
     title: str | None = None
+    session: str | None = None
+    # The fact before this one in its session's thread (same daily log), and that fact's text:
+    # lexical matching reads a fact together with what came just before it.
+    prev: str | None = None
+    context: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -54,8 +59,8 @@ def _strip_citations(text: str) -> str:
     return CITATION.sub("", FOOTNOTE_DEF.sub("", text)).strip()
 
 
-def fact_document(fact: Any) -> Document:
-    """A fact (memvault.facts.Fact) as an index document."""
+def fact_document(fact: Any, prev: Any = None) -> Document:
+    """A fact (memvault.facts.Fact) as an index document; `prev` is the fact before it in its thread."""
     return Document(
         key=fact.id,
         kind="fact",
@@ -66,7 +71,27 @@ def fact_document(fact: Any) -> Document:
         tags=tuple(fact.tags),
         source=fact.source,
         importance=fact.importance,
+        session=fact.session,
+        prev=prev.id if prev is not None else None,
+        context=_strip_citations(prev.text) if prev is not None else None,
     )
+
+
+def fact_documents(facts: list[Any]) -> list[Document]:
+    """The facts of one daily log as documents, each linked to the one before it in its session.
+
+    A thread is the facts of one session in time order (log order for equal times). Only facts
+    of the same log are linked, so a file's documents depend on that file alone and an
+    incremental refresh stays exact; a session running past midnight starts a new link there.
+    """
+    last: dict[str, Any] = {}
+    documents = []
+    for fact in sorted(facts, key=lambda f: (f.at, f.line)):
+        prev = last.get(fact.session) if fact.session else None
+        documents.append(fact_document(fact, prev))
+        if fact.session:
+            last[fact.session] = fact
+    return documents
 
 
 def slugify(text: str) -> str:

@@ -20,6 +20,7 @@ class Hit:
     source: str | None = None
     path: str | None = None
     heading: str | None = None
+    session: str | None = None
     explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -33,6 +34,7 @@ class Hit:
             "tags": list(self.tags),
             "source": self.source,
             "path": self.path,
+            "session": self.session,
         }
         if self.kind == "page":
             data["heading"] = self.heading

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memvault.errors import VaultBusy
-from memvault.index.catalog import Catalog, FileState, doc_hash
+from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable
 from memvault.index.lexical import LexicalIndex
@@ -185,7 +185,10 @@ class SearchIndex:
             problem = self._open_live()
             if problem is None:
                 return self.generation  # type: ignore[return-value]
-            if problem != "missing":
+            if problem.startswith(SCHEMA_CHANGED):
+                # An upgrade, not damage: the index is rebuilt in the new format once.
+                self.notify(f"search index {problem}; rebuilding it from the vault files")
+            elif problem != "missing":
                 self.notify(f"search index is damaged ({problem}); rebuilding it from the vault files")
             elif self.corpus.files():
                 self.notify("search index missing; building it from the vault files")

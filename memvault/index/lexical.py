@@ -1,7 +1,8 @@
-"""The lexical half of the index: Tantivy, English stemming, filter fields beside the text."""
+"""The lexical half of the index: Tantivy, English stop words and stemming, filter fields beside the text."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,19 @@ from memvault.index.documents import Document
 ANALYZER = "memvault_en"
 # Tantivy needs at least 15 MB of writer heap per thread; one thread keeps memory predictable.
 WRITER_HEAP = 64_000_000
+# The Snowball English stop words, plus the pieces the tokenizer leaves of contractions (don't ->
+# don, t) and the words that only say "now" (read by memvault.index.intent instead). Question words
+# ("what", "did", "when") are among them: they say nothing about the topic, and Tantivy's own list
+# (33 words) kept them, so "what did Alice do" matched every question.
+STOP_WORDS = """
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
+hers herself it its itself they them their theirs themselves what which who whom this that these
+those am is are was were be been being have has had having do does did doing would should could
+ought a an the and but if or because as until while of at by for with about against between into
+through during before after above below to from up down in out on off over under again further then
+once here there when where why how all any both each few more most other some such no nor not only
+own same so than too very can will just don s t d ll m re ve now nowadays currently
+""".split()
 
 
 @dataclass(frozen=True)
@@ -20,6 +34,7 @@ class Filters:
     category: str | None = None
     tag: str | None = None
     source: str | None = None
+    session: str | None = None
     since: int | None = None
     until: int | None = None
     # Facts on or before this day are consolidated into the wiki and out of default scope...
@@ -29,7 +44,7 @@ class Filters:
 
     @property
     def any(self) -> bool:
-        values = (self.category, self.tag, self.source, self.since, self.until, self.watermark)
+        values = (self.category, self.tag, self.source, self.session, self.since, self.until, self.watermark)
         return any(v is not None for v in values)
 
 
@@ -41,7 +56,7 @@ def _analyzer():
         .filter(tantivy.Filter.remove_long(64))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.ascii_fold())
-        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.custom_stopword(STOP_WORDS))
         .filter(tantivy.Filter.stemmer("english"))
         .build()
     )
@@ -57,7 +72,9 @@ def _schema():
     builder.add_text_field("category", tokenizer_name="raw")
     builder.add_text_field("tag", tokenizer_name="raw")
     builder.add_text_field("source", tokenizer_name="raw")
+    builder.add_text_field("session", tokenizer_name="raw")
     builder.add_text_field("text", tokenizer_name=ANALYZER)
+    builder.add_text_field("context", tokenizer_name=ANALYZER)
     builder.add_integer_field("day", indexed=True, fast=True)
     return builder.build()
 
@@ -74,7 +91,8 @@ class LexicalIndex:
         self.schema = _schema()
         # Opening validates meta.json; a damaged directory raises here and the caller rebuilds.
         self.index = tantivy.Index(self.schema, path=str(path), reuse=not fresh)
-        self.index.register_tokenizer(ANALYZER, _analyzer())
+        self.analyzer = _analyzer()
+        self.index.register_tokenizer(ANALYZER, self.analyzer)
 
     def write(self, removed_keys: Iterable[str], added: Iterable[Document]) -> None:
         """Delete then add documents in one Tantivy commit."""
@@ -95,6 +113,10 @@ class LexicalIndex:
                     fields["category"] = doc.category
                 if doc.source:
                     fields["source"] = doc.source
+                if doc.session:
+                    fields["session"] = doc.session
+                if doc.context:
+                    fields["context"] = doc.context
                 if doc.tags:
                     fields["tag"] = list(doc.tags)
                 if doc.day is not None:
@@ -113,23 +135,42 @@ class LexicalIndex:
     def reload(self) -> None:
         self.index.reload()
 
-    def search(self, query: str, filters: Filters, limit: int) -> list[tuple[str, float]]:
-        """(key, BM25 score) best first; the query is parsed leniently so any text is accepted."""
+    def search(self, query: str, filters: Filters, limit: int,
+               context: float = 0.5) -> tuple[list[tuple[str, float]], float]:
+        """(key, BM25 score) best first, and the query's ideal score (see `ideal_score`).
+
+        The query is parsed leniently so any text is accepted; it is matched against each fact's
+        text and, at weight `context`, the text of the fact before it in its thread.
+        """
         import tantivy
 
-        parsed, _errors = self.index.parse_query_lenient(query, ["text"])
+        parsed, _errors = self.index.parse_query_lenient(query, ["text", "context"],
+                                                         field_boosts={"context": context})
         clauses = [(tantivy.Occur.Must, parsed)]
         clauses += [(tantivy.Occur.Must, q) for q in self._filter_queries(filters)]
         searcher = self.index.searcher()
         result = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False)
-        return [(searcher.doc(address)["key"][0], score) for score, address in result.hits]
+        hits = [(searcher.doc(address)["key"][0], score) for score, address in result.hits]
+        return hits, self.ideal_score(searcher, query)
+
+    def ideal_score(self, searcher, query: str) -> float:
+        """The BM25 score of a fact of average length holding each query word once: the sum of
+        the words' idf. A fact's score over it says how much of the query (rare words weigh more)
+        it contains, on the same scale for every query; 0 when no word is left after stop words."""
+        total = searcher.num_docs
+        ideal = 0.0
+        for term in set(self.analyzer.analyze(query)):
+            found = searcher.doc_freq("text", term)
+            # Tantivy's BM25 idf, so a fact holding every word once scores about `ideal`.
+            ideal += math.log(1 + (total - found + 0.5) / (found + 0.5))
+        return ideal
 
     def _filter_queries(self, filters: Filters) -> list:
         import tantivy
 
         term, schema = tantivy.Query.term_query, self.schema
         queries = []
-        for name in ("category", "tag", "source"):
+        for name in ("category", "tag", "source", "session"):
             value = getattr(filters, name)
             if value is not None:
                 queries.append(term(schema, name, value))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -27,13 +28,15 @@ class SearchQuery:
     include_all: bool = False      # also the facts already consolidated into the wiki
     lexical_only: bool = False     # words only: never loads the embedding model
     explain: bool = False          # each hit carries its ranking signals
+    session: str | None = None      # only the facts of this session (one thread)
+    min_score: float | None = None  # the relevance floor; None = the default (ranking.MIN_SCORE), 0 = none
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
             raise InvalidInput("search query is empty")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int) or not 1 <= self.limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
-        for name in ("category", "tag", "source"):
+        for name in ("category", "tag", "source", "session"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInput(f"{name} must be a non-empty string")
@@ -44,6 +47,10 @@ class SearchQuery:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
                 raise InvalidInput(f"{name} must be a timezone-aware datetime (see SearchQuery.parse)")
+        if self.min_score is not None:
+            value = self.min_score
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InvalidInput("min_score must be a number of 0 or more (0 keeps every match)")
         check_range(self.since, self.until)
 
     @classmethod
@@ -52,7 +59,8 @@ class SearchQuery:
         """Build a query from what a person or agent typed: dates as text ("7d", "2026-11-01")
         read in the vault's time zone, the category checked against the vault's."""
         lower, upper = parse_range(since, until, tz)
-        unknown = set(options) - {"limit", "category", "tag", "source", "include_all", "lexical_only", "explain"}
+        unknown = set(options) - {"limit", "category", "tag", "source", "session", "include_all", "lexical_only",
+                                  "explain", "min_score"}
         if unknown:
             raise InvalidInput(f"unknown search option(s): {', '.join(sorted(unknown))}")
         query = cls(text, since=lower, until=upper, **options)

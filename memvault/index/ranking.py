@@ -1,30 +1,64 @@
-"""Fusing the lexical and dense rankings, then the small recency and importance terms.
+"""Ranking: how well each candidate matches, on a fixed scale, then its thread, the dates and time.
 
-Each list's scores are divided by the list's best score (BM25 is unbounded, cosine lives in a
-narrow band) and blended, so the fused score keeps how far apart two matches are: a fact that
-matches a question about an old event strongly is not overtaken by newer facts that match it
-weakly. (Reciprocal rank fusion was measured too and dropped: it gives rank 2 nearly the score of
-rank 1 however weak the match, and then recency buries old facts.) The fused score is 1.0 for a
-document first in every list. Recency and importance add at most a few hundredths: enough to
-order documents that match about equally well (the newer of two conflicting facts wins).
+A candidate's match is the mean of two parts that mean the same thing for every query:
+
+- words: its BM25 score over the query's ideal score (`LexicalIndex.ideal_score`), at most 1:
+  about the share of the query's words it holds, rare words weighing more;
+- meaning: how far the cosine of its embedding to the query's rises above `Weights.noise` (the
+  cosine that all-MiniLM-L6-v2 gives unrelated sentences) on the way to 1.
+
+So an off-topic query scores near 0 everywhere, and the relevance floor (`MIN_SCORE`) can drop
+what does not really match. (Dividing each list by its best score, the previous blend, gave every
+query a 1.0, and a document barely in the dense list half a score for free: on LoCoMo turns the
+blend lost to its own halves. Reciprocal rank fusion was dropped before that: it scores rank 2
+nearly as high as rank 1 however weak the match, and then recency buried old facts.)
+
+Then: a fact is lifted halfway to a neighbour in its thread that matches better, a day or month
+the query names lifts its facts, and recency and importance scale the result by a few percent:
+enough to order documents that match about equally well, never enough to lift a weak match over
+a strong one or over the floor. For a question about now, the newer of two facts about the same thing takes the
+older one's place (`newest_first`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from memvault.index.intent import NO_INTENT, TimeIntent
+
+# The default relevance floor: hits scoring below it are not returned (`min_score` overrides it).
+# Measured on LoCoMo (bench/retrieval.py): it keeps >= 97% of the evidence hits, while off-topic
+# and nonsense queries return nothing.
+MIN_SCORE = 0.05
+# For a question about now, the facts (among the first NEWEST_WINDOW) that may replace each other.
+NEWEST_WINDOW = 20
 
 
 @dataclass(frozen=True)
 class Weights:
-    method: str = "blend"  # or "rrf" (kept for the benchmark's comparison)
-    rrf_k: float = 60.0
     lexical: float = 1.0
     dense: float = 1.0
+    noise: float = 0.35       # cosine below which the embedding says nothing (all-MiniLM-L6-v2)
+    sure: float = 1.0         # cosine from which the embedding says "same meaning"
+    topic_span: float = 0.15  # best cosine above noise at which the query is surely about the vault
+    whole: float = 0.75       # share of the query's words that counts as holding all of it
+    context: float = 0.5      # weight of the previous fact's words (a reply is found by its question)
+    thread: float = 0.5       # share of the gap to a better-matching thread neighbour
+    day: float = 0.15         # the query names the fact's day
+    month: float = 0.05       # the query names the fact's month
     recency: float = 0.05
     importance: float = 0.02
+    # Cosine between two facts' embeddings above which the newer one is taken as the newer state
+    # of the same thing: for a question that says "now" (or "currently", "latest"), for one in the
+    # present tense only (near-restatements), and when the newer fact is a correction.
+    same_subject: float = 0.45
+    restated: float = 0.85
+    correction_subject: float = 0.3
+    state_share: float = 0.25  # the newer fact matches the question at least this share as well
+    newest: bool = True
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -35,6 +69,8 @@ class Ranked:
     key: str
     score: float
     explain: dict[str, Any]
+    match: float = 0.0
+    at: float | None = field(default=None, repr=False)
 
 
 def _timestamp(at: str | None) -> float | None:
@@ -46,60 +82,155 @@ def _timestamp(at: str | None) -> float | None:
         return None
 
 
+def _ranks(hits: Sequence[tuple[str, float]]) -> dict[str, int]:
+    """Position of each key; equal raw scores (identical texts, say) share a rank."""
+    ranks: dict[str, int] = {}
+    rank, previous = 0, None
+    for position, (key, raw) in enumerate(hits, 1):
+        if previous is None or abs(raw - previous) > 1e-6 * max(1.0, abs(raw)):
+            rank, previous = position, raw
+        ranks.setdefault(key, rank)
+    return ranks
+
+
+def _topic(dense: Sequence[tuple[str, float]] | None, weights: Weights) -> float:
+    """How near the query's meaning comes to anything searched: 0 when the best cosine is at the
+    noise level, 1 from `topic_span` above it (every LoCoMo question; no off-topic query). 1 when
+    the dense half did not run: then nothing is known."""
+    if dense is None:
+        return 1.0
+    best = max((float(raw) for _k, raw in dense), default=0.0)
+    return min(1.0, max(0.0, (best - weights.noise) / weights.topic_span))
+
+
 def fuse(
     lexical: Sequence[tuple[str, float]] | None,
+    ideal: float,
     dense: Sequence[tuple[str, float]] | None,
     docs: Mapping[str, Any],
+    intent: TimeIntent = NO_INTENT,
     weights: Weights = DEFAULT_WEIGHTS,
 ) -> list[Ranked]:
-    """Rank the union of both candidate lists; `docs` maps key -> stored document (at, importance)."""
-    # A half that was asked and found nothing still counts in the scale, so a match by one half
-    # alone scores at most its share: scores stay comparable across queries (a threshold works).
-    # A half that was not asked (None: --lexical, or no model) does not count.
-    lists = [("lexical", lexical, weights.lexical), ("dense", dense, weights.dense)]
-    asked = [(name, hits, w) for name, hits, w in lists if hits is not None]
-    used = [(name, hits, w) for name, hits, w in asked if hits]
-    if weights.method == "rrf":
-        best_possible = sum(w for _n, _h, w in asked) / (weights.rrf_k + 1) or 1.0
-    else:
-        best_possible = sum(w for _n, _h, w in asked) or 1.0
+    """Rank the union of both candidate lists; `docs` maps key -> catalog.Ranking of each candidate.
+
+    `lexical` holds BM25 scores (with `ideal`, the query's ideal score), `dense` cosines; None is
+    a half that was not asked (--lexical, or no model), and does not count in the mean.
+    """
+    asked = [(name, hits, w) for name, hits, w in (("lexical", lexical, weights.lexical),
+                                                    ("dense", dense, weights.dense)) if hits is not None]
+    scale = sum(w for _n, _h, w in asked) or 1.0
+    topic = _topic(dense, weights)
 
     signals: dict[str, dict[str, Any]] = {}
-    for name, hits, weight in used:
-        top = max((float(raw) for _k, raw in hits), default=0.0)
-        rank, previous = 0, None
-        for position, (key, raw) in enumerate(hits, 1):
-            # Equal scores share a rank (identical texts, say), so the small terms decide between them.
-            if previous is None or abs(raw - previous) > 1e-6 * max(1.0, abs(raw)):
-                rank, previous = position, raw
-            if key not in docs:
+    for name, hits, weight in asked:
+        ranks = _ranks(hits)
+        for key, raw in hits:
+            if key not in docs or name in signals.get(key, {}):
                 continue
-            entry = signals.setdefault(key, {})
-            if weights.method == "rrf":
-                part = weight / (weights.rrf_k + rank)
+            entry: dict[str, Any] = {"rank": ranks[key], "score": round(float(raw), 6)}
+            if name == "lexical":
+                part = min(1.0, float(raw) / ideal) if ideal > 0 else 0.0
+                # When nothing searched is near the query's meaning, a fact holding only part of
+                # its words shares a word by chance ("nothing", "join"), not the topic: it counts
+                # as much as the query is on topic. A fact holding (nearly) all of them still counts.
+                if topic < 1.0 and part < weights.whole:
+                    entry["topic"] = round(topic, 6)
+                    part *= topic
             else:
-                part = weight * max(float(raw), 0.0) / top if top > 0 else 0.0
-            entry[name] = {"rank": rank, "score": round(float(raw), 6), "contribution": part / best_possible}
+                part = min(1.0, max(0.0, (float(raw) - weights.noise) / (weights.sure - weights.noise)))
+                if part <= 0:
+                    continue  # below the noise level: the embedding says nothing
+            entry["contribution"] = weight * part / scale
+            signals.setdefault(key, {})[name] = entry
+    match = {key: sum(s["contribution"] for s in entry.values()) for key, entry in signals.items()}
 
-    # Recency is relative to the candidates: the newest gets the full term, the oldest none.
+    # Threads: the previous and next fact of the same session, when they are candidates too.
+    neighbours: dict[str, list[str]] = {key: [] for key in signals}
+    for key in signals:
+        prev = docs[key].prev
+        if prev in neighbours:
+            neighbours[key].append(prev)
+            neighbours[prev].append(key)
+
     times = {key: _timestamp(docs[key].at) for key in signals}
     known = [t for t in times.values() if t is not None]
     oldest, newest = (min(known), max(known)) if known else (0.0, 0.0)
     span = newest - oldest
+    days = {d.isoformat() for d in intent.days}
+    months = {f"{y:04d}-{m:02d}" for y, m in intent.months}
 
     ranked: list[Ranked] = []
     for key, entry in signals.items():
-        fused = sum(entry[name]["contribution"] for name in ("lexical", "dense") if name in entry)
+        own = match[key]
+        if neighbours[key]:
+            best = max(neighbours[key], key=lambda k: match[k])
+            if match[best] > own:
+                entry["thread"] = {"neighbour": best, "contribution": weights.thread * (match[best] - own)}
+        at = docs[key].at or ""
+        if at[:10] in days:
+            entry["date"] = {"named": at[:10], "contribution": weights.day}
+        elif at[:7] in months:
+            entry["date"] = {"named": at[:7], "contribution": weights.month}
+        base = sum(signal["contribution"] for signal in entry.values())
+        # Recency and importance scale the match by a few percent: they order equal matches
+        # (the newer of two conflicting facts wins) and never lift a weak match over the floor.
         stamp = times[key]
         newness = (stamp - oldest) / span if (stamp is not None and span > 0) else 0.5
         importance = docs[key].importance
-        importance = 0.5 if importance is None else float(importance)
-        entry["recency"] = {"at": docs[key].at, "contribution": weights.recency * newness}
-        entry["importance"] = {"value": docs[key].importance, "contribution": weights.importance * importance}
-        total = fused + entry["recency"]["contribution"] + entry["importance"]["contribution"]
+        entry["recency"] = {"at": docs[key].at, "contribution": base * weights.recency * newness}
+        entry["importance"] = {"value": importance, "contribution": base * weights.importance * (
+            0.5 if importance is None else float(importance))}
+        total = sum(signal["contribution"] for signal in entry.values())
         for signal in entry.values():
             signal["contribution"] = round(signal["contribution"], 6)
         entry["total"] = round(total, 6)
-        ranked.append(Ranked(key, total, entry))
+        ranked.append(Ranked(key, total, entry, match=own, at=stamp))
+    ranked.sort(key=lambda r: (-r.score, r.key))
+    return ranked
+
+
+def newest_first(ranked: list[Ranked], docs: Mapping[str, Any], intent: TimeIntent,
+                 similarity: Callable[[list[str]], Any], weights: Weights = DEFAULT_WEIGHTS) -> list[Ranked]:
+    """Put the newest state of a thing first when the question is about now.
+
+    Among the first NEWEST_WINDOW hits, a newer fact about the same subject as an older, better
+    ranked one, that matches the question at least `state_share` as well, takes the older fact's
+    score plus a hair, so it is listed just above it. "The same subject" is a cosine between the two facts'
+    embeddings of at least `same_subject` when the question says "now", `restated` when it is
+    only in the present tense, `correction_subject` when the newer fact is a `correction` (any
+    question not about the past). Questions about the past keep the plain order.
+    `similarity(keys)` is the matrix of the facts' cosines, or None (no vectors: no change).
+    """
+    if not weights.newest or intent.tense == "past" or len(ranked) < 2:
+        return ranked
+    window = ranked[:NEWEST_WINDOW]
+    by_tense = {"now": weights.same_subject, "present": weights.restated}.get(intent.tense)
+    if by_tense is None and not any(docs[r.key].category == "correction" for r in window):
+        return ranked
+    matrix = similarity([r.key for r in window])
+    if matrix is None:
+        return ranked
+    position = {r.key: i for i, r in enumerate(window)}
+    for newer in sorted((r for r in window if r.at is not None), key=lambda r: r.at):
+        thresholds = [by_tense] if by_tense is not None else []
+        if docs[newer.key].category == "correction":
+            thresholds.append(weights.correction_subject)
+        if not thresholds:
+            continue
+        threshold = min(thresholds)
+        over = None
+        for older in window:
+            if older.at is None or older.at >= newer.at or older.score < newer.score:
+                continue
+            if newer.match < weights.state_share * older.match:
+                continue  # the newer fact hardly answers the question
+            if matrix[position[newer.key]][position[older.key]] >= threshold and (
+                    over is None or older.score > over.score):
+                over = older
+        if over is not None:
+            lift = over.score - newer.score + 0.001
+            newer.explain["newer_state"] = {"over": over.key, "contribution": round(lift, 6)}
+            newer.score += lift
+            newer.explain["total"] = round(newer.score, 6)
     ranked.sort(key=lambda r: (-r.score, r.key))
     return ranked

@@ -14,9 +14,10 @@ from memvault.index.corpus import Corpus
 from memvault.index.embedder import ModelSpec, ModelUnavailable
 from memvault.index.hits import Hit
 from memvault.index.indexer import Progress, SearchIndex
+from memvault.index.intent import read_intent
 from memvault.index.lexical import Filters
 from memvault.index.query import SearchQuery
-from memvault.index.ranking import DEFAULT_WEIGHTS, Weights, fuse
+from memvault.index.ranking import DEFAULT_WEIGHTS, MIN_SCORE, Weights, fuse, newest_first
 from memvault.storage.layout import DREAM_LOG
 from memvault.storage.store import Storage
 
@@ -53,8 +54,8 @@ def _reporting(index: SearchIndex, progress: Progress | None) -> Iterator[None]:
 def _filters(storage: Storage, query: SearchQuery) -> Filters:
     category = validate_category(query.category, storage.config.categories) if query.category is not None else None
     watermark = None if query.include_all else storage.watermark
-    return Filters(category=category, tag=query.tag, source=query.source, since=_day(query.since),
-                   until=_day(query.until), watermark=_day(watermark))
+    return Filters(category=category, tag=query.tag, source=query.source, session=query.session,
+                   since=_day(query.since), until=_day(query.until), watermark=_day(watermark))
 
 
 def _day(value) -> int | None:
@@ -67,8 +68,9 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
            progress: Progress | None = None) -> list[Hit]:
     """Hybrid search over the vault; the index is brought up to date with the files first.
 
-    `progress(phase, done, total)` hears about long index work this search triggers (the first
-    build, embedding many new documents).
+    Hits scoring under the relevance floor (`query.min_score`, else ranking.MIN_SCORE) are left
+    out, so a query nothing really matches returns []. `progress(phase, done, total)` hears about
+    long index work this search triggers (the first build, embedding many new documents).
     """
     filters = _filters(storage, query)
     lower, upper = query.since, query.until
@@ -83,18 +85,24 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     wanted = max(CANDIDATES_MIN, query.limit * CANDIDATES_PER_HIT)
 
     # None = that half was not asked (or has no model); [] = asked, and nothing matched.
-    lexical = None if dense_only else generation.lexical.search(query.text, filters, wanted)
+    lexical, ideal = (None, 0.0) if dense_only else generation.lexical.search(query.text, filters, wanted,
+                                                                              context=weights.context)
     dense = None if query.lexical_only else _dense(index, generation, query.text, filters, wanted)
 
     candidates = catalog.ranking_of({k for k, _ in lexical or ()} | {k for k, _ in dense or ()})
     if lower or upper:
         # The index filters whole days; the exact bound (a time of day, `12h`) is checked here.
         candidates = {k: c for k, c in candidates.items() if _within(c.at, lower, upper)}
-    best = fuse(lexical, dense, candidates, weights)[:query.limit]
-    docs = catalog.by_keys(r.key for r in best)
+    intent = read_intent(query.text)
+    ranked = fuse(lexical, ideal, dense, candidates, intent, weights)
+    ranked = newest_first(ranked, candidates, intent, lambda keys: _similarity(generation, candidates, keys),
+                          weights)
+    floor = MIN_SCORE if query.min_score is None else float(query.min_score)
+    best = [r for r in ranked if r.score >= floor][:query.limit]
+    docs = catalog.by_keys(item.key for item in best)
     hits = []
-    for ranked in best:
-        doc = docs.get(ranked.key)
+    for item in best:
+        doc = docs.get(item.key)
         if doc is None:
             continue  # removed by another process a moment ago
         hits.append(
@@ -102,14 +110,15 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
                 id=doc.key,
                 kind=doc.kind,
                 text=doc.text,
-                score=ranked.score,
+                score=item.score,
                 at=doc.at,
                 category=doc.category,
                 tags=list(doc.tags),
                 source=doc.source,
                 path=doc.file,
                 heading=doc.heading,
-                explain=ranked.explain if query.explain else None,
+                session=doc.session,
+                explain={**item.explain, "min_score": floor} if query.explain else None,
             )
         )
     return hits
@@ -148,6 +157,16 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
     return [(by_slot[s], score) for s, score in best if s in by_slot][:wanted]
 
 
+def _similarity(generation, candidates, keys: list[str]):
+    """Cosines between the stored vectors of `keys`, or None when any of them has none yet."""
+    slots = [candidates[k].slot for k in keys]
+    matrix = generation.vectors.matrix()
+    if any(slot is None or slot >= len(matrix) for slot in slots):
+        return None
+    rows = matrix[slots]
+    return rows @ rows.T
+
+
 def _unconsolidated(storage: Storage, generation, watermark: int) -> frozenset[str]:
     """Facts up to the watermark that no page carries (skipped batches, late facts): still in scope.
 
@@ -183,6 +202,9 @@ def _sql_filters(filters: Filters) -> tuple[str, list]:
     if filters.source is not None:
         clauses.append("source = ?")
         params.append(filters.source)
+    if filters.session is not None:
+        clauses.append("session = ?")
+        params.append(filters.session)
     if filters.since is not None:
         clauses.append("day >= ?")
         params.append(filters.since)
