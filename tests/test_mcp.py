@@ -129,6 +129,8 @@ def test_add_search_show_forget_through_the_protocol(server):
     assert problems(found, "SearchLine", types) == []
     assert [hit["id"] for hit in found["hits"]] == [fact["id"]]
     assert server.ok("search", query="green tea", until="2026-02-01")["hits"] == []
+    assert [hit["id"] for hit in server.ok("search", query="green tea", session="chat-1")["hits"]] == [fact["id"]]
+    assert server.ok("search", query="green tea", session="chat-2")["hits"] == []
     assert server.ok("show", id=fact["id"].upper()) == fact  # ids read as people type them
     thread = server.ok("recent", session="chat-1")["facts"]
     assert [f["id"] for f in thread] == [fact["id"]]

@@ -40,6 +40,7 @@ class Hit(TypedDict):
     category: str | None
     tags: list[str]
     source: str | None
+    session: str | None
     path: str | None
     heading: NotRequired[str | None]
     explain: NotRequired[dict[str, Any]]

@@ -140,17 +140,21 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         category: Annotated[str | None, Field(description=f"Only facts of this category: {categories}.")] = None,
         tag: Tag = None,
         source: Source = None,
+        session: Session = None,
         since: Since = None,
         until: Until = None,
         include_all: IncludeAll = False,
+        min_score: Annotated[float | None, Field(description="Relevance floor: hits scoring below it are left out "
+                                                             "(default 0.05; 0 returns every match).")] = None,
     ) -> Annotated[CallToolResult, schemas.SearchResult]:
         """Find facts and wiki sections by their words and their meaning, newest-aware; best first.
 
-        Sees what other processes wrote (adds, a nightly dream, a sync) without a restart.
+        Nothing really matching gives no hits (a relevance floor), not the nearest noise. Sees what
+        other processes wrote (adds, a nightly dream, a sync) without a restart.
         """
         def run(vault):
-            hits = vault.search(query, limit=limit, category=category, tag=tag, source=source, since=since,
-                                until=until, include_all=include_all)
+            hits = vault.search(query, limit=limit, category=category, tag=tag, source=source, session=session,
+                                since=since, until=until, include_all=include_all, min_score=min_score)
             return {"query": query, "hits": [hit.to_dict() for hit in hits]}
 
         return await answer(run)
