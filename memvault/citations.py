@@ -1,8 +1,13 @@
-"""Which wiki pages cite which facts, and page text with the statements of forgotten facts taken out.
+"""Which wiki pages cite which facts, and what is withheld until dream rewrites a page.
 
 One place for the lookups that `forget` (its notice), `doctor` (its check), dream (its scrub and
-its plan) and search (hiding what a forgotten fact said until dream rewrites the page, and the
-default scope) all rely on. Page frontmatter is parsed only when a page mentions a wanted id.
+its plan), search (its default scope) and context rely on. Page frontmatter is parsed only when
+a page mentions a wanted id.
+
+A page that cites a forgotten fact (in its body or its `sources`) is *withheld* until the scrub
+rewrites it: not only its statements but its title, its slug and the MEMORY.md and index.md lines
+written from it may repeat what the fact said. Search and context leave it out, no model is
+shown it, and the live facts it drew from count as not consolidated meanwhile.
 """
 
 from __future__ import annotations
@@ -18,11 +23,16 @@ _TOKEN = re.compile(r"[0-9a-z]{6,40}")
 _LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 
 
-def accounted_ids(storage: Storage, entries: list[dreamlog.Entry]) -> set[str]:
+def accounted_ids(storage: Storage, entries: list[dreamlog.Entry], *,
+                  skipping: Iterable[str] = ()) -> set[str]:
     """Fact ids some page draws from, or that log.md settled (duplicate, noop, skipped): dream's
-    rule for a consolidated fact, and search's for the default scope."""
+    rule for a consolidated fact, and search's for the default scope (which `skipping` the
+    withheld pages, so their live facts stay findable as facts)."""
     found = dreamlog.settled_ids(entries)
+    skipped = set(skipping)
     for path in list_pages(storage.root):
+        if path in skipped:
+            continue
         page = read_page(storage.root, path)
         if page:
             found.update(page.sources)
@@ -51,6 +61,19 @@ def pages_citing(storage: Storage, ids: Iterable[str] | None = None) -> dict[str
         if hits:
             found[rel] = hits
     return found
+
+
+def withheld_pages(storage: Storage) -> set[str]:
+    """Pages citing a forgotten fact: left out of search, context and prompts until the scrub."""
+    return set(pages_citing(storage))
+
+
+def without_lines_linking(text: str, paths: Iterable[str]) -> str:
+    """MEMORY.md or index.md without the lines that link to any of `paths` (markdown `](path)`)."""
+    links = tuple(f"]({path})" for path in paths)
+    if not links:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True) if not any(link in line for link in links))
 
 
 def page_citations(text: str) -> list[str]:

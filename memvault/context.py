@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault import tokens
+from memvault.citations import withheld_pages, without_lines_linking
 from memvault.errors import InvalidInput
 from memvault.index.query import SearchQuery
 from memvault.index.search import search
@@ -193,7 +194,8 @@ def _memory_item(storage: Storage) -> ContextItem | None:
         text = path.read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
         return None
-    text = _COMMENT.sub("", text)
+    # lines written from a page citing a forgotten fact may repeat it: withheld until the scrub
+    text = without_lines_linking(_COMMENT.sub("", text), withheld_pages(storage))
     lines = text.strip("\n").split("\n")
     if lines and re.match(r"^#\s", lines[0]):
         lines = lines[1:]  # the bundle gives the file its own heading

@@ -66,6 +66,15 @@ def check_page_path(path: str, root: Path, zones: Sequence[str], *, allow_inbox:
     return path
 
 
+def page_slug(title: str) -> str:
+    """A slug for a page path from its title: ASCII lowercase words joined by "-" ("page" if none)."""
+    import unicodedata
+
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")[:80].rstrip("-")
+    return slug or "page"
+
+
 def zone_of(path: str) -> str:
     """The zone of wiki/<zone>/<page>.md; "" for any other path."""
     parts = path.split("/")

@@ -42,7 +42,8 @@ class FactView:
 class Forgotten:
     """What `forget` did: the tombstone, whether it already existed, and the pages citing the fact.
 
-    Those pages keep the statement until the next dream rewrites them; search hides it meanwhile.
+    Those pages keep the statement until the next dream rewrites them; search, context and the
+    dream prompts withhold them meanwhile (memvault.citations).
     """
 
     tombstone: Tombstone

@@ -1,8 +1,9 @@
 """A forgotten fact a page already cites: forget names the page, doctor warns, the next dream scrubs it.
 
 Through litellm's real call path against the scripted local server. Bad inputs tried: a scrub
-answer that keeps the forgotten citation, one that leaves a citing page out, one that creates a
-page; a scrub that fails max_retries times in a row (the runner then drops the lines itself).
+answer without a new title, one that leaves a citing page out, one that creates a page; a scrub
+that fails max_retries times in a row (the runner then keeps the stripped body itself). Every
+request is checked for what the forgotten fact said: the model never receives it.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ def consolidated_pages(vault, fake):
     return tea, coffee
 
 
-def rewrite_alice(tea_id: str, memory=None) -> str:
-    return answer(pages=[{"action": "update", "path": ALICE, "body": f"## Drinks\n\n- Prefers green tea [^{tea_id}]"}],
-                  memory=memory)
+def rewrite_alice(tea_id: str, title: str = "Alice") -> str:
+    return answer(pages=[{"action": "update", "path": ALICE, "title": title,
+                          "body": f"## Drinks\n\n- Prefers green tea [^{tea_id}]"}])
 
 
 def doctor_check(cli) -> dict:
@@ -78,10 +79,12 @@ def test_forget_notice_doctor_warning_then_one_scrub_commit_leaves_no_trace(vaul
     assert vault.watermark.isoformat() == "2026-11-01"
     assert [(b.label, b.outcome, b.updated, b.removed) for b in report.batches] == [("scrub", "ok", [ALICE], [COFFEE])]
     sent = request_data(fake.requests[-1])
-    assert [p["path"] for p in sent["pages"]] == [ALICE] and len(sent["forgotten_ids"]) == 1
-    assert f"[^{sent['forgotten_ids'][0]}]" in sent["pages"][0]["body"]  # cited as the handle the model sees
-    assert [f["text"] for f in sent["facts"]] == [tea.text]  # the forgotten fact itself is never sent
-    assert "hates coffee" not in json.dumps(sent["facts"])
+    assert [p["path"] for p in sent["pages"]] == ["wiki/people/page-1.md"] and "forgotten_ids" not in sent
+    assert "title" not in sent["pages"][0] and "Prefers green tea" in sent["pages"][0]["body"]
+    assert [f["text"] for f in sent["facts"]] == [tea.text]
+    # nothing the forgotten fact said reaches the model: not its text, its id, a page line, a
+    # MEMORY.md line written from it ("Alice secretly hates coffee"), nor the removed page's title
+    assert "coffee" not in json.dumps(fake.requests[-1]).lower() and coffee.id not in json.dumps(fake.requests[-1])
     assert commit_count(vault.root) == before + 1 and is_clean(vault.root)
     assert git(vault.root, "log", "-1", "--format=%s").strip() == (
         "dream: scrub — 1 page rewritten without forgotten facts, 1 removed")
@@ -104,13 +107,12 @@ def test_scrub_answers_that_keep_the_forgotten_fact_are_rejected_then_the_runner
     tea, coffee = consolidated_pages(vault, fake)
     vault.forget(coffee.id)
     alice_before = (vault.root / ALICE).read_text()
-    kept = answer(pages=[{"action": "update", "path": ALICE,
-                          "body": f"- Prefers green tea [^{tea.id}]\n- Hates coffee [^{coffee.id}]"}])
+    untitled = answer(pages=[{"action": "update", "path": ALICE, "body": f"- Prefers green tea [^{tea.id}]"}])
     omitted = answer(pages=[])
     created = answer(pages=[{"action": "create", "path": "wiki/people/new.md", "body": f"x [^{tea.id}]"}])
-    fake.script = [kept] * 3 + [omitted] * 3 + [created] * 3  # each answer, and its two repair turns
+    fake.script = [untitled] * 3 + [omitted] * 3 + [created] * 3  # each answer, and its two repair turns
 
-    for expected in ("cites forgotten fact", "still cites forgotten fact"):
+    for expected in ("needs a new title", "still cites forgotten fact"):
         head = git(vault.root, "rev-parse", "HEAD").strip()
         report = dream(vault, fake)
         assert not report.ok and expected in report.error
@@ -123,12 +125,17 @@ def test_scrub_answers_that_keep_the_forgotten_fact_are_rejected_then_the_runner
     assert report.ok and "only rewrites the pages it was given" in report.batches[0].reason
     assert commit_count(vault.root) == before + 1
 
-    # the third rejection was the last allowed: the runner dropped the citing lines itself
+    # the third rejection was the last allowed: the runner dropped the citing lines itself, and
+    # the title and slug (which may repeat the fact) gave way to a neutral one
     lines = log_lines(vault)
     assert "dream failed scrub · attempt 3/3" in lines[-2] and "the runner removed the citing lines" in lines[-1]
-    page = read_page(vault.root, ALICE)
+    moved = "wiki/people/notes-rewritten-after-a-forget.md"
+    page = read_page(vault.root, moved)
     assert page.body == f"## Drinks\n\n- Prefers green tea [^{tea.id}]" and page.sources == [tea.id]
-    assert not (vault.root / COFFEE).exists() and is_clean(vault.root)
+    assert page.title == "Notes rewritten after a forget" and page.tags == []
+    assert not (vault.root / ALICE).exists() and not (vault.root / COFFEE).exists() and is_clean(vault.root)
+    assert f"]({moved})" in (vault.root / "MEMORY.md").read_text()
+    assert ALICE not in (vault.root / "index.md").read_text()
     assert git(vault.root, "log", "-1", "--format=%s").strip().startswith("dream: scrub — 1 page rewritten")
 
 
@@ -148,7 +155,7 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
 
     # both due on the next night: scrub first, then the day batch; one commit each
     bread = vault.add("Alice bakes rye bread", at="2026-11-07T09:00:00")
-    fake.script = [rewrite_alice(tea.id, memory=[{"text": "Alice: green tea", "page": ALICE}]),
+    fake.script = [rewrite_alice(tea.id),
                    answer(pages=[{"action": "update", "path": "wiki/people/milk.md",
                                   "body": f"Oat milk [^{milk.id}]; rye bread [^{bread.id}]."}],
                           facts=[consolidated(bread.id, "wiki/people/milk.md")])]
@@ -160,7 +167,7 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
     assert subjects[0].startswith("dream: 2026-11-07..2026-11-07")
     assert commit_count(vault.root) == before + 2 and is_clean(vault.root)
     assert coffee.id not in "".join(p.read_text() for p in (vault.root / "wiki").rglob("*.md"))
-    assert "- Alice: green tea — [Alice]" in (vault.root / "MEMORY.md").read_text()
+    assert f"- Alice — [Alice]({ALICE})" in (vault.root / "MEMORY.md").read_text()
 
 
 def test_scrub_and_day_batch_attempts_are_counted_apart():
@@ -195,19 +202,21 @@ def test_scrub_pages_that_do_not_fit_one_request_wait_for_the_next_and_one_too_b
 
     def rewrite(body: dict) -> str:
         data = request_data(body)
-        dead = [f"[^{h}]" for h in data["forgotten_ids"]]
+        assert "Elm" not in json.dumps(body) and gone.id not in json.dumps(body)  # the model never sees it
         return answer(pages=[{"action": "update", "path": p["path"], "section": None,
-                              "body": "\n".join(x for x in p["body"].splitlines() if not any(d in x for d in dead))}
-                             for p in data["pages"]])
+                              "title": "Kim", "body": p["body"]} for p in data["pages"]])
 
     fake.default = rewrite
     report = dream(vault, fake, llm={"context_window": 4096})
 
     assert report.ok and [b.label for b in report.batches][:3] == ["scrub", "scrub", "scrub"]
     sent = [[p["path"] for p in request_data(r)["pages"]] for r in fake.requests]
-    assert sent == [[paths["a"]], [paths["b"]]]  # one page per request: two did not fit together
+    assert sent == [["wiki/people/page-1.md"]] * 2  # one page per request: two did not fit together
     scrubs = [line for line in log_lines(vault) if " dream ok scrub " in line]
     assert len(scrubs) == 3 and "the runner removed the citing lines of 1 page(s) too big" in scrubs[-1]
+    assert not any((vault.root / path).exists() for path in paths.values())  # each under its new title's slug
+    paths = {"a": "wiki/people/kim.md", "b": "wiki/people/kim-2.md",
+             "c": "wiki/people/notes-rewritten-after-a-forget.md"}  # c: the runner's neutral title and slug
     for path in paths.values():
         text = (vault.root / path).read_text()
         assert gone.id not in text and "Elm" not in text and keep.id in text

@@ -185,8 +185,8 @@ def forget(
     else:
         echo(f"forgot {tombstone.id}")
         if result.cited_by:
-            notice(f"cited by {', '.join(result.cited_by)}: search already hides those statements and the "
-                   "next `memvault dream` rewrites the page(s) without them")
+            notice(f"cited by {', '.join(result.cited_by)}: search and context withhold those page(s) and "
+                   "the next `memvault dream` rewrites them without the fact")
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ import json
 import re
 
 from memvault import dreamlog
+from memvault.citations import withheld_pages, without_lines_linking
 from memvault.dream.budget import Budget, Part, fit
 from memvault.dream.llm import ContextTooLong
 from memvault.dream.memory_md import parse_memory, render_memory
@@ -21,7 +22,7 @@ from memvault.dream.runner import Change, Job, Runner, subject_label
 from memvault.dream.schema import PAGE_MAX_BYTES, parse_answer
 from memvault.dream.validate import Proposal, build_proposal
 from memvault.errors import MemvaultError
-from memvault.pages import INBOX_ZONE, Page, cited_ids, list_pages, read_page, render_index, render_page, zone_of
+from memvault.pages import INBOX_ZONE, Page, list_pages, read_page, render_index, render_page, zone_of
 from memvault.storage.layout import INDEX_FILE, MEMORY_FILE
 from memvault.storage.store import Storage
 
@@ -70,18 +71,18 @@ class DayBatch(Job):
         room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines))
         data: dict = {"batch": self.label, "facts": [
             fact_record(f, handles.short[f.id], late=f.id in late, max_tokens=max(64, room)) for f in self.facts]}
-        pages = self._relevant_pages()
-        records = [page_record(p, handles) for p in pages]
-        forgotten = sorted({i for p in pages for i in cited_ids(p.body) if i in self.tombstoned})
-        if forgotten:
-            data["forgotten_ids"] = [handles.add(i) for i in forgotten]
-        memory = memory_lines(storage)
+        # pages citing a forgotten fact are withheld (memvault.citations): never shown to a model,
+        # nor the MEMORY.md and index.md lines written from them; the scrub rewrites them first
+        withheld = withheld_pages(storage)
+        records = [page_record(p, handles) for p in self._relevant_pages(withheld)]
+        memory = memory_lines(storage, withheld)
         if not memory:
             data["memory_md"] = []  # nothing to keep: the model may write the first lines
         # the table of contents first (capped): a model that cannot see a page must still know it
         # exists, or it creates a near-duplicate; then the related pages; MEMORY.md last, since
         # without it the runner keeps the current lines and links new pages itself
-        parts = [Part("index_md", storage.read_text(INDEX_FILE), cap=budget.prompt_limit // 6), Part("pages", records),
+        index_md = without_lines_linking(storage.read_text(INDEX_FILE), withheld)
+        parts = [Part("index_md", index_md, cap=budget.prompt_limit // 6), Part("pages", records),
                  Part("memory_md", memory, whole=True, cap=budget.max_output // 4)]
 
         def render(d: dict) -> list[dict]:
@@ -159,7 +160,7 @@ class DayBatch(Job):
         return result
 
     # -- helpers ---------------------------------------------------------------------------
-    def _relevant_pages(self) -> list[Page]:
+    def _relevant_pages(self, withheld: set[str]) -> list[Page]:
         from memvault.index.query import SearchQuery
         from memvault.index.search import search
 
@@ -177,7 +178,7 @@ class DayBatch(Job):
             paths = pages_sharing_words(self.storage, self.facts)
         chosen = []
         for path in paths:
-            if path.count("/") != 2 or zone_of(path) == INBOX_ZONE:
+            if path.count("/") != 2 or zone_of(path) == INBOX_ZONE or path in withheld:
                 continue
             page = read_page(root, path)
             if page is None:
@@ -219,8 +220,9 @@ def memory_pairs(storage: Storage) -> list[tuple[str, str]]:
     return parse_memory(storage.read_text(MEMORY_FILE))
 
 
-def memory_lines(storage: Storage) -> list[str]:
-    return [f"{text} ({path})" for text, path in memory_pairs(storage)]
+def memory_lines(storage: Storage, withheld: set[str]) -> list[str]:
+    """MEMORY.md's lines as a prompt shows them, but those of withheld pages."""
+    return [f"{text} ({path})" for text, path in memory_pairs(storage) if path not in withheld]
 
 
 def pages_sharing_words(storage: Storage, facts) -> list[str]:

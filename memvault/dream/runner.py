@@ -111,6 +111,11 @@ class Job:
         """The last allowed attempt failed (`snapshot` is None when the vault kept changing)."""
         raise NotImplementedError
 
+    def as_told(self, problem: str) -> str:
+        """A problem as the model is told it in a repair turn: fact ids as the handles it was given."""
+        handles = getattr(self, "handles", None)
+        return handles.shorten_ids(problem) if handles else problem
+
     def new_result(self, outcome: str = "ok") -> BatchResult:
         return BatchResult(self.label, outcome)
 
@@ -206,7 +211,7 @@ class Runner:
                 rejected = Rejected(e, raw, turn)
             if turn == REPAIR_TURNS:
                 break
-            problems = [job.handles.shorten_ids(p) if job.handles else p for p in rejected.problems]
+            problems = [job.as_told(p) for p in rejected.problems]
             repair = repair_messages(messages, raw, problems)
             if prompt_tokens(repair) > self.budget.conversation_limit:
                 break  # an answer this long leaves no room to discuss it: the attempt fails as it is

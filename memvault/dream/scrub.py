@@ -1,11 +1,13 @@
 """Dream scrub: rewrite the pages that still cite forgotten facts, one commit, before the day batches.
 
-A forgotten fact must not live on in a statement a page derived from it. The scrub sends every
-page whose body cites a forgotten id to the model, which rewrites it without what only forgotten
-facts said. The runner itself fixes what needs no judgement: ids left only in `sources`, lines of
-the runner-written inbox, and pages that cite nothing but forgotten facts (removed). After
-max_retries rejected answers the runner drops the cited lines itself (strip_forgotten_statements)
-so a model that keeps failing can neither keep the content nor block anything.
+A forgotten fact must not live on in a statement a page derived from it, nor in the page's title,
+slug, tags or the MEMORY.md and index.md lines written from it. The model is never shown what a
+forgotten fact said: it receives each page with the lines citing forgotten facts already taken
+out (strip_forgotten_statements), without its title and tags, and writes a coherent body and a
+new title; the runner moves the page to the slug of that title. The runner itself fixes what
+needs no judgement: ids left only in `sources`, lines of the runner-written inbox, and pages that
+cite nothing but forgotten facts (removed). After max_retries rejected answers the runner keeps
+the stripped bodies under a neutral title, so a model that keeps failing blocks nothing.
 """
 
 from __future__ import annotations
@@ -14,19 +16,30 @@ from dataclasses import dataclass, field, replace
 
 from memvault import dreamlog
 from memvault.citations import pages_citing, strip_forgotten_statements
-from memvault.dream.batch import memory_lines, memory_pairs, safe_json
-from memvault.dream.budget import Budget, Part, fit
+from memvault.dream.batch import memory_pairs, safe_json
+from memvault.dream.budget import Budget, fit
 from memvault.dream.memory_md import render_memory
-from memvault.dream.prompt import Handles, build_scrub_messages, fact_record, page_record
+from memvault.dream.prompt import Handles, build_scrub_messages, fact_record
 from memvault.dream.results import BatchResult
 from memvault.dream.runner import Change, Job, Runner
 from memvault.dream.schema import AnswerRejected, parse_answer
 from memvault.dream.validate import Proposal, build_proposal
-from memvault.pages import INBOX_ZONE, Page, cited_ids, list_pages, read_page, render_index, render_page, zone_of
+from memvault.pages import (
+    INBOX_ZONE,
+    Page,
+    cited_ids,
+    list_pages,
+    page_slug,
+    read_page,
+    render_index,
+    render_page,
+    zone_of,
+)
 from memvault.storage.layout import INDEX_FILE, MEMORY_FILE
 from memvault.storage.store import Storage
 
 SCRUB_LABEL = dreamlog.SCRUB_LABEL
+NEUTRAL_TITLE = "Notes rewritten after a forget"
 
 
 @dataclass
@@ -41,12 +54,13 @@ class ScrubPlan:
     stripped: int = 0                                       # pages the runner rewrote itself
 
     def strip(self, path: str, day: str) -> None:
-        """The runner rewrites a page itself: its lines citing forgotten facts are dropped."""
+        """The runner rewrites a page itself: its lines citing forgotten facts are dropped, and its
+        title and tags, which may repeat them, give way to a neutral title."""
         self.stripped += 1
         page = self.ask.pop(path)
         body = strip_forgotten_statements(page.body, self.forgotten)
         if cited_ids(body):
-            self.direct[path] = replace(page, body=body, updated=day)
+            self.direct[path] = replace(page, body=body, updated=day, title=NEUTRAL_TITLE, tags=[])
         else:
             self.removed.append(path)
 
@@ -90,6 +104,15 @@ def leftover_citations(storage: Storage, plan: ScrubPlan, pages: dict[str, Page]
     return left
 
 
+def _free_path(path: str, taken: set[str]) -> str:
+    """`path`, or `path` with -2, -3 ... before .md when another page has it."""
+    stem, number = path.removesuffix(".md"), 2
+    candidate = path
+    while candidate in taken:
+        candidate, number = f"{stem}-{number}.md", number + 1
+    return candidate
+
+
 def scrub_due(storage: Storage) -> bool:
     return bool(pages_citing(storage))
 
@@ -102,7 +125,9 @@ class Scrub(Job):
         self.storage: Storage = runner.storage
         self.zones = [z for z in self.storage.config.zones if z != INBOX_ZONE]
         self.plan: ScrubPlan | None = None
-        self.memory_shown = True
+        self.memory_shown = False
+        self.moved: dict[str, str] = {}  # old page path -> the slug of its new title
+        self.stand_ins: dict[str, str] = {}  # the path the model sees -> the page's path
         self.how = ""  # how the pages were rewritten, for log.md (the model unless the runner stripped)
 
     def new_result(self, outcome: str = "ok") -> BatchResult:
@@ -140,31 +165,37 @@ class Scrub(Job):
         return messages
 
     def _request(self, budget: Budget) -> list[dict] | None:
+        """Each page as it will read without its forgotten facts: the lines citing them taken out,
+        no title, no tags, no forgotten id; the live facts it cites. Never MEMORY.md (its lines of
+        these pages may repeat a forgotten fact: the runner relinks them to the new titles)."""
         plan = self.plan
         facts_by_id = self.runner.plan.facts_by_id
-        live = {i for page in plan.ask.values() for i in cited_ids(page.body) + page.sources}
+        bodies = {path: strip_forgotten_statements(page.body, plan.forgotten) for path, page in plan.ask.items()}
+        live = {i for path, page in plan.ask.items() for i in cited_ids(bodies[path]) + page.sources}
         facts = [facts_by_id[i] for i in sorted(live) if i in facts_by_id]
-        handles = self.handles = Handles([f.id for f in facts] + sorted(plan.cited))
+        handles = self.handles = Handles([f.id for f in facts])
+        # a slug may repeat a forgotten fact as well as a title can: the model sees stand-in paths
+        self.stand_ins = {f"wiki/{zone_of(path)}/page-{n}.md": path for n, path in enumerate(plan.ask, 1)}
         data = {
             "batch": "scrub",
-            "forgotten_ids": [handles.short[i] for i in sorted(plan.cited)],
-            "pages": [page_record(p, handles, cited=True) for p in plan.ask.values()],
+            "pages": [{"path": stand_in, "cited": [handles.add(i) for i in plan.ask[path].sources if i in facts_by_id],
+                       "body": handles.shorten(bodies[path])} for stand_in, path in self.stand_ins.items()],
             "facts": [fact_record(f, handles.short[f.id]) for f in facts],
         }
-        memory = memory_lines(self.storage)
-        max_lines = self.runner.dream.memory_max_lines
-        messages = fit(lambda d: build_scrub_messages(data=d, memory_max_lines=max_lines), data,
-                       [Part("memory_md", memory, whole=True, cap=budget.max_output // 4)], budget.prompt_limit)
-        self.memory_shown = "memory_md" in data
-        return messages
+        self.memory_shown = False
+        return fit(lambda d: build_scrub_messages(data=d), data, [], budget.prompt_limit)
 
     def check(self, raw: str, tombstoned: set[str]) -> Proposal:
         plan = self.plan
         parsed = parse_answer(raw, self.handles)
         problems = list(parsed.problems)
+        parsed.answer.pages = [op.model_copy(update={"path": self.stand_ins.get(op.path, op.path)})
+                               for op in parsed.answer.pages]
         for op in parsed.answer.pages:
             if op.action != "update" or op.path not in plan.ask:
                 problems.append(f"a scrub only rewrites the pages it was given, not {op.path[:80]!r}")
+            elif not (op.title or "").strip():
+                problems.append(f"page {op.path!r} needs a new title (its old one may repeat a forgotten fact)")
         answer = parsed.answer.model_copy(update={"pages": [
             op for op in parsed.answer.pages if op.action == "update" and op.path in plan.ask]})
         proposal = build_proposal(
@@ -175,12 +206,42 @@ class Scrub(Job):
         )
         left = leftover_citations(self.storage, plan, {**plan.direct, **proposal.pages})
         if left:
-            raise AnswerRejected([f"page {path!r} still cites forgotten fact(s) {', '.join(ids[:5])}"
-                                  for path, ids in left.items()])
+            raise AnswerRejected([
+                f"page {path!r} is missing from the answer (it still cites forgotten facts): rewrite every page given"
+                if path in plan.ask and path not in proposal.pages else
+                f"page {path!r} still cites forgotten fact(s) {', '.join(ids[:5])}" for path, ids in left.items()])
         return proposal
 
+    def as_told(self, problem: str) -> str:
+        """Problems reach the model with the stand-in paths it saw, and never a forgotten id."""
+        for stand_in, path in self.stand_ins.items():
+            problem = problem.replace(repr(path), repr(stand_in)).replace(path, stand_in)
+        problem = super().as_told(problem)
+        for fid in self.plan.forgotten:
+            problem = problem.replace(fid, "(forgotten)")
+        return problem
+
     def writes(self, proposal: Proposal) -> tuple[dict[str, Page], list[str]]:
-        return {**self.plan.direct, **proposal.pages}, list(self.plan.removed)
+        """The pages to write, each under the slug of its new title (a slug may repeat a forgotten
+        fact as well as a title can), and the pages to remove, the old paths of moved pages too."""
+        pages = dict(self.plan.direct)
+        for path, page in proposal.pages.items():
+            if not page.tags or page.tags == self.plan.ask[path].tags:
+                page.tags = []  # the old tags were not shown to the model and may repeat a forgotten fact
+            pages[path] = page
+        removed = list(self.plan.removed)
+        self.moved: dict[str, str] = {}
+        taken = set(list_pages(self.storage.root)) - set(pages) - set(removed)
+        for path, page in list(pages.items()):
+            if path not in self.plan.ask and page.title != NEUTRAL_TITLE:
+                continue  # ids in `sources` only, the inbox: nothing there was written from the fact
+            new = _free_path(f"wiki/{zone_of(path)}/{page_slug(page.title)}.md", taken)
+            taken.add(new)
+            if new != path:
+                self.moved[path] = new
+                pages[new] = replace(pages.pop(path), path=new)
+                removed.append(path)
+        return pages, removed
 
     def preview(self, result: BatchResult, proposal: Proposal | None, raw: str | None,
                 reason: str | None) -> BatchResult:
@@ -198,7 +259,7 @@ class Scrub(Job):
         rewritten = sorted(pages)
         result.updated, result.removed = rewritten, sorted(removed)
         files = {path: render_page(page, self.runner.plan.facts_by_id) for path, page in pages.items()}
-        files.update(self._summary(pages, removed, proposal.memory))
+        files.update(self._summary(pages, removed))
         how = self.how or f"model {self.runner.settings.model}" + (
             f"; the runner removed the citing lines of {plan.stripped} page(s) too big for the model's window"
             if plan.stripped else "")
@@ -229,24 +290,21 @@ class Scrub(Job):
         result.reason, result.attempt = reason, attempt
         return runner.apply(self, stripped, plan.forgotten, snapshot, before=failed_entry, result=result)
 
-    def _summary(self, written: dict[str, Page], removed: list[str],
-                 memory: list[tuple[str, str]] | None) -> dict[str, str]:
+    def _summary(self, written: dict[str, Page], removed: list[str]) -> dict[str, str]:
         """index.md and MEMORY.md; no summary line may keep text from a rewritten or removed page."""
         storage = self.storage
         pages = {p: read_page(storage.root, p) for p in list_pages(storage.root) if p not in removed}
         before = {p: page.body for p, page in pages.items() if page is not None}
         pages.update(written)
         pages = {p: page for p, page in pages.items() if page is not None}
-        if memory is not None:
-            lines = memory
-        else:
-            touched = {p for p, page in written.items() if before.get(p) != page.body} | set(removed)
-            lines = []
-            for text, path in memory_pairs(storage):
-                if path in touched:
-                    # the line may repeat what a forgotten fact said: keep only a plain link
-                    text = pages[path].title if path in pages else text
-                lines.append((text, path))
+        touched = {p for p, page in written.items() if before.get(p) != page.body} | set(removed)
+        lines = []
+        for text, path in memory_pairs(storage):
+            if path in touched:
+                # the line may repeat what a forgotten fact said: a plain link to the new title
+                path = self.moved.get(path, path)
+                text = pages[path].title if path in pages else text
+            lines.append((text, path))
         watermark = storage.watermark
         dream = self.runner.dream
         memory_md = render_memory(lines, pages, watermark=watermark.isoformat() if watermark else None,

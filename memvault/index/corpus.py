@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from memvault.citations import strip_forgotten_statements
+from memvault.citations import page_citations
 from memvault.facts import parse_log
 from memvault.index.documents import Document, fact_documents, page_documents
 from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
@@ -70,9 +70,11 @@ class Corpus:
 
     def documents(self, rel: str, content: str, forgotten: set[str] = frozenset()) -> list[Document]:
         if rel.startswith(WIKI_DIR + "/"):
-            # A page may still carry a statement from a fact forgotten since the last dream; the
-            # next dream rewrites the page, and until then search must not show that statement.
-            return page_documents(strip_forgotten_statements(content, forgotten), rel)
+            # A page citing a fact forgotten since the last dream is withheld until the scrub
+            # rewrites it: its statements, title and slug may all repeat what the fact said.
+            if forgotten and not forgotten.isdisjoint(page_citations(content)):
+                return []
+            return page_documents(content, rel)
         # The index takes every fact that parses; the lines that do not are told (see the indexer)
         # and listed in full by `doctor`.
         facts, problems = parse_log(content, rel)

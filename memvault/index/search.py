@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 
-from memvault.citations import accounted_ids
+from memvault.citations import accounted_ids, withheld_pages
 from memvault.facts import validate_category
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import ModelSpec, ModelUnavailable
@@ -183,7 +183,8 @@ def _unconsolidated(storage: Storage, generation, watermark: int) -> frozenset[s
     found = generation.memo.get(memo)
     if found is None:
         entries = storage.dream_entries()
-        accounted = accounted_ids(storage, [e for e in entries if e.outcome != "skipped"])
+        accounted = accounted_ids(storage, [e for e in entries if e.outcome != "skipped"],
+                                  skipping=withheld_pages(storage))
         rows = generation.catalog.db.execute("SELECT key FROM docs WHERE kind = 'fact' AND day <= ?", (watermark,))
         found = frozenset(key for (key,) in rows if key not in accounted)
         generation.memo[memo] = found
