@@ -261,6 +261,16 @@ def check_log_lines(storage: Storage) -> Check:
     return Check("daily logs", OK, f"{len(storage.log_files())} daily log(s) parse cleanly")
 
 
+def check_fact_ids(storage: Storage) -> Check:
+    duplicates = storage.duplicate_ids()
+    if duplicates:
+        return Check("fact ids", FAIL, f"{len(duplicates)} fact(s) repeat the id of an earlier one (a hand edit or "
+                     "a merge without memvault's driver): search and dream count only the first copy; delete the "
+                     "repeated item, or re-add its text with `memvault add` if it is a different fact",
+                     _shown([str(p) for p in duplicates]))
+    return Check("fact ids", OK, "every fact id is unique")
+
+
 def check_citations(storage: Storage) -> Check:
     known = {fact.id for fact in storage.iter_facts(include_forgotten=True)}
     missing: list[str] = []
@@ -435,6 +445,7 @@ CHECKS: list[tuple[Callable[[Storage], Check], Callable[[Storage], list[str]] | 
     (check_merge_driver, repair_merge_driver),
     (check_identity, None),
     (check_log_lines, None),
+    (check_fact_ids, None),
     (check_citations, None),
     (check_forgotten_citations, None),
     (check_index, repair_index),

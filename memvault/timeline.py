@@ -38,8 +38,10 @@ def recent(storage: Storage, limit: int | None = 20, *, since: datetime | None =
             break
         if limit is not None and len(found) >= limit:
             break
+        # a day's log lists a repeated id once, its first copy (a copy in another day's log is
+        # listed there too: recent reads the newest days only; doctor reports both)
         day_facts = [
-            f for f in storage.read_log(path)[0]
+            f for f in {f.id: f for f in reversed(storage.read_log(path)[0])}.values()
             if f.id not in forgotten
             and (since is None or f.at >= since)
             and (until is None or f.at <= until)

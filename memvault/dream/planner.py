@@ -103,10 +103,14 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     tombstoned = set(storage.tombstones())
     by_day: dict[date, list] = defaultdict(list)
     days: list[date] = []
+    seen: set[str] = set()  # a repeated fact id counts once, its first copy (as Storage.iter_facts)
     for path in storage.log_files():
         day = storage.day_of(path)
         days.append(day)
-        by_day[day].extend(f for f in memo.read_log(storage, path) if f.id not in tombstoned)
+        for fact in memo.read_log(storage, path):
+            if fact.id not in seen and fact.id not in tombstoned:
+                by_day[day].append(fact)
+            seen.add(fact.id)
     facts_by_id = {f.id: f for day_facts in by_day.values() for f in day_facts}
     pending = [d for d in days if (watermark is None or d > watermark) and d < today]
     # facts a page already cites or log.md settled: late facts are the others on dreamed days,

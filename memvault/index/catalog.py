@@ -197,6 +197,10 @@ class Catalog:
             found += [r[0] for r in self.db.execute(f"SELECT key FROM docs WHERE key IN ({marks})", chunk)]
         return found
 
+    def files_of(self, keys: Iterable[str]) -> dict[str, str]:
+        """key -> the file its document was read from, for the keys in the catalog."""
+        return dict(self._rows("key, file", "key", list(keys)))
+
     def by_keys(self, keys: Iterable[str]) -> dict[str, StoredDoc]:
         return {row[0]: _row(row) for row in self._rows(_COLUMNS, "key", list(keys))}
 

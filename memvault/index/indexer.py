@@ -30,6 +30,7 @@ from memvault.storage.layout import (
     INDEX_DIR,
     INDEX_LOCK,
     LOCKS_DIR,
+    LOGS_DIR,
     TOMBSTONES_FILE,
     WIKI_DIR,
 )
@@ -275,13 +276,12 @@ class SearchIndex:
                     if rel not in stale:
                         scan.stale.append((rel, mtime_ns, size))
         total = len(scan.stale)
+        contents: dict[str, list] = {}
         for done, (rel, mtime_ns, size) in enumerate(scan.stale, 1):
             if self.progress:
                 self.progress("reading files", done, total)
-            try:
-                with open(self.corpus.root / rel, encoding="utf-8", newline="", errors="replace") as handle:
-                    content = handle.read()
-            except FileNotFoundError:
+            content = self._read(rel)
+            if content is None:
                 scan.gone.append(rel)
                 continue
             digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).digest()
@@ -291,7 +291,8 @@ class SearchIndex:
             if rel == TOMBSTONES_FILE or (known is not None and known.hash == digest and rel not in reread):
                 continue
             report.files += 1
-            docs = {d.key: d for d in self.corpus.documents(rel, content, tombstoned) if d.key not in tombstoned}
+            contents[rel] = [d for d in self.corpus.documents(rel, content, tombstoned) if d.key not in tombstoned]
+        for rel, docs in self._one_copy_per_id(contents, catalog, tombstoned, set(scan.gone)).items():
             old = catalog.doc_hashes(rel)
             for key, digest_old in old.items():
                 if key not in docs or digest_old != doc_hash(docs[key]):
@@ -327,6 +328,56 @@ class SearchIndex:
                         f"(first: {problems[0].path}:{problems[0].line}); they are not searchable; "
                         "see `memvault doctor`")
         return report
+
+    def _read(self, rel: str) -> str | None:
+        try:
+            with open(self.corpus.root / rel, encoding="utf-8", newline="", errors="replace") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+
+    def _one_copy_per_id(self, contents: dict[str, list], catalog: Catalog, tombstoned: set[str],
+                         gone: set[str]) -> dict[str, dict]:
+        """The documents each re-read file keeps: one per id, however often a hand edit or a bad merge
+        repeated a fact id. The first copy in the earliest daily log wins (log paths sort by day),
+        as in Storage.iter_facts; a duplicate is left out here and reported by doctor."""
+        while True:
+            keys = {doc.key for docs in contents.values() for doc in docs}
+            holders = catalog.files_of(keys)
+            claimed: dict[str, str] = {}
+            for rel in sorted(contents):
+                for doc in contents[rel]:
+                    claimed.setdefault(doc.key, rel)
+            kept: dict[str, dict] = {}
+            for rel, docs in contents.items():
+                mine = kept[rel] = {}
+                for doc in docs:
+                    holder = holders.get(doc.key)
+                    earlier_unchanged = holder is not None and holder < rel and holder not in contents \
+                        and holder not in gone
+                    if claimed[doc.key] == rel and not earlier_unchanged:
+                        mine.setdefault(doc.key, doc)
+            # An id a re-read log lost (a hand edit removed a copy) may still be in another log whose
+            # copy was left out as a duplicate: read that log again too. Rare, and once per pass.
+            lost = {key for rel in [*contents, *gone] for key in catalog.doc_hashes(rel)
+                    if key not in claimed and key not in tombstoned}
+            more = self._logs_holding(lost, skip=set(contents) | gone) if lost else {}
+            if not more:
+                return kept
+            for rel, content in more.items():
+                contents[rel] = [d for d in self.corpus.documents(rel, content, tombstoned) if d.key not in tombstoned]
+
+    def _logs_holding(self, keys: set[str], skip: set[str]) -> dict[str, str]:
+        """Daily logs (not in `skip`) whose text mentions one of `keys` as a fact id."""
+        needles = [f'"id":"{key}"' for key in keys]
+        found = {}
+        for rel in self.corpus.stat_files():
+            if rel in skip or not rel.startswith(LOGS_DIR + "/"):
+                continue
+            content = self._read(rel)
+            if content is not None and any(needle in content for needle in needles):
+                found[rel] = content
+        return found
 
     # -- embeddings ---------------------------------------------------------------------------
     def embed_pending(self, generation: Generation) -> RefreshReport:

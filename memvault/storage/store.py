@@ -221,12 +221,28 @@ class Storage:
             return parse_log(f.read(), self.relpath(path))
 
     def iter_facts(self, include_forgotten: bool = False) -> Iterator[Fact]:
-        """All facts, oldest day first (file order within a day)."""
+        """All facts, oldest day first (file order within a day). An id a hand edit or a bad merge
+        repeated counts once: its first copy (the rule search and dream follow; doctor reports it)."""
         forgotten = set() if include_forgotten else set(self.tombstones())
+        seen: set[str] = set()
         for path in self.log_files():
             for fact in self.read_log(path)[0]:
-                if fact.id not in forgotten:
+                if fact.id not in seen and fact.id not in forgotten:
                     yield fact
+                seen.add(fact.id)
+
+    def duplicate_ids(self) -> list[ParseProblem]:
+        """Later copies of a fact id (first copy: oldest day, then file order), each with where the
+        counted copy is."""
+        first: dict[str, tuple[str, int]] = {}
+        found: list[ParseProblem] = []
+        for path in self.log_files():
+            for fact in self.read_log(path)[0]:
+                where = first.setdefault(fact.id, (fact.path, fact.line))
+                if where != (fact.path, fact.line):
+                    found.append(ParseProblem(fact.path, fact.line, f"fact id {fact.id} again: only its first "
+                                                                    f"copy ({where[0]}:{where[1]}) counts"))
+        return found
 
     def problems(self) -> list[ParseProblem]:
         """Lines in the daily logs that look like facts but do not parse (for doctor)."""

@@ -1,0 +1,71 @@
+"""A fact id repeated by a hand edit or a bad merge: doctor reports it, search and dream count the
+first copy only (the oldest day's, then the first in its file), the same after a rebuild.
+
+Faults tried: an item duplicated within a day's log with its text changed, an item copied into a
+later day's log, and the first copy deleted by hand afterwards (the later one then counts).
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import git
+from dream_support import TODAY, FakeLLM, dream, request_data
+from fake_llm import consolidate_everything
+
+
+def _duplicate(vault):
+    first = vault.add("Alice prefers green tea", at="2026-11-01T09:00:00")
+    other = vault.add("Bob fixes bicycles", at="2026-11-01T10:00:00")
+    log = vault.root / first.path
+    lines = log.read_text().splitlines(keepends=True)
+    item = next(line for line in lines if first.id in line)
+    log.write_text(log.read_text() + item.replace("green tea", "oolong tea"))  # same day, text changed
+    later = vault.root / "logs" / "2026" / "2026-11-03.md"
+    copied = next(line for line in lines if other.id in line).replace("bicycles", "scooters")
+    later.write_text("# 2026-11-03\n\n" + copied)
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-qm", "edit: copied items by hand")
+    return first, other
+
+
+def test_doctor_reports_every_repeated_id_and_where_the_counted_copy_is(vault, cli):
+    first, other = _duplicate(vault)
+    result = cli("doctor", "--json")
+    check = {c["name"]: c for c in json.loads(result.stdout)["checks"]}["fact ids"]
+    assert result.exit_code == 1 and check["status"] == "fail"
+    assert any(d.startswith(f"{first.path}:5") and f"{first.id} again" in d and f"({first.path}:3)" in d
+               for d in check["details"])
+    assert any(d.startswith("logs/2026/2026-11-03.md:3") and other.id in d for d in check["details"])
+    assert [f.text for f in vault.iter_facts()] == ["Alice prefers green tea", "Bob fixes bicycles"]
+    assert vault.status()["facts"]["total"] == 2
+
+
+def test_search_finds_the_first_copy_once_also_after_a_rebuild(vault):
+    first, other = _duplicate(vault)
+    for clear in (False, True):
+        vault.reindex(clear=clear)
+        tea = vault.search("tea", lexical_only=True)
+        assert [(h.id, h.text) for h in tea] == [(first.id, "Alice prefers green tea")]
+        assert vault.search("oolong", lexical_only=True) == []
+        assert [h.text for h in vault.search("fixes", lexical_only=True)] == ["Bob fixes bicycles"]
+        assert vault.search("scooters", lexical_only=True) == []
+
+
+def test_deleting_the_first_copy_by_hand_lets_the_later_one_count(vault):
+    first, other = _duplicate(vault)
+    assert vault.search("scooters", lexical_only=True) == []
+    log = vault.root / other.path
+    log.write_text("".join(line for line in log.read_text().splitlines(keepends=True) if other.id not in line))
+    found = vault.search("scooters", lexical_only=True)
+    assert [(h.id, h.text) for h in found] == [(other.id, "Bob fixes scooters")]
+
+
+def test_dream_sends_each_fact_once_and_its_answer_is_applied(vault):
+    first, other = _duplicate(vault)
+    with FakeLLM(default=consolidate_everything()) as fake:
+        report = dream(vault, fake)
+    assert report.ok and report.caught_up and TODAY.isoformat() > "2026-11-03"
+    sent = [f for body in fake.requests for f in request_data(body)["facts"]]
+    assert sorted(f["text"] for f in sent) == ["Alice prefers green tea", "Bob fixes bicycles"]
+    assert vault.watermark.isoformat() == "2026-11-03"
