@@ -99,7 +99,7 @@ _memvault() {
     case "$path" in
         "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget search reindex context sessions completions dream status doctor sync clone mcp remote" -- "$cur")) ;;
         "init") COMPREPLY=($(compgen -W "--adopt --json --help" -- "$cur")) ;;
-        "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --json --vault --help" -- "$cur")) ;;
+        "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --allow-secret --json --vault --help" -- "$cur")) ;;
         "show") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "recent") COMPREPLY=($(compgen -W "--limit --since --until --category --tag --source --session --oldest-first --newest-first --full --json --vault --help" -- "$cur")) ;;
         "history") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;

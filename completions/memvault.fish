@@ -70,6 +70,7 @@ complete -c memvault -n '__fish_seen_subcommand_from add' -l session -x -d 'Conv
 complete -c memvault -n '__fish_seen_subcommand_from add' -l importance -x -d '0..1; raises the fact in search and MEMORY.md'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l at -x -d 'When it happened: ISO 8601 date or datetime, or yesterday, 3d, 12h; backdates into that day\'s log'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l stdin -d 'Read one fact per line (plain text or a JSON object); one commit'
+complete -c memvault -n '__fish_seen_subcommand_from add' -l allow-secret -d 'Store a text holding a credential (a key, token, password) anyway; it is never sent to an LLM'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l json -d 'Print one JSON document on stdout'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l vault -x -d 'Vault directory (default: MEMVAULT_VAULT, else the enclosing vault, else the default vault); also accepted before the command'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l help -s h -d 'Show help and exit'

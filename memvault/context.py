@@ -98,9 +98,10 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
 
     searched = bool(query) and relevant > 0
     hits = search(storage, SearchQuery(query, limit=relevant)) if searched else []
+    # a bundle exists to go into a prompt: a fact holding a credential (--allow-secret) never does
     pages = [_page_item(h) for h in hits if h.kind == "page"]
-    found = [_fact_item(h, "relevant") for h in hits if h.kind == "fact"]
-    latest = [_fact_item(f, "recent") for f in recent_facts(storage, recent)] if recent else []
+    found = [_fact_item(h, "relevant") for h in hits if h.kind == "fact" and not h.secret]
+    latest = [_fact_item(f, "recent") for f in recent_facts(storage, recent) if not f.secret] if recent else []
 
     sections = [
         (f"## Relevant to: {query}" if query else "## Relevant", pages + found),

@@ -49,6 +49,7 @@ class Fact:
     importance: float | None = None
     path: str = ""
     line: int = 0
+    secret: bool = False  # holds a credential, stored on purpose (`add --allow-secret`): never sent to an LLM
 
     @property
     def day(self) -> date:
@@ -64,6 +65,7 @@ class Fact:
             "source": self.source,
             "session": self.session,
             "importance": self.importance,
+            "secret": self.secret,
             "path": self.path,
         }
 
@@ -94,9 +96,14 @@ class FactDraft:
 DRAFT_FIELDS = ("text", "category", "tags", "source", "session", "importance", "at")
 
 
-def make_fact(draft: FactDraft | Mapping[str, Any], *, tz: tzinfo, categories: Iterable[str],
+def make_fact(draft: FactDraft | Mapping[str, Any] | str, *, tz: tzinfo, categories: Iterable[str],
               now: datetime) -> Fact:
-    """A draft checked field by field and given an id, a time and its day's log (InvalidInput if bad)."""
+    """A draft (a FactDraft, a mapping of its fields, or just the text) checked field by field and
+    given an id, a time and its day's log (InvalidInput if bad)."""
+    if isinstance(draft, str):
+        draft = FactDraft(text=draft)
+    elif not isinstance(draft, (Mapping, FactDraft)):
+        raise InvalidInput(f"a fact is its text, a mapping of its fields or a FactDraft, not {type(draft).__name__}")
     if isinstance(draft, Mapping):
         unknown = set(draft) - set(DRAFT_FIELDS)
         if unknown:
@@ -253,6 +260,8 @@ def format_item(fact: Fact) -> str:
         meta["session"] = fact.session
     if fact.importance is not None:
         meta["importance"] = fact.importance
+    if fact.secret:
+        meta["secret"] = True
     # "<" and ">" never appear raw in the JSON, so " -->" can only be the comment's end.
     encoded = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
     encoded = encoded.replace("<", "\\u003c").replace(">", "\\u003e")
@@ -363,4 +372,5 @@ def _parse_item(first: str, continuation: list[str], path: str, line_no: int) ->
         importance=float(importance) if isinstance(importance, (int, float)) else None,
         path=path,
         line=line_no,
+        secret=meta.get("secret") is True,
     )

@@ -269,17 +269,26 @@ class Vault:
 
     def add(self, text: str, *, category: str = "fact", tags: Iterable[str] = (), source: str | None = None,
             session: str | None = None, importance: float | None = None,
-            at: datetime | str | None = None) -> Fact:
+            at: datetime | str | None = None, allow_secret: bool = False) -> Fact:
         """Remember one fact: appended to its day's log and committed."""
         draft = FactDraft(text=text, category=category, tags=tuple(tags), source=source, session=session,
                           importance=importance, at=at)
         try:
-            return self.add_many([draft])[0]
+            return self.add_many([draft], allow_secret=allow_secret)[0]
         except InvalidItem as e:
             raise InvalidInput(e.reason) from None
 
-    def add_many(self, drafts: Iterable[FactDraft | Mapping[str, Any]]) -> list[Fact]:
-        """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing."""
+    def add_many(self, drafts: Iterable[FactDraft | Mapping[str, Any] | str], *,
+                 allow_secret: bool = False) -> list[Fact]:
+        """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
+
+        A text holding a credential (memvault.credentials) is refused, unless `allow_secret`: then
+        it is stored marked secret, and no LLM is ever sent it.
+        """
+        from dataclasses import replace
+
+        from memvault.credentials import find_credentials
+
         now = datetime.now(self.tz)
         new: list[Fact] = []
         for number, draft in enumerate(drafts, start=1):
@@ -289,6 +298,13 @@ class Vault:
                 raise InvalidItem(number, str(e)) from None
         if not new:
             raise InvalidInput("nothing to add: no facts given")
+        found = find_credentials([fact.text for fact in new])
+        if found and not allow_secret:
+            number, findings = next(iter(found.items()))
+            raise InvalidItem(number + 1, f"the text holds a credential ({', '.join(map(str, findings))}); nothing "
+                                          "was stored: remove it, or pass --allow-secret (allow_secret=True) to "
+                                          "store it anyway, never to be sent to an LLM")
+        new = [replace(fact, secret=True) if i in found else fact for i, fact in enumerate(new)]
         self.storage.append_facts(new)
         return new
 

@@ -19,7 +19,7 @@ PACKAGE = ROOT / "memvault"
 # rank and may use each other as long as no cycle forms (checked below).
 LAYERS = [
     ("leaves", ["memvault.errors", "memvault.config", "memvault.dates", "memvault.tokens", "memvault.gitstore",
-                "memvault.storage", "memvault.storage.layout"]),
+                "memvault.credentials", "memvault.storage", "memvault.storage.layout"]),
     ("formats", ["memvault.facts", "memvault.pages", "memvault.dreamlog", "memvault.tombstones"]),
     ("storage", ["memvault.storage.*"]),
     ("features", ["memvault.citations", "memvault.timeline", "memvault.context", "memvault.sync",
@@ -159,7 +159,7 @@ def _inside_union_merge_main(name: str, path: Path, target: ast.AST) -> bool:
 
 
 def test_import_memvault_cli_loads_nothing_heavy():
-    heavy = ("litellm", "fastembed", "onnxruntime", "tantivy", "numpy", "git", "yaml", "mcp")
+    heavy = ("litellm", "fastembed", "onnxruntime", "tantivy", "numpy", "git", "yaml", "mcp", "detect_secrets")
     code = f"import sys, memvault.cli; print(' '.join(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ""

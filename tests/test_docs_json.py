@@ -117,7 +117,8 @@ def test_every_command_documents_its_json_output():
 def test_checker_catches_a_renamed_or_mistyped_field():
     _, types = parse_doc()
     fact = {"id": "x", "text": "t", "at": "2026-01-01T00:00:00+00:00", "category": "fact", "tags": [],
-            "source": None, "session": None, "importance": None, "path": "logs/2026/2026-01-01.md"}
+            "source": None, "session": None, "importance": None, "secret": False,
+            "path": "logs/2026/2026-01-01.md"}
     assert problems(fact, "Fact", types) == []
     renamed = {**{k: v for k, v in fact.items() if k != "text"}, "body": "t"}
     assert any("'text'" in p for p in problems(renamed, "Fact", types))

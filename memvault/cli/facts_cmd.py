@@ -41,6 +41,7 @@ def add(
     importance: Annotated[float | None, typer.Option("--importance", help="0..1; raises the fact in search and MEMORY.md.")] = None,
     at: Annotated[str | None, typer.Option("--at", help="When it happened: ISO 8601 date or datetime, or yesterday, 3d, 12h; backdates into that day's log.")] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Read one fact per line (plain text or a JSON object); one commit.")] = False,
+    allow_secret: Annotated[bool, typer.Option("--allow-secret", help="Store a text holding a credential (a key, token, password) anyway; it is never sent to an LLM.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -49,6 +50,8 @@ def add(
     Nothing is merged or deduplicated: adding the same text twice gives two facts.
     With --stdin each line is plain text or {"text", "category", "tags", "source", "session",
     "importance", "at"}; the whole batch is checked first and a bad line writes nothing.
+    A text holding a credential (cloud key, token, private key, password) is refused (exit 2)
+    unless --allow-secret.
 
     Example: memvault add "Alice moved to Lyon" --category event --tag alice --at 2026-11-02
     """
@@ -60,7 +63,7 @@ def add(
         drafts, line_numbers = read_fact_lines(sys.stdin.read())
         vault = open_vault(vault_path)
         try:
-            facts = vault.add_many(drafts)
+            facts = vault.add_many(drafts, allow_secret=allow_secret)
         except InvalidItem as e:
             raise InvalidInput(f"line {line_numbers[e.item - 1]}: {e.reason}") from None
     else:
@@ -68,7 +71,7 @@ def add(
             raise InvalidInput("missing TEXT (or use --stdin)")
         vault = open_vault(vault_path)
         facts = [vault.add(text, category=category, tags=tag or (), source=source, session=session,
-                           importance=importance, at=at)]
+                           importance=importance, at=at, allow_secret=allow_secret)]
     if json_:
         emit_json(facts[0].to_dict() if not stdin else [f.to_dict() for f in facts])
     else:

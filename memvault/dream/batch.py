@@ -39,6 +39,7 @@ class DayBatch(Job):
         self.label = batch.label
         self.zones = [z for z in self.storage.config.zones if z != INBOX_ZONE]
         self.facts = list(batch.facts)
+        self.secret: list[str] = []
         self.tombstoned: set[str] = set()
         self.answer = None
         self.memory_shown = True
@@ -48,7 +49,11 @@ class DayBatch(Job):
 
     def start(self, tombstoned: set[str]) -> BatchResult | None:
         self.tombstoned = tombstoned
-        self.facts = [f for f in self.batch.facts if f.id not in tombstoned]
+        live = [f for f in self.batch.facts if f.id not in tombstoned]
+        # a fact holding a credential (stored with --allow-secret) is never sent to a model: it is
+        # accounted for as kept, and stays in the default search
+        self.secret = [f.id for f in live if f.secret]
+        self.facts = [f for f in live if not f.secret]
         self.answer = None
         return None
 
@@ -133,7 +138,7 @@ class DayBatch(Job):
                     f"{result.duplicates} duplicate(s), {result.noop} noop; model {self.runner.settings.model}"
                     f"{repaired}"),
             ids={"settled": [i for i in proposal.settled if i not in fresh],
-                 "kept": [i for i in proposal.kept if i not in fresh]},
+                 "kept": [i for i in [*proposal.kept, *self.secret] if i not in fresh]},
             notes=proposal.notes,
         )
         files = {path: render_page(page, self.plan.facts_by_id) for path, page in proposal.pages.items()}

@@ -172,13 +172,13 @@ class Scrub(Job):
         facts_by_id = self.runner.plan.facts_by_id
         bodies = {path: strip_forgotten_statements(page.body, plan.forgotten) for path, page in plan.ask.items()}
         live = {i for path, page in plan.ask.items() for i in cited_ids(bodies[path]) + page.sources}
-        facts = [facts_by_id[i] for i in sorted(live) if i in facts_by_id]
+        facts = [facts_by_id[i] for i in sorted(live) if i in facts_by_id and not facts_by_id[i].secret]
         handles = self.handles = Handles([f.id for f in facts])
         # a slug may repeat a forgotten fact as well as a title can: the model sees stand-in paths
         self.stand_ins = {f"wiki/{zone_of(path)}/page-{n}.md": path for n, path in enumerate(plan.ask, 1)}
         data = {
             "batch": "scrub",
-            "pages": [{"path": stand_in, "cited": [handles.add(i) for i in plan.ask[path].sources if i in facts_by_id],
+            "pages": [{"path": stand_in, "cited": [handles.add(f.id) for f in facts if f.id in plan.ask[path].sources],
                        "body": handles.shorten(bodies[path])} for stand_in, path in self.stand_ins.items()],
             "facts": [fact_record(f, handles.short[f.id]) for f in facts],
         }

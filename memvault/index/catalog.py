@@ -19,7 +19,8 @@ from memvault.index.documents import Document
 from memvault.index.embedder import content_hash
 
 # 2: facts carry their session and the previous fact of their thread; lexical stop words and context.
-SCHEMA_VERSION = "2"
+# 3: facts say whether they hold a credential stored on purpose (`secret`).
+SCHEMA_VERSION = "3"
 SCHEMA_CHANGED = "made by another memvault version"
 
 _SCHEMA = """
@@ -27,7 +28,7 @@ CREATE TABLE IF NOT EXISTS docs (
     key TEXT PRIMARY KEY, kind TEXT NOT NULL, file TEXT NOT NULL, text TEXT NOT NULL,
     at TEXT, day INTEGER, category TEXT, tags TEXT NOT NULL, source TEXT, heading TEXT,
     title TEXT, importance REAL, doc_hash BLOB NOT NULL, embed_hash BLOB NOT NULL, slot INTEGER,
-    session TEXT, prev TEXT
+    session TEXT, prev TEXT, secret INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
 CREATE INDEX IF NOT EXISTS docs_slot ON docs(slot);
@@ -37,7 +38,7 @@ CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size 
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
 """
 
-_COLUMNS = "key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session"
+_COLUMNS = "key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session, secret"
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class StoredDoc:
     importance: float | None
     slot: int | None
     session: str | None
+    secret: bool = False
 
 
 class Ranking(NamedTuple):
@@ -80,7 +82,7 @@ class Ranking(NamedTuple):
 def doc_hash(doc: Document) -> bytes:
     """Changes when anything shown or filtered on changes, so metadata edits re-index too."""
     payload = [doc.kind, doc.text, doc.file, doc.at, doc.category, list(doc.tags), doc.source,
-               doc.heading, doc.title, doc.importance, doc.session, doc.prev, doc.context]
+               doc.heading, doc.title, doc.importance, doc.session, doc.prev, doc.context, doc.secret]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).digest()
 
 
@@ -151,12 +153,12 @@ class Catalog:
     def put_docs(self, docs: Iterable[Document]) -> None:
         self.db.executemany(
             "INSERT OR REPLACE INTO docs (key, kind, file, text, at, day, category, tags, source,"
-            " heading, title, importance, doc_hash, embed_hash, slot, session, prev)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+            " heading, title, importance, doc_hash, embed_hash, slot, session, prev, secret)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
             (
                 (d.key, d.kind, d.file, d.text, d.at, d.day, d.category, json.dumps(list(d.tags)),
                  d.source, d.heading, d.title, d.importance, doc_hash(d), content_hash(d.search_text),
-                 d.session, d.prev)
+                 d.session, d.prev, int(d.secret))
                 for d in docs
             ),
         )
@@ -234,6 +236,6 @@ class Catalog:
 
 
 def _row(row: tuple) -> StoredDoc:
-    key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session = row
+    key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session, secret = row
     return StoredDoc(key, kind, file, text, at, day, category, tuple(json.loads(tags)), source,
-                     heading, title, importance, slot, session)
+                     heading, title, importance, slot, session, bool(secret))

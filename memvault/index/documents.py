@@ -34,6 +34,7 @@ class Document:
     # lexical matching reads a fact together with what came just before it.
     prev: str | None = None
     context: str | None = None
+    secret: bool = False  # a fact holding a credential, stored on purpose: never put in a prompt
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -73,7 +74,9 @@ def fact_document(fact: Any, prev: Any = None) -> Document:
         importance=fact.importance,
         session=fact.session,
         prev=prev.id if prev is not None else None,
-        context=_strip_citations(prev.text) if prev is not None else None,
+        # a thread neighbour's words help a fact be found, but a credential's never travel
+        context=_strip_citations(prev.text) if prev is not None and not prev.secret else None,
+        secret=fact.secret,
     )
 
 

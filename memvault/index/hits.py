@@ -21,6 +21,7 @@ class Hit:
     path: str | None = None
     heading: str | None = None
     session: str | None = None
+    secret: bool = False
     explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -35,6 +36,7 @@ class Hit:
             "source": self.source,
             "path": self.path,
             "session": self.session,
+            "secret": self.secret,
         }
         if self.kind == "page":
             data["heading"] = self.heading

@@ -118,6 +118,7 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
                 path=doc.file,
                 heading=doc.heading,
                 session=doc.session,
+                secret=doc.secret,
                 explain={**item.explain, "min_score": floor} if query.explain else None,
             )
         )

@@ -20,6 +20,7 @@ class Fact(TypedDict):
     source: str | None
     session: str | None
     importance: float | None
+    secret: bool
     path: str
 
 
@@ -41,6 +42,7 @@ class Hit(TypedDict):
     tags: list[str]
     source: str | None
     session: str | None
+    secret: bool
     path: str | None
     heading: NotRequired[str | None]
     explain: NotRequired[dict[str, Any]]

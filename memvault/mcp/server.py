@@ -125,13 +125,18 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         importance: Annotated[float | None, Field(description="0..1; raises the fact in search and MEMORY.md.")] = None,
         at: Annotated[str | None, Field(description="When it happened, if not now: ISO 8601 date or datetime, "
                                                    "or yesterday, 3d, 12h.")] = None,
+        allow_secret: Annotated[bool, Field(description="Store a text holding a credential (key, token, password) "
+                                                        "anyway; it is then never sent to an LLM. Default: refuse it."
+                                            )] = False,
     ) -> Annotated[CallToolResult, schemas.Fact]:
         """Remember one fact: appended to its day's log and committed to git. Returns the fact with its id.
 
-        Nothing is merged or deduplicated: the same text twice is two facts.
+        Nothing is merged or deduplicated: the same text twice is two facts. A text holding a
+        credential is refused unless allow_secret.
         """
         return await answer(lambda vault: vault.add(text, category=category, tags=tags or (), source=source,
-                                                    session=session, importance=importance, at=at).to_dict())
+                                                    session=session, importance=importance, at=at,
+                                                    allow_secret=allow_secret).to_dict())
 
     @server.tool(annotations=READS)
     async def search(

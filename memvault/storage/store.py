@@ -326,6 +326,8 @@ class Storage:
 def _add_message(new: list[Fact]) -> str:
     if len(new) == 1:
         fact = new[0]
+        if fact.secret:
+            return f"add: {fact.id} (text withheld: it holds a credential)"
         words = " ".join(fact.text.split())
         return f"add: {fact.id} {words[:60] + ('…' if len(words) > 60 else '')}"
     return f"add: {len(new)} facts ({new[0].id}..{new[-1].id})"

@@ -1,0 +1,64 @@
+"""Credentials in fact text, found with detect-secrets before anything is written.
+
+A fact holding a cloud key, a token, a private key or a password assignment would land in the
+daily log, a commit, the index, the remote and (through dream) an LLM prompt and a wiki page, so
+`add` refuses it unless the caller says to store it anyway. detect-secrets does the finding: its
+plugins (AWS, GitHub, Slack, Stripe, private keys, JWTs, ...) and its keyword detector, which
+reads the text as YAML so that an unquoted `api_key=...` or `password: ...` counts too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# detect-secrets costs a tenth of a second to import and about a millisecond a line: only texts
+# that could hold a credential reach it (1.4% of the LoCoMo dev texts). This gate only decides
+# what to scan; what counts as a credential is detect-secrets' call.
+_WORTH_SCANNING = re.compile(
+    r"(?i)\b(?:api|key|token|secret|passw|pwd|auth|bearer|credential|private)|-----BEGIN|[A-Za-z0-9+/_\-]{20,}"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str   # detect-secrets' name for it, e.g. "AWS Access Key"
+    line: int   # line of the fact text it is on, from 1
+
+    def __str__(self) -> str:
+        return f"{self.kind} (line {self.line})"
+
+
+def find_credentials(texts: Sequence[str]) -> dict[int, list[Finding]]:
+    """{index in `texts`: what was found} for the texts that hold a credential."""
+    candidates = [i for i, text in enumerate(texts) if _WORTH_SCANNING.search(text)]
+    if not candidates:
+        return {}
+    from detect_secrets import SecretsCollection
+    from detect_secrets.settings import default_settings
+
+    starts: list[tuple[int, int]] = []  # (first line in the scanned file, text index)
+    fd, name = tempfile.mkstemp(prefix="memvault-scan-", suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            line = 1
+            for i in candidates:
+                starts.append((line, i))
+                body = texts[i].replace("\r", "\n")
+                handle.write(body + "\n")
+                line += body.count("\n") + 1
+        found = SecretsCollection()
+        with default_settings():
+            found.scan_file(name)
+        results: dict[int, list[Finding]] = {}
+        for _file, secret in found:
+            first, index = max((s for s in starts if s[0] <= secret.line_number), key=lambda s: s[0])
+            finding = Finding(secret.type, secret.line_number - first + 1)
+            if finding not in results.setdefault(index, []):
+                results[index].append(finding)
+        return {i: sorted(f, key=lambda f: (f.line, f.kind)) for i, f in sorted(results.items())}
+    finally:
+        os.unlink(name)

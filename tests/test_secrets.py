@@ -1,0 +1,76 @@
+"""Credentials refused at write, and kept out of every prompt when stored on purpose.
+
+Bad inputs tried: an AWS access key, a GitHub token, a private-key block and an unquoted password
+assignment, through the CLI (one fact, and line 3 of a --stdin batch), the Python API and the MCP
+tool's library path; benign texts full of "key", "token" and "password" words. Faults looked for:
+the credential in the log, the commit subject, a dream request, a context bundle.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import commit_count, git, is_clean
+from dream_support import FakeLLM, dream
+from fake_llm import consolidate_everything
+
+from memvault.errors import ExitCode, InvalidInput, InvalidItem
+
+AWS = "the deploy key is AKIAIOSFODNN7EXAMPLE"
+GITHUB = "CI uses ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+PRIVATE = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7d2\n-----END RSA PRIVATE KEY-----"
+PASSWORD = "staging db\npassword: correcthorsebatterystaple"
+
+
+@pytest.mark.parametrize("text, kind", [(AWS, "AWS Access Key"), (GITHUB, "GitHub Token"),
+                                        (PRIVATE, "Private Key"), (PASSWORD, "Secret Keyword")])
+def test_add_refuses_a_credential_in_one_line_and_writes_nothing(cli, vault_dir, text, kind):
+    before = commit_count(vault_dir)
+    result = cli("add", text)
+    assert result.exit_code == ExitCode.USAGE and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and kind in result.stderr and "--allow-secret" in result.stderr
+    assert commit_count(vault_dir) == before
+    assert list((vault_dir / "logs").rglob("*.md")) == [] and is_clean(vault_dir)
+
+
+def test_a_credential_on_any_line_of_a_batch_refuses_the_whole_batch(cli, vault_dir, vault):
+    lines = ["Alice prefers green tea", json.dumps({"text": "Bob runs the builds"}), json.dumps({"text": GITHUB})]
+    result = cli("add", "--stdin", input="\n".join(lines) + "\n")
+    assert result.exit_code == ExitCode.USAGE and result.stderr.startswith("memvault: line 3: ")
+    assert "GitHub Token (line 1)" in result.stderr and vault.recent() == []
+    with pytest.raises(InvalidItem, match="item 2: .*AWS Access Key"):
+        vault.add_many(["fine", {"text": AWS}])
+    with pytest.raises(InvalidInput, match="holds a credential"):
+        vault.add(PRIVATE)
+    assert vault.recent() == []
+
+
+def test_everyday_words_about_keys_tokens_and_passwords_are_not_credentials(vault):
+    texts = ["Finding that happy medium is key for Jon", "She forgot her password again and reset it",
+             "Bob keeps the house keys under the mat", "The token economy in the arcade uses brass tokens",
+             "Private lessons on Tuesdays; secret ingredient is cinnamon",
+             "Visited https://en.wikipedia.org/wiki/Public-key_cryptography for the seminar"]
+    assert [f.text for f in vault.add_many([{"text": t} for t in texts])] == texts
+
+
+def test_allow_secret_stores_it_marked_and_no_prompt_or_subject_carries_it(cli, vault_dir, vault):
+    stored = cli("add", AWS, "--at", "2026-11-01T09:00:00", "--allow-secret", "--json")
+    assert stored.exit_code == 0, stored.stderr
+    fact = json.loads(stored.stdout)
+    assert fact["secret"] is True and fact["text"] == AWS
+    assert '"secret":true' in (vault_dir / fact["path"]).read_text()
+    subject = git(vault_dir, "log", "-1", "--format=%B")
+    assert "AKIA" not in subject and "text withheld" in subject
+    plain = vault.add("Alice prefers green tea", at="2026-11-01T10:00:00")
+
+    with FakeLLM(default=consolidate_everything()) as fake:
+        report = dream(vault, fake)
+    assert report.ok and vault.watermark.isoformat() == "2026-11-01"
+    sent = json.dumps(fake.requests)
+    assert "AKIA" not in sent and fact["id"] not in sent and "Alice prefers green tea" in sent
+    assert fact["id"] in (vault_dir / "log.md").read_text()  # accounted for (kept), so the watermark moved
+    found = vault.search("deploy key", lexical_only=True)  # still found by the person who stored it
+    assert [(h.id, h.secret) for h in found] == [(fact["id"], True)]
+    bundle = vault.context("deploy key", budget=2000)
+    assert "AKIA" not in bundle.markdown and plain.text in bundle.markdown
