@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from enum import IntEnum
 
 
@@ -17,7 +19,9 @@ class ExitCode(IntEnum):
     DREAM_RUNNING = 6
     SYNC_CONFLICT = 7
     REMOTE = 8
+    UNWRITABLE = 9
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class MemvaultError(Exception):
@@ -69,3 +73,36 @@ class SyncConflict(MemvaultError):
 
 class RemoteError(MemvaultError):
     exit_code = ExitCode.REMOTE
+
+
+class VaultUnwritable(MemvaultError):
+    """The disk is full, or the vault is read-only or not ours to write; nothing was changed."""
+
+    exit_code = ExitCode.UNWRITABLE
+
+
+# errno -> how the one-line message names it, "<reason> <path>".
+UNWRITABLE_ERRNOS = {
+    errno.ENOSPC: "disk full while writing",
+    errno.EDQUOT: "disk quota exceeded while writing",
+    errno.EROFS: "read-only file system: cannot write",
+    errno.EACCES: "permission denied writing",
+    errno.EPERM: "permission denied writing",
+}
+
+
+def unwritable(error: OSError, path: os.PathLike[str] | str | None = None, outcome: str = "") -> VaultUnwritable | None:
+    """The clear error for an OSError that means "cannot write here" (None for any other error).
+
+    `path` names what was being written (vault-relative where possible); `outcome` says what
+    became of the change, e.g. "nothing was added".
+    """
+    reason = UNWRITABLE_ERRNOS.get(error.errno or 0)
+    if reason is None:
+        return None
+    where = os.fspath(path) if path is not None else (error.filename or "the vault")
+    return VaultUnwritable(f"{reason} {where}" + (f"; {outcome}" if outcome else ""))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every clean-up path runs (see memvault.cli)."""
