@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from enum import IntEnum
 
 
@@ -80,6 +81,14 @@ class VaultUnwritable(MemvaultError):
 
     exit_code = ExitCode.UNWRITABLE
 
+    def __init__(self, reason: str, where: str, outcome: str = ""):
+        super().__init__(f"{reason} {where}" + (f"; {outcome}" if outcome else ""))
+        self.reason, self.where, self.outcome = reason, where, outcome
+
+    def saying(self, outcome: str) -> VaultUnwritable:
+        """The same error, told what became of the change (unless it already says)."""
+        return self if self.outcome else VaultUnwritable(self.reason, self.where, outcome)
+
 
 # errno -> how the one-line message names it, "<reason> <path>".
 UNWRITABLE_ERRNOS = {
@@ -101,7 +110,26 @@ def unwritable(error: OSError, path: os.PathLike[str] | str | None = None, outco
     if reason is None:
         return None
     where = os.fspath(path) if path is not None else (error.filename or "the vault")
-    return VaultUnwritable(f"{reason} {where}" + (f"; {outcome}" if outcome else ""))
+    return VaultUnwritable(reason, str(where), outcome)
+
+
+# How libraries below memvault (Tantivy's Rust I/O, sqlite) word the same OSErrors.
+_WORDED = ((re.compile(r"\(os error (\d+)\)"), None), (re.compile(r"database or disk is full"), errno.ENOSPC),
+           (re.compile(r"readonly database"), errno.EROFS))
+
+
+def unwritable_in(error: BaseException) -> VaultUnwritable | None:
+    """`unwritable` for any exception: an OSError, or a library error that words one (the search
+    index's Tantivy and sqlite do not raise OSError)."""
+    if isinstance(error, OSError):
+        return unwritable(error)
+    text = str(error)
+    for pattern, code in _WORDED:
+        found = pattern.search(text)
+        if found:
+            number = code if code is not None else int(found.group(1))
+            return unwritable(OSError(number, text), ".memvault (the search index or its cache)")
+    return None
 
 
 class Terminated(KeyboardInterrupt):

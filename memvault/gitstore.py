@@ -41,6 +41,7 @@ _HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 # git's words for an OSError, mapped back to the errno (see errors.UNWRITABLE_ERRNOS).
 _GIT_OS_ERRORS = {
     "No space left on device": errno.ENOSPC,
+    "Out of diskspace": errno.ENOSPC,
     "Disk quota exceeded": errno.EDQUOT,
     "Read-only file system": errno.EROFS,
     "Permission denied": errno.EACCES,
@@ -142,7 +143,7 @@ class GitStore:
                 # "Permission denied" also comes from ssh (publickey): only a vault path makes it ours.
                 if code == errno.EACCES and where is None:
                     continue
-                return unwritable(OSError(code, words), where or ".git", "git could not finish")  # type: ignore[return-value]
+                return unwritable(OSError(code, words), where or ".git")  # type: ignore[return-value]
         return command_error(command, status, err, out)
 
     def _named_path(self, line: str) -> str | None:

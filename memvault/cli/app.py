@@ -17,7 +17,7 @@ from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
-from memvault.errors import ExitCode, MemvaultError, Terminated, unwritable
+from memvault.errors import ExitCode, MemvaultError, Terminated, unwritable_in
 
 
 class MemvaultGroup(TyperGroup):
@@ -58,14 +58,12 @@ class MemvaultGroup(TyperGroup):
             _fail("UsageError", e.format_message() + where, ExitCode.USAGE, wants_json)
         except (Exit, Abort, ClickException):
             raise
-        except OSError as e:
+        except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
             # Disk full, read-only or not ours, wherever it happened: one line naming the file.
-            clear = unwritable(e)
+            clear = unwritable_in(e)
             if clear is None:
                 _unexpected(e, wants_json)
             _fail(type(clear).__name__, str(clear), clear.exit_code, wants_json)
-        except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
-            _unexpected(e, wants_json)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memvault.errors import unwritable
+from memvault.errors import VaultUnwritable, unwritable
 
 
 def atomic_write(path: Path, content: str) -> None:
@@ -93,9 +93,12 @@ def read_text(path: Path) -> str:
 
 @contextmanager
 def writing(rel: str, outcome: str) -> Iterator[None]:
-    """Turn "cannot write" OSErrors (disk full, read-only, permission) into one clear VaultUnwritable."""
+    """Turn "cannot write" OSErrors (disk full, read-only, permission) into one clear VaultUnwritable
+    that says what became of the change (`outcome`)."""
     try:
         yield
+    except VaultUnwritable as e:
+        raise e.saying(outcome) from e
     except OSError as e:
         clear = unwritable(e, rel, outcome)
         if clear is None:

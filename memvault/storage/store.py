@@ -275,7 +275,8 @@ class Storage:
                 with writing(rel, "nothing was changed"):
                     target.parent.mkdir(parents=True, exist_ok=True)
                     atomic_write(target, content)
-            return self.git.commit(paths, message)
+            with writing(".git", "nothing was changed"):
+                return self.git.commit(paths, message)
 
     # -- daily logs ---------------------------------------------------------------------------
 
@@ -392,7 +393,8 @@ class Storage:
         message = commit_message(requests)
         names = [name for name, _request in claimed]
         try:
-            self.commit_hand_edits(sorted(by_path), f"before {message.splitlines()[0]}")
+            with writing(".git", "nothing was added"):
+                self.commit_hand_edits(sorted(by_path), f"before {message.splitlines()[0]}")
         except BaseException:
             for name in names:
                 self.queue.discard(name) if name == own_name else self.queue.give_back(name)
@@ -401,7 +403,8 @@ class Storage:
             for rel, items in by_path.items():
                 with writing(rel, "nothing was added"):
                     self._append(rel, "".join(items))
-            self.git.commit(sorted(by_path), message)
+            with writing(".git", "nothing was added"):
+                self.git.commit(sorted(by_path), message)
 
     def _append(self, rel: str, text: str) -> None:
         """Append log items to a daily log (its header first if it is new), durably."""
@@ -434,7 +437,8 @@ class Storage:
                 path = self.root / TOMBSTONES_FILE
                 with writing(TOMBSTONES_FILE, "nothing was forgotten"):
                     fsync_append(path, ("\n" if ends_mid_line(path) else "") + tombstone.to_line())
-                self.git.commit([TOMBSTONES_FILE], message)
+                with writing(".git", "nothing was forgotten"):
+                    self.git.commit([TOMBSTONES_FILE], message)
         return tombstone, False
 
     # -- dream's journal (log.md) ---------------------------------------------------------------
