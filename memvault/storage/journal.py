@@ -15,7 +15,8 @@ from memvault.storage.files import atomic_write
 
 APPEND = "append"     # facts or tombstones appended: files are cut back to their recorded sizes
 REPLACE = "replace"   # several files rewritten (dream): restored from HEAD
-KINDS = (APPEND, REPLACE)
+MERGE = "merge"       # a git merge (sync): aborted, and the files it touches restored from HEAD
+KINDS = (APPEND, REPLACE, MERGE)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from memvault.storage.files import (
     size_of,
     writing,
 )
-from memvault.storage.journal import APPEND, REPLACE, Entry, Journal
+from memvault.storage.journal import APPEND, MERGE, REPLACE, Entry, Journal
 from memvault.storage.layout import (
     CONFIG_FILE,
     DREAM_LOCK,
@@ -163,6 +163,7 @@ class Storage:
 
         kind "append": the files are cut back to their sizes before the write.
         kind "replace": `paths` are restored from HEAD (all-or-nothing multi-file writes).
+        kind "merge": a git merge of `paths` (call it inside): aborted and restored from HEAD.
         `claims` are the queued requests the write commits; if it fails they go back to the queue,
         except `own` (the caller's, reported failed to its owner), which is discarded.
         """
@@ -186,6 +187,12 @@ class Storage:
 
     def _settle(self, entry: Entry, discard: str | None = None) -> str | None:
         """Finish an interrupted write: keep it if its commit landed, else undo it. Hold the lock."""
+        if entry.kind == MERGE:
+            # A merge killed midway: git's temp files for the merge driver, and its MERGE_HEAD.
+            for tmp in self.root.glob(".merge_file_*"):
+                tmp.unlink(missing_ok=True)
+            if self.git.merge_in_progress():
+                self.git.run("merge", "--abort")
         # (A journal of an older memvault recorded no HEAD: undo its write, as if the commit had not landed.)
         if entry.head is not None and self.git.head() != entry.head:
             # The commit landed. git may have been killed between moving HEAD and writing its
@@ -229,10 +236,10 @@ class Storage:
 
     def recover_locked(self) -> list[str]:
         """`recover` for a caller that already holds the write lock."""
-        if self.journal.exists() and self.git.merge_in_progress():
+        entry = self.journal.read()
+        if entry is not None and entry.kind != MERGE and self.git.merge_in_progress():
             return [f"a leftover change waits in {JOURNAL_FILE} until the merge in progress is finished"]
         done: list[str] = []
-        entry = self.journal.read()
         if entry is not None:
             note = self._settle(entry)
             if note:
