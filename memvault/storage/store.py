@@ -355,8 +355,13 @@ class Storage:
             raise
 
     def _wait_for(self, name: str, write_lock: lock.OsLock) -> None:
-        """Wait until the queued request `name` is committed, committing the queue if the lock frees."""
-        started = time.monotonic()
+        """Wait until the queued request `name` is committed, committing the queue if the lock frees.
+
+        Gives up (VaultBusy) only when one holder keeps the lock for `lock_timeout` seconds while
+        the request is still pending: a busy queue whose holders keep changing is progress.
+        """
+        started = progress = time.monotonic()
+        holder = self._holder_identity()
         told = False
         timeout = self.config.lock_timeout
         while True:
@@ -373,17 +378,24 @@ class Storage:
                 finally:
                     write_lock.release()
                 continue
-            waited = time.monotonic() - started
-            if not told and waited >= WAIT_NOTICE_SECONDS:
+            now = time.monotonic()
+            if not told and now - started >= WAIT_NOTICE_SECONDS:
                 told = True
                 who = self.lock_holder() or {}
                 by = f" (pid {who['pid']}: {who.get('command')})" if who.get("pid") else ""
                 self.notify(f"waiting for the write lock of {self.root}{by}; the facts are queued and will be "
-                            f"committed as soon as it is free (at most {timeout:g} s)")
-            if state == PENDING and waited >= timeout and self.queue.withdraw(name):
-                raise VaultBusy(lock.busy_message(self.lock_path(WRITE_LOCK), timeout, str(self.root))
-                                + "; nothing was added")
+                            "committed as soon as it is free")
+            if state == PENDING and now - progress >= timeout:
+                current = self._holder_identity()
+                if current == holder and self.queue.withdraw(name):
+                    raise VaultBusy(lock.busy_message(self.lock_path(WRITE_LOCK), timeout, str(self.root))
+                                    + "; nothing was added")
+                holder, progress = current, now  # another holder since: the queue moves
             time.sleep(QUEUE_POLL_SECONDS)
+
+    def _holder_identity(self) -> tuple | None:
+        who = self.lock_holder()
+        return (who.get("pid"), who.get("since")) if who else None
 
     def _commit_queue(self, own: Request | None = None, own_name: str | None = None) -> None:
         """With the write lock held: append `own` and every queued request as ONE commit."""
