@@ -141,7 +141,8 @@ def test_interrupted_reindex_leaves_nothing_and_keeps_finished_embeddings(vault_
     SIGINT and SIGTERM at seeded moments; the next run cleans up at once and reuses the vectors."""
     rng = random.Random(3)
     vault = Vault.open(vault_dir)
-    vault.add_many([{"text": f"note {i}: {' '.join(random.Random(i).choices(['tea', 'bike', 'Lyon', 'jazz', 'rust', 'garden', 'chess'], k=12))}",
+    words = ["tea", "bike", "Lyon", "jazz", "rust", "garden", "chess"]
+    vault.add_many([{"text": f"note {i}: {' '.join(random.Random(i).choices(words, k=12))}",
                      "at": f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}"} for i in range(6000)])
     proc = start(vault_dir, "reindex", "--clear")
     deadline = time.monotonic() + 240
@@ -215,9 +216,11 @@ def test_sync_under_signals_never_leaves_a_half_merge(tmp_path, vault_dir):
     assert run_memvault("clone", str(remote), str(other)).returncode == 0
     window = None
     for round_ in range(9):
-        Vault.open(other).add_many([{"text": f"other {round_} {i}", "at": f"2026-01-{1 + i:02d}"} for i in range(20)])
-        assert run_memvault("sync", "--vault", str(other)).returncode == 0
-        Vault.open(vault_dir).add_many([{"text": f"here {round_} {i}", "at": f"2026-01-{1 + i:02d}"} for i in range(20)])
+        for where, tag in ((other, "other"), (vault_dir, "here")):
+            Vault.open(where).add_many([{"text": f"{tag} {round_} {i}", "at": f"2026-01-{1 + i:02d}"}
+                                        for i in range(20)])
+            if where == other:
+                assert run_memvault("sync", "--vault", str(other)).returncode == 0
         proc = start(vault_dir, "sync")
         if window is None:
             window = timed(proc) * 1.2

@@ -44,6 +44,15 @@ def fsync_append(path: os.PathLike[str] | str, data: str) -> None:
         os.close(fd)
 
 
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in `path` durable (the directory entry, not just the data)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def size_of(path: Path) -> int | None:
     """The file's size in bytes; None when it does not exist."""
     try:

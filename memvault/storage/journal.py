@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memvault.storage.files import atomic_write
+from memvault.storage.files import atomic_write, fsync_dir
 
 APPEND = "append"     # facts or tombstones appended: files are cut back to their recorded sizes
 REPLACE = "replace"   # several files rewritten (dream): restored from HEAD
@@ -45,6 +45,9 @@ class Journal:
             raise ValueError(entry.kind)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(self.path, entry.to_json())
+        # After a power cut the journal must still be there, or the appended data it guards would
+        # look like a hand edit and be committed by the next add.
+        fsync_dir(self.path.parent)
 
     def end(self) -> None:
         self.path.unlink(missing_ok=True)
