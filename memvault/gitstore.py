@@ -284,8 +284,9 @@ def execute(command: list[str], env: dict[str, str], *, timeout: float | None = 
     clean-up never races a git process still writing.
     """
     try:
-        done = subprocess.run(command, env=env, input=input.encode("utf-8") if input is not None else None,
-                              capture_output=True, timeout=timeout)
+        # Never the caller's stdin: `add --stdin` reads it, and git must not wait on a terminal.
+        stdin = {"input": input.encode("utf-8")} if input is not None else {"stdin": subprocess.DEVNULL}
+        done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, **stdin)
     except subprocess.TimeoutExpired as e:
         raise command_error(command, -9, f"Timeout: git ran for more than {timeout:g} seconds") from e
     except FileNotFoundError as e:

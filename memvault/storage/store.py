@@ -197,7 +197,8 @@ class Storage:
         if entry.head is not None and self.git.head() != entry.head:
             # The commit landed. git may have been killed between moving HEAD and writing its
             # index: bring the index of these paths back in step with HEAD.
-            self.git.run("reset", "-q", "--", *entry.paths)
+            if entry.paths:
+                self.git.run("reset", "-q", "--", *entry.paths)
             for name in entry.claims:
                 self.queue.finish(name)
             self.journal.end()
@@ -205,8 +206,9 @@ class Storage:
         if entry.kind == APPEND and entry.sizes is not None:
             for rel, size in entry.sizes.items():
                 cut_back(self.root / rel, size)
-            self.git.run("reset", "-q", "--", *entry.paths)  # unstage what `git add` may have staged
-        else:
+            if entry.paths:
+                self.git.run("reset", "-q", "--", *entry.paths)  # unstage what `git add` may have staged
+        elif entry.paths:
             self.restore_from_head(entry.paths)
             for rel in entry.paths:  # atomic_write's temp files of a write killed midway
                 remove_temp_files(self.root / rel)
@@ -265,6 +267,8 @@ class Storage:
             self.git.commit(dirty, f"edit: {', '.join(dirty)} (uncommitted hand edits, committed {when})")
 
     def restore_from_head(self, paths: list[str]) -> None:
+        if not paths:
+            return  # (no pathspec would mean the whole tree)
         tracked = set(self.git.run("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines())
         if tracked:
             self.git.run("checkout", "HEAD", "--", *sorted(tracked))
