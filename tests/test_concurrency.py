@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import commit_count, git, is_clean, run_memvault
 from filelock import FileLock
+from process_support import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode

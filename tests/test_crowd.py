@@ -1,7 +1,7 @@
 """A crowd of writer processes on one vault: nobody is refused, nothing is lost or doubled.
 
-The children compile memvault once into a private bytecode cache (as an installed memvault has
-its .pyc files), so the test measures adds, not recompiling memvault 1,000 times.
+The children share one bytecode cache (tests/process_support.py), as an installed memvault has its
+.pyc files, so the test measures adds, not compiling memvault 1,000 times.
 """
 
 from __future__ import annotations
@@ -15,15 +15,10 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
 from conftest import git, is_clean, run_memvault
+from process_support import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
-
-
-@pytest.fixture(scope="module")
-def child_env(tmp_path_factory) -> dict[str, str]:
-    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(tmp_path_factory.mktemp("pycache"))}
 
 
 def assert_fsck_clean(vault_dir) -> None:
@@ -31,15 +26,15 @@ def assert_fsck_clean(vault_dir) -> None:
     assert fsck.returncode == 0, fsck.stdout[-2000:] + fsck.stderr
 
 
-def test_forty_processes_adding_25_facts_each_are_all_committed_once(vault_dir, child_env):
+def test_forty_processes_adding_25_facts_each_are_all_committed_once(vault_dir):
     """Fault tried: 40 concurrent writer processes x 25 `memvault add` each, default lock timeout,
     on a 2-core machine: the load that refused 9-630 adds with a plain 10 s lock."""
-    assert run_memvault("add", "warm the bytecode cache", "--vault", str(vault_dir), env=child_env).returncode == 0
+    assert run_memvault("add", "warm the bytecode cache", "--vault", str(vault_dir)).returncode == 0
 
     def writer(w: int) -> list[tuple[int, str]]:
         done = []
         for i in range(25):
-            result = run_memvault("add", f"writer {w} fact {i}", "--vault", str(vault_dir), env=child_env, timeout=300)
+            result = run_memvault("add", f"writer {w} fact {i}", "--vault", str(vault_dir), timeout=300)
             done.append((result.returncode, result.stderr))
         return done
 
@@ -67,7 +62,7 @@ def test_forty_processes_adding_25_facts_each_are_all_committed_once(vault_dir, 
           f"{int(git(vault_dir, 'rev-list', '--count', 'HEAD'))} commits")
 
 
-def test_writers_killed_at_random_in_a_crowd_never_lose_or_double_an_acknowledged_fact(vault_dir, child_env):
+def test_writers_killed_at_random_in_a_crowd_never_lose_or_double_an_acknowledged_fact(vault_dir):
     """Fault tried: 12 concurrent writers; a third of their adds get SIGKILL at a seeded random
     moment, committers (holding queued facts of others) included."""
     rng = random.Random(17)
@@ -79,7 +74,7 @@ def test_writers_killed_at_random_in_a_crowd_never_lose_or_double_an_acknowledge
             text = f"crowd {w} {i}"
             proc = subprocess.Popen([sys.executable, "-m", "memvault", "add", text, "--vault", str(vault_dir)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    env={**os.environ, **child_env})
+                                    env=os.environ)
             if kill:
                 time.sleep(after)
                 proc.send_signal(signal.SIGKILL)

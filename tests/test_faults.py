@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, is_clean, run_memvault
+from process_support import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode

@@ -22,6 +22,7 @@ import pytest
 from conftest import git, is_clean, run_memvault
 from dream_support import MODEL, FakeLLM
 from fake_llm import consolidate_everything
+from process_support import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode
