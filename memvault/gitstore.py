@@ -36,6 +36,8 @@ _LEAKY_VARS = (
 )
 # How long a command waits for another live git process to let go of one of git's lock files.
 GIT_LOCK_WAIT_SECONDS = 15.0
+# A lock file younger than this is left for the next look (file times are clock ticks, not exact).
+STALE_MARGIN_SECONDS = 0.05
 # git's message when one of its lock files exists: another git holds it, or a killed one left it.
 _HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 # git's words for an OSError, mapped back to the errno (see errors.UNWRITABLE_ERRNOS).
@@ -232,8 +234,8 @@ class GitStore:
         """Remove git lock files left by killed git processes; returns the ones removed (vault-relative).
 
         A lock is removed only when no git process works in the vault and the file is the one seen
-        before that check (same inode and times): while a stale lock exists no git can create it
-        anew, so what is removed is never a live git's lock.
+        before that check (same inode and times) and older than it: while a stale lock exists no git
+        can create it anew, so what is removed is never a live git's lock.
         """
         seen = {}
         for path in self.stale_locks():
@@ -256,12 +258,16 @@ class GitStore:
             os.close(mutex)
             return []  # another process is clearing them right now
         try:
+            scanned = time.time()
             if git_running_in(self.root):
                 return []
             removed = []
             for path, before in seen.items():
                 try:
-                    if _identity_of(path.stat()) != before:
+                    stat = path.stat()
+                    # The same file, and made before the scan began: never one a git created after
+                    # the scan found no git (file times are coarse, hence the margin).
+                    if _identity_of(stat) != before or stat.st_ctime > scanned - STALE_MARGIN_SECONDS:
                         continue
                     path.unlink()
                 except OSError:
