@@ -249,6 +249,7 @@ class Storage:
         # Claimed without a journal: their committer died before writing anything.
         for name in self.queue.claimed():
             self.queue.give_back(name)
+        remove_temp_files(self.journal.path)  # a journal whose writer was killed while writing it
         return done
 
     def refuse_during_merge(self) -> None:
