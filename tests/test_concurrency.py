@@ -148,6 +148,21 @@ def test_queued_writers_that_give_up_or_die_are_never_committed(vault_dir):
     assert queued(vault_dir) == [] and is_clean(vault_dir)
 
 
+def test_any_writer_that_waits_says_so_once(vault_dir):
+    """Fault tried: `forget` (not queued like an add) while another process holds the lock for 2.5 s."""
+    fact_id = run_memvault("add", "to forget", "--vault", str(vault_dir)).stdout.strip()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from memvault import Vault; v = Vault.open(sys.argv[1]);"
+        "cm = v.storage.write_lock(); cm.__enter__(); print('held', flush=True); time.sleep(2.5)"), str(vault_dir)],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    result = run_memvault("forget", fact_id, "--vault", str(vault_dir))
+    holder.wait()
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "waiting for the write lock" in line] != []
+    assert "waiting" not in result.stdout and fact_id in Vault.open(vault_dir).tombstones()
+
+
 def test_a_killed_lock_holder_leaves_no_stale_lock(vault_dir):
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from memvault import Vault; v = Vault.open(sys.argv[1]);"

@@ -137,7 +137,10 @@ class Storage:
         wait = self.config.lock_timeout if timeout is None else timeout
         held = lock.OsLock(self.lock_path(WRITE_LOCK))
         with writing(f"{LOCKS_DIR}/{WRITE_LOCK}", "nothing was changed"):
-            got_it = held.wait(wait)
+            got_it = held.wait(min(wait, WAIT_NOTICE_SECONDS))
+            if not got_it and wait > WAIT_NOTICE_SECONDS:
+                self._tell_waiting("")
+                got_it = held.wait(wait - WAIT_NOTICE_SECONDS)
         if not got_it:
             raise VaultBusy(lock.busy_message(held.path, wait, str(self.root)))
         try:
@@ -386,10 +389,7 @@ class Storage:
             now = time.monotonic()
             if not told and now - started >= WAIT_NOTICE_SECONDS:
                 told = True
-                who = self.lock_holder() or {}
-                by = f" (pid {who['pid']}: {who.get('command')})" if who.get("pid") else ""
-                self.notify(f"waiting for the write lock of {self.root}{by}; the facts are queued and will be "
-                            "committed as soon as it is free")
+                self._tell_waiting("; the facts are queued and will be committed as soon as it is free")
             if state == PENDING and now - progress >= timeout:
                 current = self._holder_identity()
                 if current == holder and self.queue.withdraw(name):
@@ -397,6 +397,11 @@ class Storage:
                                     + "; nothing was added")
                 holder, progress = current, now  # another holder since: the queue moves
             time.sleep(QUEUE_POLL_SECONDS)
+
+    def _tell_waiting(self, then: str) -> None:
+        who = self.lock_holder() or {}
+        by = f" (pid {who['pid']}: {who.get('command')})" if who.get("pid") else ""
+        self.notify(f"waiting for the write lock of {self.root}{by}{then}")
 
     def _holder_identity(self) -> tuple | None:
         who = self.lock_holder()
