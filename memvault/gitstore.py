@@ -267,7 +267,7 @@ class GitStore:
                     stat = path.stat()
                     # The same file, and made before the scan began: never one a git created after
                     # the scan found no git (file times are coarse, hence the margin).
-                    if _identity_of(stat) != before or stat.st_ctime > scanned - STALE_MARGIN_SECONDS:
+                    if _identity_of(stat) != before or stat.st_mtime > scanned - STALE_MARGIN_SECONDS:
                         continue
                     path.unlink()
                 except OSError:
