@@ -38,6 +38,9 @@ _LEAKY_VARS = (
 GIT_LOCK_WAIT_SECONDS = 15.0
 # A lock file younger than this is left for the next look (file times are clock ticks, not exact).
 STALE_MARGIN_SECONDS = 0.05
+# Marks the git processes a memvault process starts, so that the git children of a killed writer
+# (they outlive it) can be waited for before its write is settled.
+WRITER_ENV = "MEMVAULT_WRITER_PID"
 # git's message when one of its lock files exists: another git holds it, or a killed one left it.
 _HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 # git's words for an OSError, mapped back to the errno (see errors.UNWRITABLE_ERRNOS).
@@ -83,6 +86,7 @@ class GitStore:
         if not (os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")):
             # memvault runs unattended (cron, agents): an ssh passphrase prompt would hang it.
             self.env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
+        self.env[WRITER_ENV] = str(os.getpid())
         self._identity: Identity | None = None
 
     @classmethod
@@ -217,6 +221,16 @@ class GitStore:
             commits.append(Commit(sha, at, message))
         return commits
 
+    def wait_for_children_of(self, pid: int, timeout: float = GIT_LOCK_WAIT_SECONDS) -> None:
+        """Wait (at most `timeout` s) until no git started by memvault process `pid` works in the
+        vault: killing a writer does not kill its git, which may still be making its commit."""
+        mark = f"{WRITER_ENV}={pid}\0".encode()
+        deadline = time.monotonic() + timeout
+        while Path("/proc").is_dir() and time.monotonic() < deadline:
+            if not any(mark in environ for environ in _git_processes(self.root)):
+                return
+            time.sleep(0.02)
+
     def stale_locks(self) -> list[Path]:
         """git's lock files in the vault (index.lock, HEAD.lock, refs/**.lock, packed-refs.lock,
         config.lock, a partial commit's next-index-*.lock); stale only if no git process is alive."""
@@ -316,12 +330,16 @@ def outside_env() -> dict[str, str]:
 
 def git_running_in(root: Path) -> bool:
     """Is any git process working in this vault? Unknown (no /proc) counts as yes."""
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not Path("/proc").is_dir():
         return True
+    return any(True for _environ in _git_processes(root))
+
+
+def _git_processes(root: Path):
+    """The environment (raw bytes) of each live git process working in the vault at `root`."""
     target = str(root.resolve())
     needle = target.encode()
-    for entry in proc.iterdir():
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
@@ -334,5 +352,4 @@ def git_running_in(root: Path) -> bool:
             continue
         if (cwd == target or cwd.startswith(target + os.sep) or b"GIT_DIR=" + needle in environ
                 or any(needle in arg for arg in cmdline[1:])):
-            return True
-    return False
+            yield environ

@@ -183,7 +183,10 @@ def _git_holding_index_lock(vault_dir: Path, seconds: float) -> subprocess.Popen
     env = {**os.environ, "GIT_EDITOR": f"sleep {seconds};:"}
     proc = subprocess.Popen(["git", "commit", "-q", "--", "schema.md"], cwd=vault_dir, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_until(lambda: (vault_dir / ".git" / "index.lock").exists(), timeout=10)
+    # A partial commit takes index.lock, then a next-index-<pid>.lock; both are held while the
+    # editor runs.
+    wait_until(lambda: (vault_dir / ".git" / "index.lock").exists()
+               and any((vault_dir / ".git").glob("next-index-*.lock")), timeout=10)
     return proc
 
 

@@ -30,10 +30,12 @@ class Entry:
     sizes: dict[str, int | None] | None = None
     # Queued requests (.memvault/queue/) this write claimed: committed with it, or given back.
     claims: list[str] = field(default_factory=list)
+    # The process that wrote: its git children may outlive it and must finish before recovery.
+    writer: int | None = None
 
     def to_json(self) -> str:
         return json.dumps({"kind": self.kind, "paths": self.paths, "message": self.message, "head": self.head,
-                           "sizes": self.sizes, "claims": self.claims})
+                           "sizes": self.sizes, "claims": self.claims, "writer": self.writer})
 
 
 class Journal:
@@ -66,6 +68,7 @@ class Journal:
                 sizes={str(k): (int(v) if v is not None else None) for k, v in sizes.items()}
                 if isinstance(sizes, dict) else None,
                 claims=[str(c) for c in data.get("claims") or []],
+                writer=data.get("writer") if isinstance(data.get("writer"), int) else None,
             )
         except FileNotFoundError:
             return None

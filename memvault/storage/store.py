@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -173,7 +174,7 @@ class Storage:
         paths = sorted(paths)
         self.refuse_during_merge()  # a merge in progress cannot take a commit of a few paths
         sizes = {rel: size_of(self.root / rel) for rel in paths} if kind == APPEND else None
-        entry = Entry(kind, paths, message, self.git.head(), sizes, list(claims))
+        entry = Entry(kind, paths, message, self.git.head(), sizes, list(claims), writer=os.getpid())
         with writing(JOURNAL_FILE, "nothing was changed"):
             self.journal.begin(entry)
         try:
@@ -190,6 +191,9 @@ class Storage:
 
     def _settle(self, entry: Entry, discard: str | None = None) -> str | None:
         """Finish an interrupted write: keep it if its commit landed, else undo it. Hold the lock."""
+        if entry.writer is not None and entry.writer != os.getpid():
+            # A killed writer's git may still be making its commit: let it land (or fail) first.
+            self.git.wait_for_children_of(entry.writer)
         if entry.kind == MERGE:
             # A merge killed midway: git's temp files for the merge driver, and its MERGE_HEAD.
             for tmp in self.root.glob(".merge_file_*"):
