@@ -56,7 +56,8 @@ def interrupt(proc: subprocess.Popen, after: float, sig: signal.Signals) -> tupl
     out, err = proc.communicate(timeout=120)
     if proc.returncode not in (0, *EXPECTED_EXIT[sig]):
         pytest.fail(f"exit {proc.returncode} after {sig.name}: {err}")
-    assert "Traceback" not in err
+    # Python itself reports a Ctrl-C that lands while it is still importing memvault (-SIGINT).
+    assert "Traceback" not in err or proc.returncode == -signal.SIGINT
     if proc.returncode == EXPECTED_EXIT[sig][0] and sig != signal.SIGKILL and err:
         # After any progress notices, one line; none when the signal came while the arguments
         # were still being parsed (the CLI framework exits 130 then, before memvault runs).
