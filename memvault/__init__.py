@@ -16,6 +16,7 @@ from memvault.errors import (
     RemoteError,
     SyncConflict,
     VaultBusy,
+    VaultUnwritable,
 )
 from memvault.facts import Fact
 from memvault.index.hits import Hit
@@ -42,5 +43,6 @@ __all__ = [
     "Tombstone",
     "Vault",
     "VaultBusy",
+    "VaultUnwritable",
     "__version__",
 ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 from enum import IntEnum
 
 
@@ -17,7 +20,9 @@ class ExitCode(IntEnum):
     DREAM_RUNNING = 6
     SYNC_CONFLICT = 7
     REMOTE = 8
+    UNWRITABLE = 9
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class MemvaultError(Exception):
@@ -79,3 +84,63 @@ class SyncConflict(MemvaultError):
 
 class RemoteError(MemvaultError):
     exit_code = ExitCode.REMOTE
+
+
+class VaultUnwritable(MemvaultError):
+    """The disk is full, or the vault is read-only or not ours to write; nothing was changed."""
+
+    exit_code = ExitCode.UNWRITABLE
+
+    def __init__(self, reason: str, where: str, outcome: str = ""):
+        super().__init__(f"{reason} {where}" + (f"; {outcome}" if outcome else ""))
+        self.reason, self.where, self.outcome = reason, where, outcome
+
+    def saying(self, outcome: str) -> VaultUnwritable:
+        """The same error, told what became of the change (unless it already says)."""
+        return self if self.outcome else VaultUnwritable(self.reason, self.where, outcome)
+
+
+# errno -> how the one-line message names it, "<reason> <path>".
+UNWRITABLE_ERRNOS = {
+    errno.ENOSPC: "disk full while writing",
+    errno.EDQUOT: "disk quota exceeded while writing",
+    errno.EROFS: "read-only file system: cannot write",
+    errno.EACCES: "permission denied writing",
+    errno.EPERM: "permission denied writing",
+}
+
+
+def unwritable(error: OSError, path: os.PathLike[str] | str | None = None, outcome: str = "") -> VaultUnwritable | None:
+    """The clear error for an OSError that means "cannot write here" (None for any other error).
+
+    `path` names what was being written (vault-relative where possible); `outcome` says what
+    became of the change, e.g. "nothing was added".
+    """
+    reason = UNWRITABLE_ERRNOS.get(error.errno or 0)
+    if reason is None:
+        return None
+    where = os.fspath(path) if path is not None else (error.filename or "the vault")
+    return VaultUnwritable(reason, str(where), outcome)
+
+
+# How libraries below memvault (Tantivy's Rust I/O, sqlite) word the same OSErrors.
+_WORDED = ((re.compile(r"\(os error (\d+)\)"), None), (re.compile(r"database or disk is full"), errno.ENOSPC),
+           (re.compile(r"readonly database"), errno.EROFS))
+
+
+def unwritable_in(error: BaseException) -> VaultUnwritable | None:
+    """`unwritable` for any exception: an OSError, or a library error that words one (the search
+    index's Tantivy and sqlite do not raise OSError)."""
+    if isinstance(error, OSError):
+        return unwritable(error)
+    text = str(error)
+    for pattern, code in _WORDED:
+        found = pattern.search(text)
+        if found:
+            number = code if code is not None else int(found.group(1))
+            return unwritable(OSError(number, text), ".memvault (the search index or its cache)")
+    return None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every clean-up path runs (see memvault.cli)."""

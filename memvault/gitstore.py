@@ -1,21 +1,27 @@
-"""The vault's own git repository, driven through the git binary (GitPython's `repo.git`).
+"""The vault's own git repository, driven through the git binary.
 
 memvault never touches an enclosing repository: every call pins GIT_DIR and GIT_WORK_TREE to the
 vault and drops variables (GIT_INDEX_FILE, ...) that a parent hook environment could leak in.
+
+Commands run through `subprocess` (GitPython costs ~100 ms to import, a third of an `add`); a
+failure raises GitPython's `GitCommandError`, imported only then, so callers catch one type.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import re
 import socket
+import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
-
-from memvault.errors import VaultBusy
+from memvault.errors import VaultBusy, unwritable
+from memvault.storage.layout import GIT_LOCKS_LOCK, LOCKS_DIR
 
 FALLBACK_NAME = "memvault"
 _LEAKY_VARS = (
@@ -28,10 +34,24 @@ _LEAKY_VARS = (
     "GIT_CONFIG",
     "GIT_CONFIG_PARAMETERS",
 )
-# A live git process holds index.lock for milliseconds; one older than this with no git process
-# left in the vault was orphaned by a kill.
-STALE_INDEX_LOCK_SECONDS = 10.0
-INDEX_LOCK_WAIT_SECONDS = 15.0
+# How long a command waits for another live git process to let go of one of git's lock files.
+GIT_LOCK_WAIT_SECONDS = 15.0
+# A lock file younger than this is left for the next look (file times are clock ticks, not exact).
+STALE_MARGIN_SECONDS = 0.05
+# Marks the git processes a memvault process starts, so that the git children of a killed writer
+# (they outlive it) can be waited for before its write is settled.
+WRITER_ENV = "MEMVAULT_WRITER_PID"
+# git's message when one of its lock files exists: another git holds it, or a killed one left it.
+_HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+# git's words for an OSError, mapped back to the errno (see errors.UNWRITABLE_ERRNOS).
+_GIT_OS_ERRORS = {
+    "No space left on device": errno.ENOSPC,
+    "Out of diskspace": errno.ENOSPC,
+    "Disk quota exceeded": errno.EDQUOT,
+    "Read-only file system": errno.EROFS,
+    "Permission denied": errno.EACCES,
+    "insufficient permission": errno.EACCES,
+}
 
 
 @dataclass(frozen=True)
@@ -55,12 +75,9 @@ class GitStore:
     def __init__(self, root: Path):
         self.root = root
         self.git_dir = root / ".git"
-        self.repo = git.Repo(root, search_parent_directories=False)
-        # GitPython layers its variables over os.environ and cannot unset one, so drop the
-        # variables a parent repository's hook may have exported from this process.
-        for name in _LEAKY_VARS:
-            os.environ.pop(name, None)
-        env = dict(
+        # Variables a parent repository's hook may have exported must not reach the vault's git.
+        self.env = {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS}
+        self.env.update(
             GIT_DIR=str(self.git_dir),
             GIT_WORK_TREE=str(root),
             GIT_CEILING_DIRECTORIES=str(root.parent),
@@ -68,13 +85,15 @@ class GitStore:
         )
         if not (os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")):
             # memvault runs unattended (cron, agents): an ssh passphrase prompt would hang it.
-            env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
-        self.repo.git.update_environment(**env)
+            self.env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
+        self.env[WRITER_ENV] = str(os.getpid())
         self._identity: Identity | None = None
 
     @classmethod
     def init(cls, root: Path) -> GitStore:
-        git.Git(str(root)).execute(["git", "init", "-q", "-b", "main", str(root)], env=outside_env())
+        status, _out, err = execute(["git", "init", "-q", "-b", "main", str(root)], outside_env())
+        if status:
+            raise command_error(["git", "init"], status, err)
         store = cls(root)
         store.configure()
         return store
@@ -84,8 +103,10 @@ class GitStore:
         """Clone `url` into `root` (raises git.GitCommandError)."""
         env = outside_env()
         env["GIT_TERMINAL_PROMPT"] = "0"
-        git.Git().execute(["git", "clone", "--quiet", "--origin", remote, "--", url, str(root)], env=env,
-                          kill_after_timeout=timeout)
+        command = ["git", "clone", "--quiet", "--origin", remote, "--", url, str(root)]
+        status, _out, err = execute(command, env, timeout=timeout)
+        if status:
+            raise command_error(command, status, err)
         return cls(root)
 
     def configure(self) -> None:
@@ -93,22 +114,56 @@ class GitStore:
         self.run("config", "commit.gpgsign", "false")
         self.run("config", "core.autocrlf", "false")
 
-    def run(self, *args: str, **kwargs) -> str:
-        """Run one git command in the vault, waiting out another git process's index.lock."""
-        deadline = time.monotonic() + INDEX_LOCK_WAIT_SECONDS
+    def run(self, *args: str, kill_after_timeout: float | None = None, input: str | None = None) -> str:
+        """Run one git command in the vault and return its output (without the final newline).
+
+        Another live git process's lock (index.lock, HEAD.lock, ...) is waited for; one left by a
+        killed git is removed at once. A full disk or a read-only vault raises VaultUnwritable;
+        any other failure git.GitCommandError.
+        """
+        deadline = time.monotonic() + GIT_LOCK_WAIT_SECONDS
+        command = ["git", *args]
         while True:
-            try:
-                return self.repo.git.execute(["git", *args], **kwargs)
-            except git.GitCommandError as e:
-                # Only "File exists" means another git holds the lock; "Permission denied" and the
-                # like are real errors and must not be retried.
-                if "index.lock" not in str(e.stderr) or "File exists" not in str(e.stderr):
-                    raise
-                if not self.remove_stale_index_lock() and time.monotonic() >= deadline:
-                    raise VaultBusy(
-                        f"git's index.lock in {self.git_dir} is held by another git process; try again"
-                    ) from None
-                time.sleep(0.05)
+            status, out, err = execute(command, self.env, timeout=kill_after_timeout, input=input)
+            if status == 0:
+                return out
+            held = _HELD_LOCK.search(err)
+            if held is None:
+                raise self.error(command, status, err, out)
+            if self.clear_stale_locks():
+                continue
+            if time.monotonic() >= deadline:
+                raise VaultBusy(f"git's {self.relpath(held.group(1))} in {self.root} is held by another git "
+                                "process; try again") from None
+            time.sleep(0.05)
+
+    def error(self, command: list[str], status: int, err: str, out: str = "") -> Exception:
+        """The exception for a failed git command: VaultUnwritable when git could not write here."""
+        for line in err.splitlines():
+            if line.startswith("remote:"):
+                continue  # the remote's trouble is the caller's to report (RemoteError)
+            for words, code in _GIT_OS_ERRORS.items():
+                if words not in line:
+                    continue
+                where = self._named_path(line)
+                # "Permission denied" also comes from ssh (publickey): only a vault path makes it ours.
+                if code == errno.EACCES and where is None:
+                    continue
+                return unwritable(OSError(code, words), where or ".git")  # type: ignore[return-value]
+        return command_error(command, status, err, out)
+
+    def _named_path(self, line: str) -> str | None:
+        """The vault file a git error line names (vault-relative), or None."""
+        for quoted in re.findall(r"'([^']+)'", line) + re.findall(r"database (\S+)", line):
+            if quoted.startswith((str(self.root), ".git")):
+                return self.relpath(quoted)
+        return None
+
+    def relpath(self, path: str) -> str:
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return path
 
     def merge_in_progress(self) -> bool:
         return (self.git_dir / "MERGE_HEAD").exists()
@@ -119,12 +174,7 @@ class GitStore:
             name = os.environ.get("GIT_AUTHOR_NAME")
             email = os.environ.get("GIT_AUTHOR_EMAIL")
             if not (name and email):
-                try:
-                    out = self.repo.git.execute(
-                        ["git", "config", "--get-regexp", r"^user\.(name|email)$"]
-                    )
-                except git.GitCommandError:
-                    out = ""
+                _status, out, _err = execute(["git", "config", "--get-regexp", r"^user\.(name|email)$"], self.env)
                 values = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
                 name = name or values.get("user.name")
                 email = email or values.get("user.email")
@@ -134,13 +184,12 @@ class GitStore:
                 self._identity = Identity(
                     name or FALLBACK_NAME, email or f"{FALLBACK_NAME}@{socket.gethostname() or 'localhost'}", True
                 )
-                if self._identity.fallback:
-                    self.repo.git.update_environment(
-                        GIT_AUTHOR_NAME=self._identity.name,
-                        GIT_AUTHOR_EMAIL=self._identity.email,
-                        GIT_COMMITTER_NAME=os.environ.get("GIT_COMMITTER_NAME") or self._identity.name,
-                        GIT_COMMITTER_EMAIL=os.environ.get("GIT_COMMITTER_EMAIL") or self._identity.email,
-                    )
+                self.env.update(
+                    GIT_AUTHOR_NAME=self._identity.name,
+                    GIT_AUTHOR_EMAIL=self._identity.email,
+                    GIT_COMMITTER_NAME=os.environ.get("GIT_COMMITTER_NAME") or self._identity.name,
+                    GIT_COMMITTER_EMAIL=os.environ.get("GIT_COMMITTER_EMAIL") or self._identity.email,
+                )
         return self._identity
 
     def commit(self, paths: Sequence[str], message: str) -> str | None:
@@ -149,17 +198,15 @@ class GitStore:
         self.run("add", "-A", "--", *paths)
         try:
             self.run("commit", "-q", "--no-verify", "-m", message, "--", *paths)
-        except git.GitCommandError as e:
-            if e.status == 1 and not e.stderr.strip():
+        except Exception as e:
+            if getattr(e, "status", None) == 1 and not str(getattr(e, "stderr", "x")).strip():
                 return None  # nothing to commit: git says so on stdout with status 1
             raise
         return self.head()
 
     def head(self) -> str | None:
-        try:
-            return self.run("rev-parse", "--verify", "-q", "HEAD")
-        except git.GitCommandError:
-            return None
+        status, out, _err = execute(["git", "rev-parse", "--verify", "-q", "HEAD"], self.env)
+        return out if status == 0 and out else None
 
     def status(self, *paths: str) -> list[str]:
         """Porcelain status lines (untracked included) for the given paths, or the whole tree."""
@@ -174,19 +221,105 @@ class GitStore:
             commits.append(Commit(sha, at, message))
         return commits
 
-    def remove_stale_index_lock(self) -> bool:
-        lock = self.git_dir / "index.lock"
+    def wait_for_children_of(self, pid: int, timeout: float = GIT_LOCK_WAIT_SECONDS) -> None:
+        """Wait (at most `timeout` s) until no git started by memvault process `pid` works in the
+        vault: killing a writer does not kill its git, which may still be making its commit."""
+        mark = f"{WRITER_ENV}={pid}\0".encode()
+        deadline = time.monotonic() + timeout
+        while Path("/proc").is_dir() and time.monotonic() < deadline:
+            if not any(mark in environ for environ in _git_processes(self.root)):
+                return
+            time.sleep(0.02)
+
+    def stale_locks(self) -> list[Path]:
+        """git's lock files in the vault (index.lock, HEAD.lock, refs/**.lock, packed-refs.lock,
+        config.lock, a partial commit's next-index-*.lock); stale only if no git process is alive."""
+        found: list[Path] = []
         try:
-            age = time.time() - lock.stat().st_mtime
-        except FileNotFoundError:
-            return False  # nothing to remove; the caller retries until its deadline
-        if age < STALE_INDEX_LOCK_SECONDS or git_running_in(self.root):
-            return False
+            with os.scandir(self.git_dir) as entries:
+                found.extend(Path(e.path) for e in entries if e.name.endswith(".lock") and e.is_file())
+        except OSError:
+            return []
+        for folder, _dirs, files in os.walk(self.git_dir / "refs"):
+            found.extend(Path(folder) / name for name in files if name.endswith(".lock"))
+        return found
+
+    def clear_stale_locks(self) -> list[str]:
+        """Remove git lock files left by killed git processes; returns the ones removed (vault-relative).
+
+        A lock is removed only when no git process works in the vault and the file is the one seen
+        before that check (same inode and times) and older than it: while a stale lock exists no git
+        can create it anew, so what is removed is never a live git's lock.
+        """
+        seen = {}
+        for path in self.stale_locks():
+            try:
+                seen[path] = _identity_of(path.stat())
+            except OSError:
+                continue
+        if not seen:
+            return []
+        # One clearer at a time: two could otherwise both pass the checks and the second remove
+        # a lock a new git made in between.
         try:
-            lock.unlink()
-        except FileNotFoundError:
-            pass
-        return True
+            (self.root / LOCKS_DIR).mkdir(parents=True, exist_ok=True)
+            mutex = os.open(self.root / LOCKS_DIR / GIT_LOCKS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return []  # a read-only vault: nothing can be removed anyway
+        try:
+            fcntl.flock(mutex, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(mutex)
+            return []  # another process is clearing them right now
+        try:
+            scanned = time.time()
+            if git_running_in(self.root):
+                return []
+            removed = []
+            for path, before in seen.items():
+                try:
+                    stat = path.stat()
+                    # The same file, and made before the scan began: never one a git created after
+                    # the scan found no git (file times are coarse, hence the margin).
+                    if _identity_of(stat) != before or stat.st_mtime > scanned - STALE_MARGIN_SECONDS:
+                        continue
+                    path.unlink()
+                except OSError:
+                    continue  # gone meanwhile: nothing to do
+                removed.append(self.relpath(str(path)))
+            return removed
+        finally:
+            os.close(mutex)
+
+
+def _identity_of(stat: os.stat_result) -> tuple[int, int, int, int]:
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def execute(command: list[str], env: dict[str, str], *, timeout: float | None = None,
+            input: str | None = None) -> tuple[int, str, str]:
+    """Run a git command: (status, stdout without its final newline, stderr).
+
+    An interrupt (Ctrl-C, SIGTERM) kills and reaps the child before it propagates, so the caller's
+    clean-up never races a git process still writing.
+    """
+    try:
+        # Never the caller's stdin: `add --stdin` reads it, and git must not wait on a terminal.
+        stdin = {"input": input.encode("utf-8")} if input is not None else {"stdin": subprocess.DEVNULL}
+        done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, **stdin)
+    except subprocess.TimeoutExpired as e:
+        raise command_error(command, -9, f"Timeout: git ran for more than {timeout:g} seconds") from e
+    except FileNotFoundError as e:
+        raise command_error(command, 127, "git is not installed (no `git` on PATH)") from e
+    out = done.stdout.decode("utf-8", "surrogateescape")
+    return done.returncode, out[:-1] if out.endswith("\n") else out, done.stderr.decode("utf-8", "surrogateescape")
+
+
+def command_error(command: Sequence[str], status: int, stderr: str, stdout: str = "") -> Exception:
+    """GitPython's GitCommandError, the one type callers catch for a failed git command."""
+    from git import GitCommandError
+
+    return GitCommandError(list(command), status, stderr.rstrip("\n"), stdout)
 
 
 def outside_env() -> dict[str, str]:
@@ -197,11 +330,16 @@ def outside_env() -> dict[str, str]:
 
 def git_running_in(root: Path) -> bool:
     """Is any git process working in this vault? Unknown (no /proc) counts as yes."""
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not Path("/proc").is_dir():
         return True
+    return any(True for _environ in _git_processes(root))
+
+
+def _git_processes(root: Path):
+    """The environment (raw bytes) of each live git process working in the vault at `root`."""
     target = str(root.resolve())
-    for entry in proc.iterdir():
+    needle = target.encode()
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
@@ -212,6 +350,6 @@ def git_running_in(root: Path) -> bool:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue
-        if cwd == target or cwd.startswith(target + os.sep) or f"GIT_DIR={target}".encode() in environ:
-            return True
-    return False
+        if (cwd == target or cwd.startswith(target + os.sep) or b"GIT_DIR=" + needle in environ
+                or any(needle in arg for arg in cmdline[1:])):
+            yield environ

@@ -16,7 +16,7 @@ from pathlib import Path
 from memvault.citations import pages_citing
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError
-from memvault.gitstore import STALE_INDEX_LOCK_SECONDS, GitStore, git_running_in, outside_env
+from memvault.gitstore import GitStore, git_running_in, outside_env
 from memvault.index.search import index_status, model_spec, reindex
 from memvault.pages import cited_ids, list_pages, read_page
 from memvault.storage.layout import CONFIG_FILE, STATE_DIR, WRITE_LOCK
@@ -186,13 +186,10 @@ def check_locks(storage: Storage) -> Check:
         problems.append("a holder record outlived its write lock (its process was killed)")
     if storage.journal.exists() and not holder:
         problems.append(f"an interrupted command left a change half-done ({storage.relpath(storage.journal.path)})")
-    index_lock = storage.git.git_dir / "index.lock"
-    try:
-        age = time.time() - index_lock.stat().st_mtime
-    except FileNotFoundError:
-        age = None
-    if age is not None and age > STALE_INDEX_LOCK_SECONDS and not git_running_in(storage.root):
-        problems.append(f"stale .git/index.lock ({age:.0f} s old, no git process running)")
+    git_locks = storage.git.stale_locks()
+    if git_locks and not git_running_in(storage.root):
+        names = ", ".join(storage.relpath(p) for p in git_locks)
+        problems.append(f"stale git lock file(s) left by a killed git process: {names}")
     if problems:
         return Check(name, FAIL, "; ".join(problems), details,
                      fix="finish or roll back the interrupted change and remove stale lock files")
@@ -205,9 +202,6 @@ def repair_locks(storage: Storage) -> list[str]:
     if record is not None:
         record.unlink(missing_ok=True)
         done.append("removed the write lock's stale holder record")
-    index_lock = storage.git.git_dir / "index.lock"
-    if index_lock.exists() and storage.git.remove_stale_index_lock():
-        done.append("removed a stale .git/index.lock")
     return done
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict
 from memvault.gitstore import GitStore
+from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
 
@@ -244,18 +245,22 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
             return 0, []
         storage.git.identity()  # the merge commit needs an author even on a machine with no identity
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
-        try:
-            storage.git.run("merge", "--no-edit", "--no-verify", "--allow-unrelated-histories", "-m", message,
-                          tracking)
-        except git.GitCommandError as e:
-            conflicts = storage.git.run("diff", "--name-only", "--diff-filter=U").splitlines()
-            if storage.git.merge_in_progress() or conflicts:
-                storage.git.run("merge", "--abort")
-            if storage.git.head() != before:  # cannot happen after --abort; never report success then
-                raise MemvaultError(f"sync left {storage.root} at an unexpected commit; check `git log`") from None
-            if conflicts:
-                raise _conflict(storage, conflicts, branch) from None
-            raise MemvaultError(f"git could not merge {REMOTE}/{branch}: {_git_reason(e)}; nothing changed") from None
+        touched = storage.git.run("diff", "--name-only", f"HEAD...{tracking}").splitlines()
+        # Journaled: a sync killed mid-merge is aborted by the next command, not left half-merged.
+        with storage.transaction(MERGE, touched, message):
+            try:
+                storage.git.run("merge", "--no-edit", "--no-verify", "--allow-unrelated-histories", "-m", message,
+                                tracking)
+            except git.GitCommandError as e:
+                conflicts = storage.git.run("diff", "--name-only", "--diff-filter=U").splitlines()
+                if storage.git.merge_in_progress() or conflicts:
+                    storage.git.run("merge", "--abort")
+                if storage.git.head() != before:  # cannot happen after --abort; never report success then
+                    raise MemvaultError(f"sync left {storage.root} at an unexpected commit; check `git log`") from None
+                if conflicts:
+                    raise _conflict(storage, conflicts, branch) from None
+                raise MemvaultError(
+                    f"git could not merge {REMOTE}/{branch}: {_git_reason(e)}; nothing changed") from None
         changed = storage.git.run("diff", "--name-only", before, "HEAD").splitlines()
         report.merged = report.merged or len(storage.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
         return received, changed

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,7 +18,7 @@ from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
-from memvault.errors import ExitCode, MemvaultError
+from memvault.errors import ExitCode, MemvaultError, Terminated, unwritable_in
 
 
 class MemvaultGroup(TyperGroup):
@@ -33,10 +35,16 @@ class MemvaultGroup(TyperGroup):
 
     def invoke(self, ctx: Context) -> Any:
         wants_json = "--json" in [*ctx._protected_args, *ctx.args]
+        # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _terminate)
         try:
             return super().invoke(ctx)
         except MemvaultError as e:
             _fail(type(e).__name__, str(e), e.exit_code, wants_json)
+        except Terminated:
+            _fail("Terminated", "terminated", ExitCode.TERMINATED, wants_json)
         except BrokenPipeError:
             # The reader went away (`memvault recent | head`): not an error worth a message.
             quiet_stdout()
@@ -52,11 +60,26 @@ class MemvaultGroup(TyperGroup):
         except (Exit, Abort, ClickException):
             raise
         except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
-            if os.environ.get("MEMVAULT_DEBUG"):
-                traceback.print_exc()
-            detail = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
-            _fail("InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)",
-                  ExitCode.ERROR, wants_json)
+            # Disk full, read-only or not ours, wherever it happened: one line naming the file.
+            clear = unwritable_in(e)
+            if clear is None:
+                _unexpected(e, wants_json)
+            _fail(type(clear).__name__, str(clear), clear.exit_code, wants_json)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+def _unexpected(e: Exception, wants_json: bool) -> None:
+    if os.environ.get("MEMVAULT_DEBUG"):
+        traceback.print_exc()
+    detail = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
+    _fail("InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)",
+          ExitCode.ERROR, wants_json)
 
 
 def quiet_stdout() -> None:

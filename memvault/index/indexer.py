@@ -10,12 +10,13 @@ generation aside and swaps the `current` pointer, so searches keep answering mea
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from memvault.storage.layout import (
     TOMBSTONES_FILE,
     WIKI_DIR,
 )
+from memvault.storage.owner import Owner
 
 Progress = Callable[[str, int, int], None]
 Notify = Callable[[str], None]
@@ -42,6 +44,21 @@ POINTER = "current"
 BUILDING = "building"
 # Long enough for another process's incremental refresh, short enough that nobody hangs forever.
 LOCK_TIMEOUT = 120.0
+
+
+def _pid_of(name: str) -> int:
+    """The pid at the end of a generation or temp file name (gen-<ns>-<pid>, .current.<pid>)."""
+    tail = name.rsplit("-" if name.startswith("gen-") else ".", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _builder_alive(generation: Path) -> bool:
+    """Is the process building this generation still running? (Its marker names it.)"""
+    try:
+        owner = Owner.from_json(json.loads((generation / BUILDING).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        owner = None  # a marker from an older memvault: the pid in the name is all there is
+    return (owner or Owner(_pid_of(generation.name))).alive()
 
 
 class IndexDamaged(Exception):
@@ -120,6 +137,9 @@ class Scan:
 
 # Up to this many new texts (a search catching up after a few adds) use the one-thread model.
 SMALL_BATCH = 64
+# Fresh vectors go to the embedding cache every this many texts, so an interrupted rebuild keeps
+# the work it finished and its rerun does not start from zero.
+CACHE_EVERY = 1024
 
 class SearchIndex:
     """The vault's index: open, refresh from files, embed pending documents, rebuild, status."""
@@ -241,6 +261,7 @@ class SearchIndex:
 
     def refresh(self, embed: bool = True) -> RefreshReport:
         """Bring the index up to date with the files; then embed what has no vector yet."""
+        self.clean_leftovers()
         generation = self.open(embed=embed)
         generation.load_state()
         report = RefreshReport()
@@ -414,12 +435,13 @@ class SearchIndex:
                     self.progress("embedding", done, len(missing))
 
             embedder = self.embedder if len(missing) > SMALL_BATCH else self.query_embedder
-            fresh = embedder.embed([by_hash[h] for h in missing], progress=tick) if missing else None
-            if fresh is not None:
-                self.cache.put_many((h, fresh[i].tobytes()) for i, h in enumerate(missing))
-                for i, h in enumerate(missing):
+            for start in range(0, len(missing), CACHE_EVERY):
+                chunk = missing[start : start + CACHE_EVERY]
+                fresh = embedder.embed([by_hash[h] for h in chunk], progress=tick)
+                self.cache.put_many((h, fresh[i].tobytes()) for i, h in enumerate(chunk))
+                for i, h in enumerate(chunk):
                     vectors[h] = fresh[i]
-                report.embedded = len(missing)
+                report.embedded += len(chunk)
         if not vectors:
             return report
         with self.lock():
@@ -484,10 +506,12 @@ class SearchIndex:
     def rebuild(self, embed: bool = True) -> RefreshReport:
         """Build a new generation from the files, aside, then swap it in atomically."""
         self.root.mkdir(parents=True, exist_ok=True)
+        self.clean_leftovers()
         name = f"gen-{time.time_ns()}-{os.getpid()}"
         generation = Generation(self.root / name, create=True)
-        # Marks a generation still being filled, so another process's prune leaves it alone.
-        (generation.path / BUILDING).touch()
+        # Marks a generation still being filled, and by whom, so another process's prune leaves
+        # it alone while its builder lives.
+        (generation.path / BUILDING).write_text(json.dumps(Owner.me().to_json()), encoding="utf-8")
         report = RefreshReport()
         # The new generation is private until the swap, so the long part needs no lock.
         generation.load_state()
@@ -522,14 +546,25 @@ class SearchIndex:
 
     def _prune(self, keep: set[str]) -> None:
         """Delete generations other than the live one and the one just replaced (a reader may hold it)."""
-        stale_build = time.time() - 3600
         for child in self.root.iterdir():
             if not (child.is_dir() and child.name.startswith("gen-")) or child.name in keep:
                 continue
-            marker = child / BUILDING
-            if marker.exists() and marker.stat().st_mtime > stale_build:
+            if (child / BUILDING).exists() and _builder_alive(child):
                 continue  # another process is still building it
             shutil.rmtree(child, ignore_errors=True)
+
+    def clean_leftovers(self) -> None:
+        """Remove what killed rebuilds left: generations whose builder is dead, pointer temp files."""
+        try:
+            children = list(self.root.iterdir())
+        except FileNotFoundError:
+            return
+        for child in children:
+            if child.name.startswith("gen-") and (child / BUILDING).exists() and not _builder_alive(child):
+                shutil.rmtree(child, ignore_errors=True)
+            elif child.name.startswith(f".{POINTER}.") and not Owner(_pid_of(child.name)).alive():
+                with suppress(OSError):
+                    child.unlink(missing_ok=True)
 
     # -- status -------------------------------------------------------------------------------
     def status(self) -> dict:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from memvault.errors import VaultUnwritable, unwritable
 
 
 def atomic_write(path: Path, content: str) -> None:
@@ -14,6 +18,16 @@ def atomic_write(path: Path, content: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def remove_temp_files(path: Path) -> None:
+    """Remove the temp files `atomic_write` left beside `path` when its process was killed."""
+    try:
+        leftovers = list(path.parent.glob(f"{path.name}.*.tmp"))
+    except OSError:
+        return
+    for tmp in leftovers:
+        tmp.unlink(missing_ok=True)
 
 
 def fsync_append(path: os.PathLike[str] | str, data: str) -> None:
@@ -30,6 +44,53 @@ def fsync_append(path: os.PathLike[str] | str, data: str) -> None:
         os.close(fd)
 
 
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in `path` durable (the directory entry, not just the data)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def size_of(path: Path) -> int | None:
+    """The file's size in bytes; None when it does not exist."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return None
+
+
+def ends_mid_line(path: Path) -> bool:
+    """Does the file end without a final newline (a torn or hand-edited end)? False when empty or missing."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
+
+
+def cut_back(path: Path, size: int | None) -> None:
+    """Undo appends: truncate the file to `size` bytes (durably), or remove it if it did not exist."""
+    if size is None:
+        path.unlink(missing_ok=True)
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except FileNotFoundError:
+        return  # removed by hand meanwhile: nothing of ours is left in it
+    try:
+        if os.fstat(fd).st_size > size:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def read_text(path: Path) -> str:
     """The file's text exactly as stored (no newline translation); "" when it does not exist."""
     try:
@@ -37,3 +98,18 @@ def read_text(path: Path) -> str:
             return f.read()
     except FileNotFoundError:
         return ""
+
+
+@contextmanager
+def writing(rel: str, outcome: str) -> Iterator[None]:
+    """Turn "cannot write" OSErrors (disk full, read-only, permission) into one clear VaultUnwritable
+    that says what became of the change (`outcome`)."""
+    try:
+        yield
+    except VaultUnwritable as e:
+        raise e.saying(outcome) from e
+    except OSError as e:
+        clear = unwritable(e, rel, outcome)
+        if clear is None:
+            raise
+        raise clear from e

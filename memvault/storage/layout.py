@@ -27,9 +27,11 @@ INDEX_DIR = f"{STATE_DIR}/index"
 CACHE_DIR = f"{STATE_DIR}/cache"
 EMBEDDING_CACHE = f"{CACHE_DIR}/embeddings.sqlite"   # vectors by (model, text hash); survives rebuilds
 JOURNAL_FILE = f"{STATE_DIR}/journal.json"
+QUEUE_DIR = f"{STATE_DIR}/queue"   # facts of writers waiting for the write lock (storage/queue.py)
 WRITE_LOCK = "write.lock"          # in LOCKS_DIR: one writer of the vault at a time
 DREAM_LOCK = "dream.lock"          # one dream at a time
 INDEX_LOCK = "index.lock"          # one writer of the search index at a time
+GIT_LOCKS_LOCK = "git-locks.lock"  # one process at a time clears stale git lock files
 
 LOG_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
 

@@ -1,17 +1,20 @@
 """`Storage`: one vault's files and git repository, read and written the safe way.
 
 Every mutation runs under one vault-wide file lock, is journaled before the files change, and ends
-as exactly one commit. A process killed midway leaves the journal behind; the next command that
-opens the vault repairs the tree from it (`recover`).
+as exactly one commit, or not at all: a write that fails (disk full, Ctrl-C) is undone at once,
+and one whose process was killed is undone by the next command (`recover`). Adds that find the
+lock taken are queued and group-committed by its next holder (storage/queue.py).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
@@ -19,10 +22,19 @@ from pathlib import Path
 from memvault import dreamlog
 from memvault.config import Config, load_config
 from memvault.errors import DreamRunning, InvalidInput, NotFound, SyncConflict, VaultBusy
-from memvault.facts import Fact, ParseProblem, format_item, log_header, normalize_id, parse_log
+from memvault.facts import Fact, ParseProblem, log_header, normalize_id, parse_log
 from memvault.storage import lock
-from memvault.storage.files import atomic_write, fsync_append, read_text
-from memvault.storage.journal import APPEND, REPLACE, Entry, Journal
+from memvault.storage.files import (
+    atomic_write,
+    cut_back,
+    ends_mid_line,
+    fsync_append,
+    read_text,
+    remove_temp_files,
+    size_of,
+    writing,
+)
+from memvault.storage.journal import APPEND, MERGE, REPLACE, Entry, Journal
 from memvault.storage.layout import (
     CONFIG_FILE,
     DREAM_LOCK,
@@ -30,6 +42,7 @@ from memvault.storage.layout import (
     JOURNAL_FILE,
     LOCKS_DIR,
     LOGS_DIR,
+    QUEUE_DIR,
     STATE_DIR,
     TOMBSTONES_FILE,
     WRITE_LOCK,
@@ -37,10 +50,14 @@ from memvault.storage.layout import (
     is_log_name,
     log_relpath,
 )
+from memvault.storage.queue import CLAIMED, DONE, PENDING, REJECTED, Queue, Request, commit_message
 from memvault.tombstones import Tombstone, parse_tombstones, text_hash
 
 Notify = Callable[[str], None]
 _log = logging.getLogger("memvault")
+# A queued writer says it is waiting once it has waited this long.
+WAIT_NOTICE_SECONDS = 1.0
+QUEUE_POLL_SECONDS = 0.02
 
 
 class Storage:
@@ -56,6 +73,7 @@ class Storage:
         # (the MCP server, the Python API) pays the index opening and model load once.
         self.search_index = None
         self.journal = Journal(self.root / JOURNAL_FILE)
+        self.queue = Queue(self.root / QUEUE_DIR)
 
     def close(self) -> None:
         """Release what the storage holds open (the search index), e.g. before deleting the vault."""
@@ -118,8 +136,18 @@ class Storage:
     def write_lock(self, timeout: float | None = None) -> Iterator[None]:
         """The one vault-wide write lock (an OS lock: it dies with its process)."""
         wait = self.config.lock_timeout if timeout is None else timeout
-        with lock.hold(self.lock_path(WRITE_LOCK), wait, str(self.root)):
+        held = lock.OsLock(self.lock_path(WRITE_LOCK))
+        with writing(f"{LOCKS_DIR}/{WRITE_LOCK}", "nothing was changed"):
+            got_it = held.wait(min(wait, WAIT_NOTICE_SECONDS))
+            if not got_it and wait > WAIT_NOTICE_SECONDS:
+                self._tell_waiting("")
+                got_it = held.wait(wait - WAIT_NOTICE_SECONDS)
+        if not got_it:
+            raise VaultBusy(lock.busy_message(held.path, wait, str(self.root)))
+        try:
             yield
+        finally:
+            held.release()
 
     @contextmanager
     def dream_lock(self) -> Iterator[None]:
@@ -133,51 +161,102 @@ class Storage:
         return lock.holder(self.lock_path(WRITE_LOCK))
 
     @contextmanager
-    def transaction(self, kind: str, paths: Iterable[str], message: str) -> Iterator[None]:
-        """Journal a write (call with the write lock held); the journal outlives a killed process.
+    def transaction(self, kind: str, paths: Iterable[str], message: str, *, claims: Iterable[str] = (),
+                    own: str | None = None) -> Iterator[None]:
+        """Journal a write (call with the write lock held): it ends committed, or it is undone.
 
-        kind "append": leftovers are committed by the next command (the data was already durable).
-        kind "replace": leftovers are discarded, restoring `paths` from HEAD (all-or-nothing writes).
+        kind "append": the files are cut back to their sizes before the write.
+        kind "replace": `paths` are restored from HEAD (all-or-nothing multi-file writes).
+        kind "merge": a git merge of `paths` (call it inside): aborted and restored from HEAD.
+        `claims` are the queued requests the write commits; if it fails they go back to the queue,
+        except `own` (the caller's, reported failed to its owner), which is discarded.
         """
         paths = sorted(paths)
         self.refuse_during_merge()  # a merge in progress cannot take a commit of a few paths
-        self.journal.begin(Entry(kind, paths, message))
+        sizes = {rel: size_of(self.root / rel) for rel in paths} if kind == APPEND else None
+        entry = Entry(kind, paths, message, self.git.head(), sizes, list(claims), writer=os.getpid())
+        with writing(JOURNAL_FILE, "nothing was changed"):
+            self.journal.begin(entry)
         try:
             yield
-        except (Exception, KeyboardInterrupt):
-            if kind == REPLACE:
-                # All-or-nothing: undo the partial write now rather than at the next command.
-                self.restore_from_head(paths)
-                self.journal.end()
-            raise  # an "append" keeps its journal: its data is durable and the next command commits it
+        except BaseException:
+            # Undo now rather than at the next command; if even that fails (the disk is still
+            # full), the journal stays and the next command finishes the job.
+            with suppress(Exception):
+                self._settle(entry, discard=own)
+            raise
+        for name in entry.claims:
+            self.queue.finish(name)
         self.journal.end()
+
+    def _settle(self, entry: Entry, discard: str | None = None) -> str | None:
+        """Finish an interrupted write: keep it if its commit landed, else undo it. Hold the lock."""
+        if entry.writer is not None and entry.writer != os.getpid():
+            # A killed writer's git may still be making its commit: let it land (or fail) first.
+            self.git.wait_for_children_of(entry.writer)
+        if entry.kind == MERGE:
+            # A merge killed midway: git's temp files for the merge driver, and its MERGE_HEAD.
+            for tmp in self.root.glob(".merge_file_*"):
+                tmp.unlink(missing_ok=True)
+            if self.git.merge_in_progress():
+                self.git.run("merge", "--abort")
+        # (A journal of an older memvault recorded no HEAD: undo its write, as if the commit had not landed.)
+        if entry.head is not None and self.git.head() != entry.head:
+            # The commit landed. git may have been killed between moving HEAD and writing its
+            # index: bring the index of these paths back in step with HEAD.
+            if entry.paths:
+                self.git.run("reset", "-q", "--", *entry.paths)
+            for name in entry.claims:
+                self.queue.finish(name)
+            self.journal.end()
+            return None
+        if entry.kind == APPEND and entry.sizes is not None:
+            for rel, size in entry.sizes.items():
+                cut_back(self.root / rel, size)
+            if entry.paths:
+                self.git.run("reset", "-q", "--", *entry.paths)  # unstage what `git add` may have staged
+        elif entry.paths:
+            self.restore_from_head(entry.paths)
+            for rel in entry.paths:  # atomic_write's temp files of a write killed midway
+                remove_temp_files(self.root / rel)
+        for name in entry.claims:
+            if name == discard:
+                self.queue.discard(name)
+            else:
+                self.queue.give_back(name)
+        self.journal.end()
+        return f"rolled back the unfinished change of an interrupted command: {entry.message.splitlines()[0]}"
 
     def recover(self) -> list[str]:
         """Repair what an interrupted command left behind; returns what was done (for a notice)."""
-        if not self.journal.exists():
-            return []
+        done = [f"removed {rel}, left behind by a killed git process" for rel in self.git.clear_stale_locks()]
+        if not self.journal.exists() and not self.queue.has_claims():
+            return done
+        write_lock = lock.OsLock(self.lock_path(WRITE_LOCK))
         try:
-            with self.write_lock(timeout=0):
-                return self.recover_locked()
-        except VaultBusy:
-            return []  # a live writer holds the lock: its journal is not a leftover
+            if not write_lock.acquire():
+                return done  # a live writer holds the lock: what it left is not a leftover
+        except OSError:
+            return done  # a read-only vault: nothing can be repaired, reading still works
+        try:
+            return done + self.recover_locked()
+        finally:
+            write_lock.release()
 
     def recover_locked(self) -> list[str]:
         """`recover` for a caller that already holds the write lock."""
-        if self.journal.exists() and self.git.merge_in_progress():
-            return [f"a leftover change waits in {JOURNAL_FILE} until the merge in progress is finished"]
         entry = self.journal.read()
-        if entry is None:
-            return []
+        if entry is not None and entry.kind != MERGE and self.git.merge_in_progress():
+            return [f"a leftover change waits in {JOURNAL_FILE} until the merge in progress is finished"]
         done: list[str] = []
-        if entry.kind == APPEND:
-            sha = self.git.commit(entry.paths, f"recover: {entry.message} (interrupted, committed by the next command)")
-            if sha:
-                done.append(f"committed the leftover change of an interrupted command: {entry.message}")
-        elif self.git.status(*entry.paths):
-            self.restore_from_head(entry.paths)
-            done.append(f"rolled back the unfinished change of an interrupted command: {entry.message}")
-        self.journal.end()
+        if entry is not None:
+            note = self._settle(entry)
+            if note:
+                done.append(note)
+        # Claimed without a journal: their committer died before writing anything.
+        for name in self.queue.claimed():
+            self.queue.give_back(name)
+        remove_temp_files(self.journal.path)  # a journal whose writer was killed while writing it
         return done
 
     def refuse_during_merge(self) -> None:
@@ -196,6 +275,8 @@ class Storage:
             self.git.commit(dirty, f"edit: {', '.join(dirty)} (uncommitted hand edits, committed {when})")
 
     def restore_from_head(self, paths: list[str]) -> None:
+        if not paths:
+            return  # (no pathspec would mean the whole tree)
         tracked = set(self.git.run("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines())
         if tracked:
             self.git.run("checkout", "HEAD", "--", *sorted(tracked))
@@ -210,9 +291,11 @@ class Storage:
                 (self.root / rel).unlink(missing_ok=True)
             for rel, content in files.items():
                 target = self.root / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(target, content)
-            return self.git.commit(paths, message)
+                with writing(rel, "nothing was changed"):
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write(target, content)
+            with writing(".git", "nothing was changed"):
+                return self.git.commit(paths, message)
 
     # -- daily logs ---------------------------------------------------------------------------
 
@@ -273,22 +356,114 @@ class Storage:
         return None
 
     def append_facts(self, facts: list[Fact]) -> None:
-        """Append facts to their days' logs as ONE commit (facts carry their log path)."""
-        by_path: dict[str, list[Fact]] = defaultdict(list)
-        for fact in facts:
-            by_path[fact.path].append(fact)
-        message = _add_message(facts)
-        with self.write_lock():
-            self.recover_locked()
-            self.refuse_during_merge()
-            self.commit_hand_edits(sorted(by_path), f"before {message}")
-            with self.transaction(APPEND, by_path, message):
-                for rel, items in by_path.items():
-                    path = self.root / rel
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    header = "" if path.exists() else log_header(items[0].day)
-                    fsync_append(path, header + "".join(format_item(f) for f in items))
+        """Append facts to their days' logs and commit them: all of them, or (on an error) none.
+
+        A writer that finds the write lock taken queues its facts and waits: the lock's next holder
+        commits every queued batch in one commit, so concurrent writers are not refused. Facts
+        still queued after `lock_timeout` seconds are withdrawn (never committed) and VaultBusy
+        is raised.
+        """
+        request = Request.of(facts)
+        write_lock = lock.OsLock(self.lock_path(WRITE_LOCK))
+        with writing(f"{LOCKS_DIR}/{WRITE_LOCK}", "nothing was added"):
+            got_it = write_lock.acquire()
+        if got_it:
+            try:
+                self._commit_queue(own=request)
+            finally:
+                write_lock.release()
+            return
+        with writing(QUEUE_DIR, "nothing was added"):
+            name = self.queue.submit(request)
+        try:
+            self._wait_for(name, write_lock)
+        except BaseException:
+            with suppress(OSError):
+                self.queue.withdraw(name)  # still pending: it must never be committed now
+            raise
+
+    def _wait_for(self, name: str, write_lock: lock.OsLock) -> None:
+        """Wait until the queued request `name` is committed, committing the queue if the lock frees.
+
+        Gives up (VaultBusy) only when one holder keeps the lock for `lock_timeout` seconds while
+        the request is still pending: a busy queue whose holders keep changing is progress.
+        """
+        started = progress = time.monotonic()
+        holder = self._holder_identity()
+        told = False
+        timeout = self.config.lock_timeout
+        while True:
+            state = self.queue.state(name)
+            if state == DONE:
+                return
+            if state == REJECTED:
+                self.queue.withdraw(name)
+                raise VaultBusy(f"the queued facts in {QUEUE_DIR} could not be read back; nothing was added; try again")
+            if write_lock.acquire():
+                try:
+                    if self.queue.state(name) in (PENDING, CLAIMED):
+                        self._commit_queue(own_name=name)
+                finally:
+                    write_lock.release()
+                continue
+            now = time.monotonic()
+            if not told and now - started >= WAIT_NOTICE_SECONDS:
+                told = True
+                self._tell_waiting("; the facts are queued and will be committed as soon as it is free")
+            if state == PENDING and now - progress >= timeout:
+                current = self._holder_identity()
+                if current == holder and self.queue.withdraw(name):
+                    raise VaultBusy(lock.busy_message(self.lock_path(WRITE_LOCK), timeout, str(self.root))
+                                    + "; nothing was added")
+                holder, progress = current, now  # another holder since: the queue moves
+            time.sleep(QUEUE_POLL_SECONDS)
+
+    def _tell_waiting(self, then: str) -> None:
+        who = self.lock_holder() or {}
+        by = f" (pid {who['pid']}: {who.get('command')})" if who.get("pid") else ""
+        self.notify(f"waiting for the write lock of {self.root}{by}{then}")
+
+    def _holder_identity(self) -> tuple | None:
+        who = self.lock_holder()
+        return (who.get("pid"), who.get("since")) if who else None
+
+    def _commit_queue(self, own: Request | None = None, own_name: str | None = None) -> None:
+        """With the write lock held: append `own` and every queued request as ONE commit."""
+        self.recover_locked()
+        self.refuse_during_merge()
+        claimed = self.queue.claim()
+        requests = ([own] if own is not None else []) + [request for _name, request in claimed]
+        if not requests:
+            return
+        by_path: dict[str, list[str]] = defaultdict(list)
+        for request in requests:
+            for fact in request.facts:
+                by_path[fact.path].append(fact.item)
+        message = commit_message(requests)
+        names = [name for name, _request in claimed]
+        try:
+            with writing(".git", "nothing was added"):
+                self.commit_hand_edits(sorted(by_path), f"before {message.splitlines()[0]}")
+        except BaseException:
+            for name in names:
+                self.queue.discard(name) if name == own_name else self.queue.give_back(name)
+            raise
+        with self.transaction(APPEND, by_path, message, claims=names, own=own_name):
+            for rel, items in by_path.items():
+                with writing(rel, "nothing was added"):
+                    self._append(rel, "".join(items))
+            with writing(".git", "nothing was added"):
                 self.git.commit(sorted(by_path), message)
+
+    def _append(self, rel: str, text: str) -> None:
+        """Append log items to a daily log (its header first if it is new), durably."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if size_of(path) is None:
+            text = log_header(day_of_log(rel)) + text
+        elif ends_mid_line(path):
+            text = "\n" + text  # a torn or hand-edited end: never glue an item onto its last line
+        fsync_append(path, text)
 
     # -- tombstones ---------------------------------------------------------------------------
 
@@ -308,8 +483,11 @@ class Storage:
                                   reason=reason, hash=text_hash(fact.text))
             message = f"forget: {fact.id}" + (f" ({reason})" if reason else "")
             with self.transaction(APPEND, [TOMBSTONES_FILE], message):
-                fsync_append(self.root / TOMBSTONES_FILE, tombstone.to_line())
-                self.git.commit([TOMBSTONES_FILE], message)
+                path = self.root / TOMBSTONES_FILE
+                with writing(TOMBSTONES_FILE, "nothing was forgotten"):
+                    fsync_append(path, ("\n" if ends_mid_line(path) else "") + tombstone.to_line())
+                with writing(".git", "nothing was forgotten"):
+                    self.git.commit([TOMBSTONES_FILE], message)
         return tombstone, False
 
     # -- dream's journal (log.md) ---------------------------------------------------------------
@@ -321,13 +499,3 @@ class Storage:
     def watermark(self) -> date | None:
         """The last day consolidated by dream: the latest `watermark=YYYY-MM-DD` token in log.md."""
         return dreamlog.latest_watermark(self.read_text(DREAM_LOG))
-
-
-def _add_message(new: list[Fact]) -> str:
-    if len(new) == 1:
-        fact = new[0]
-        if fact.secret:
-            return f"add: {fact.id} (text withheld: it holds a credential)"
-        words = " ".join(fact.text.split())
-        return f"add: {fact.id} {words[:60] + ('…' if len(words) > 60 else '')}"
-    return f"add: {len(new)} facts ({new[0].id}..{new[-1].id})"

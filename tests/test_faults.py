@@ -1,0 +1,224 @@
+"""Real storage faults: a disk that fills up, a read-only vault, files memvault may not write, a
+torn end of a daily log. Each must give one clear line and a documented exit code, tear nothing,
+and never commit a failed add later.
+
+The full-disk and read-only tests mount a small tmpfs (root only); elsewhere they are skipped
+with the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, is_clean, run_memvault
+from process_support import compiled_children  # noqa: F401  (fixture)
+
+from memvault import Vault
+from memvault.errors import ExitCode
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs mounted for the test: a real file system that fills up and can turn read-only."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)],
+                              capture_output=True, text=True)
+    except FileNotFoundError:
+        pytest.skip("no `mount` command here: the full-disk and read-only tests need one (and root)")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'refused'}); these tests need root")
+    yield where
+    subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """Fill the disk with a filler file until only `leave` bytes are free; returns the filler."""
+    filler = disk / "filler"
+    stat = os.statvfs(disk)
+    free = stat.f_bavail * stat.f_frsize
+    with open(filler, "ab") as f:
+        f.write(b"\0" * max(free - leave, 0))
+    return filler
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def add(vault_dir: Path, text: str, *more: str):
+    return run_memvault("add", text, "--vault", str(vault_dir), *more)
+
+
+def add_stdin(vault_dir: Path, *facts: dict):
+    return run_memvault("add", "--stdin", "--vault", str(vault_dir), input="\n".join(json.dumps(f) for f in facts))
+
+
+def texts(vault_dir: Path) -> list[str]:
+    return sorted(f.text for f in Vault.open(vault_dir).iter_facts())
+
+
+def assert_fsck_clean(vault_dir: Path) -> None:
+    fsck = subprocess.run(["git", "-C", str(vault_dir), "fsck", "--strict"], capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stdout[-2000:] + fsck.stderr
+
+
+def incompressible(size: int) -> str:
+    """Text git cannot compress much (so its object is about as large as the text)."""
+    return base64.b64encode(os.urandom(size * 3 // 4)).decode()
+
+
+def test_disk_full_midway_through_an_append_adds_nothing_and_tears_nothing(small_disk):
+    """Fault tried: the disk fills while a 160 KB fact is being appended to an existing day's log."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    assert add(vault_dir, "first", "--at", "2026-11-02").returncode == 0
+    log = vault_dir / "logs/2026/2026-11-02.md"
+    before, head = log.read_bytes(), git(vault_dir, "rev-parse", "HEAD")
+    filler = fill(small_disk, leave=48 * 1024)
+
+    result = add_stdin(vault_dir, {"text": "big " + "x" * 160_000, "at": "2026-11-02"})
+
+    assert result.returncode == ExitCode.UNWRITABLE
+    assert one_line(result.stderr) == "memvault: disk full while writing logs/2026/2026-11-02.md; nothing was added"
+    assert log.read_bytes() == before, "the torn part of the append must be cut back"
+    assert git(vault_dir, "rev-parse", "HEAD") == head and is_clean(vault_dir)
+    assert not (vault_dir / ".memvault" / "journal.json").exists()
+    # Reading still works on the full disk.
+    assert run_memvault("recent", "--vault", str(vault_dir)).returncode == 0
+    filler.unlink()
+    assert add(vault_dir, "after", "--at", "2026-11-02").returncode == 0
+    assert texts(vault_dir) == ["after", "first"]
+    assert "big xxx" not in git(vault_dir, "log", "-p")
+    assert_fsck_clean(vault_dir)
+
+
+def test_git_running_out_of_disk_reads_the_same_and_the_add_is_undone(small_disk):
+    """Fault tried: the append fits but git cannot store the object (No space left on device)."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    assert add(vault_dir, "first", "--at", "2026-11-02").returncode == 0
+    log = vault_dir / "logs/2026/2026-11-02.md"
+    before, head = log.read_bytes(), git(vault_dir, "rev-parse", "HEAD")
+    filler = fill(small_disk, leave=140 * 1024)
+
+    result = add_stdin(vault_dir, {"text": "noise " + incompressible(100_000), "at": "2026-11-02"})
+
+    assert result.returncode == ExitCode.UNWRITABLE, result.stderr
+    line = one_line(result.stderr)
+    assert line.startswith("memvault: disk full while writing .git") and line.endswith("nothing was added")
+    assert log.read_bytes() == before and git(vault_dir, "rev-parse", "HEAD") == head
+    filler.unlink()
+    assert is_clean(vault_dir)
+    assert add(vault_dir, "after", "--at", "2026-11-02").returncode == 0
+    assert texts(vault_dir) == ["after", "first"]
+    assert_fsck_clean(vault_dir)
+
+
+def test_a_full_disk_fails_forget_and_a_batch_whole(small_disk):
+    """Faults tried: `forget` and a 2,000-fact `add --stdin` over 200 days on a disk with 16 KB free."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    fact_id = add(vault_dir, "keep me", "--at", "2026-11-02").stdout.strip()
+    head = git(vault_dir, "rev-parse", "HEAD")
+    filler = fill(small_disk, leave=16 * 1024)
+
+    batch = [{"text": f"batch {i} " + "y" * 200, "at": f"2025-{1 + i % 10:02d}-{1 + i % 20:02d}"} for i in range(2000)]
+    result = add_stdin(vault_dir, *batch)
+    assert result.returncode == ExitCode.UNWRITABLE
+    assert "disk full while writing" in one_line(result.stderr)
+    forget = run_memvault("forget", fact_id, "--vault", str(vault_dir))
+    assert forget.returncode in (0, ExitCode.UNWRITABLE), forget.stderr
+    if forget.returncode:
+        assert "disk full while writing" in one_line(forget.stderr)
+        assert git(vault_dir, "rev-parse", "HEAD") == head
+    filler.unlink()
+    assert is_clean(vault_dir) and list((vault_dir / "logs").rglob("2025-*.md")) == []
+    assert run_memvault("status", "--vault", str(vault_dir)).returncode == 0
+    assert_fsck_clean(vault_dir)
+
+
+def test_a_read_only_vault_reads_and_refuses_writes_in_one_line(small_disk):
+    """Fault tried: the vault's file system remounted read-only under it."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    fact_id = add(vault_dir, "Alice prefers green tea").stdout.strip()
+    assert run_memvault("search", "tea", "--vault", str(vault_dir)).returncode == 0  # builds the index
+    head = git(vault_dir, "rev-parse", "HEAD")
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    try:
+        for args in (["add", "more"], ["forget", fact_id], ["reindex", "--clear"], ["doctor", "--fix"]):
+            result = run_memvault(*args, "--vault", str(vault_dir))
+            assert result.returncode == ExitCode.UNWRITABLE, (args, result.stderr)
+            assert "read-only file system" in one_line(result.stderr), args
+            assert "unexpected error" not in result.stderr
+        for args in (["recent"], ["show", fact_id], ["status"]):
+            result = run_memvault(*args, "--vault", str(vault_dir))
+            assert result.returncode == 0, (args, result.stderr)
+        # The search index's sqlite (WAL) cannot even be opened read-only: one clear line too.
+        result = run_memvault("search", "tea", "--vault", str(vault_dir))
+        assert result.returncode == 0 or "read-only file system" in one_line(result.stderr)
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    assert git(vault_dir, "rev-parse", "HEAD") == head and is_clean(vault_dir)
+    assert add(vault_dir, "writable again").returncode == 0
+    assert texts(vault_dir) == ["Alice prefers green tea", "writable again"]
+
+
+def _without_root_overrides() -> None:
+    """In the child, before exec: drop the capabilities that let root write files it may not
+    (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so permission bits apply to it as to anyone."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def test_permission_denied_is_one_clear_line(vault_dir):
+    """Fault tried: a vault whose files the user may read but not write."""
+    assert add(vault_dir, "mine").returncode == 0
+    paths = [vault_dir, *vault_dir.rglob("*")]
+    modes = {path: path.stat().st_mode for path in paths}
+    for path in paths:
+        path.chmod(modes[path] & ~0o222)
+    try:
+        command = [sys.executable, "-m", "memvault", "add", "not mine", "--vault", str(vault_dir)]
+        preexec = _without_root_overrides if os.geteuid() == 0 else None
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, preexec_fn=preexec, timeout=60)
+        except subprocess.SubprocessError as e:
+            pytest.skip(f"cannot drop root's file-permission override here ({e}); needs CAP_SETPCAP")
+    finally:
+        for path in paths:
+            path.chmod(modes[path])
+    assert result.returncode == ExitCode.UNWRITABLE, result.stderr
+    assert one_line(result.stderr).startswith("memvault: permission denied writing .memvault/")
+    assert texts(vault_dir) == ["mine"] and is_clean(vault_dir)
+
+
+def test_a_log_with_a_torn_or_hand_edited_end_never_glues_the_next_item(vault_dir):
+    """Bad inputs tried: a day's log ending mid-line, once after a hand edit that dropped the final
+    newline, once with an item torn in the middle of its metadata (as a crashed tool might leave)."""
+    assert add(vault_dir, "first", "--at", "2026-11-02").returncode == 0
+    log = vault_dir / "logs/2026/2026-11-02.md"
+    item = log.read_text().splitlines()[-1]
+    log.write_text(log.read_text().rstrip("\n"))  # an editor that saves without a final newline
+
+    assert add(vault_dir, "second", "--at", "2026-11-02").returncode == 0
+    vault = Vault.open(vault_dir)
+    assert [f.text for f in vault.iter_facts()] == ["first", "second"] and vault.problems() == []
+
+    with open(log, "a") as f:
+        f.write(item[: len(item) // 2])  # torn: half an item, no newline
+    assert add(vault_dir, "third", "--at", "2026-11-02").returncode == 0
+    vault = Vault.open(vault_dir)
+    assert [f.text for f in vault.iter_facts()] == ["first", "second", "third"]
+    assert len(vault.problems()) == 1  # the torn line is reported by doctor; the new item is whole
+    assert is_clean(vault_dir)
