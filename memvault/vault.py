@@ -8,6 +8,7 @@ light (search pulls in Tantivy and numpy, dream litellm).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -97,6 +98,17 @@ def _explained_if_broken(root: Path) -> Iterator[None]:
         raise BrokenRepository(root, problem) from e
 
 
+def _head_readable(root: Path) -> bool:
+    """A cheap look at .git/HEAD on every open (commands that read only never run git to notice)."""
+    try:
+        head = (root / ".git" / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except IsADirectoryError:
+        return False
+    except (FileNotFoundError, NotADirectoryError):
+        return True  # a worktree's .git file, or no .git: other checks speak for those
+    return head.startswith("ref: refs/") or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) is not None
+
+
 def template_root() -> Path:
     """The files `init` copies: packaged in a wheel, or vault-template/ of a source checkout."""
     package = Path(__file__).parent
@@ -119,6 +131,8 @@ class Vault:
                 raise BrokenRepository(root, "its git repository (.git) is missing")
             raise NotAVault(f"{root} is not a memvault vault (no {CONFIG_FILE} and .git); "
                             f"create one with `memvault init {root}`")
+        if not _head_readable(root):
+            raise BrokenRepository(root, "its git repository (.git) is broken (.git/HEAD names no branch or commit)")
         self.storage = Storage(root, notify=notify)
         self.root = root
         self.config = self.storage.config

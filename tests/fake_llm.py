@@ -36,6 +36,9 @@ ERRORS = {
 
 
 def _encoding():
+    from memvault.dream.llm import load_litellm
+
+    load_litellm()  # offline: without it, importing litellm fetches its cost map from the network
     from litellm.litellm_core_utils.default_encoding import encoding  # cl100k_base, shipped offline
 
     return encoding

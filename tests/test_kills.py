@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, is_clean, run_memvault
-from dream_support import MODEL, FakeLLM
+from dream_support import MODEL, FakeLLM, request_data
 from fake_llm import consolidate_everything
 from process_support import compiled_children  # noqa: F401  (fixture)
 
@@ -172,10 +172,15 @@ def test_interrupted_reindex_leaves_nothing_and_keeps_finished_embeddings(vault_
     assert run_memvault("search", "tea garden", "--vault", str(vault_dir)).returncode == 0
 
 
+def _batch_page(body: dict) -> str:
+    return f"wiki/topics/journal-{request_data(body)['batch'].split('..')[0]}.md"
+
+
 @pytest.fixture
 def slow_model(monkeypatch):
     with FakeLLM() as server:
-        server.default = lambda body: {"content": consolidate_everything()(body), "delay": 0.6}
+        # a page per batch: one growing journal page would make a real model's answer outgrow max_tokens
+        server.default = lambda body: {"content": consolidate_everything(_batch_page(body))(body), "delay": 0.6}
         env = {"MEMVAULT_MODEL": MODEL, "MEMVAULT_API_BASE": server.api_base, "OPENAI_API_KEY": "sk-test"}
         for key, value in env.items():
             monkeypatch.setenv(key, value)
@@ -191,7 +196,6 @@ def test_dream_under_signals_commits_a_batch_whole_or_not_at_all(vault_dir, slow
     for day in range(1, 40):
         vault.add_many([{"text": f"day {day} fact {i}", "at": (today - timedelta(days=day)).isoformat()}
                         for i in range(3)])
-    page = vault_dir / "wiki" / "topics" / "journal.md"
     for round_ in range(9):
         sig = SIGNALS[round_ % 3]
         before = Vault(vault_dir).watermark
@@ -199,8 +203,8 @@ def test_dream_under_signals_commits_a_batch_whole_or_not_at_all(vault_dir, slow
         assert_usable(vault_dir)
         after = Vault(vault_dir).watermark
         if after != before:
-            # The batch's commit landed: its page cites every fact up to the new watermark.
-            cited = page.read_text()
+            # The batch's commit landed: the pages cite every fact up to the new watermark.
+            cited = "".join(p.read_text() for p in (vault_dir / "wiki" / "topics").glob("journal-*.md"))
             assert all(f.id in cited for f in Vault(vault_dir).iter_facts() if f.day <= after)
     finished = run_memvault("dream", "--json", "--vault", str(vault_dir), timeout=300)
     assert finished.returncode == 0, finished.stderr
