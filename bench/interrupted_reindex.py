@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import sqlite3
@@ -25,16 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from speed import DEFAULT_MODEL, synthetic_facts  # noqa: E402
-
-
-def environment(tree: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    env.setdefault("MEMVAULT_EMBED_MODEL_PATH", str(DEFAULT_MODEL))
-    for key, value in (("GIT_AUTHOR_NAME", "bench"), ("GIT_AUTHOR_EMAIL", "bench@example.test"),
-                       ("GIT_COMMITTER_NAME", "bench"), ("GIT_COMMITTER_EMAIL", "bench@example.test")):
-        env.setdefault(key, value)
-    return env
+from speed import environment, synthetic_facts  # noqa: E402
 
 
 def memvault(env: dict, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

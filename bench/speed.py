@@ -41,6 +41,16 @@ QUERIES = ["what does Alice like to drink", "bicycle repair", "trip to Lisbon", 
            "concert plans", "database migration status", "hiking in the mountains", "dentist"]
 
 
+def environment(tree: Path) -> dict[str, str]:
+    """The environment a benchmark runs `tree`'s memvault in: its code first, the local model, an identity."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.setdefault("MEMVAULT_EMBED_MODEL_PATH", str(DEFAULT_MODEL))
+    for key, value in (("GIT_AUTHOR_NAME", "bench"), ("GIT_AUTHOR_EMAIL", "bench@example.test"),
+                       ("GIT_COMMITTER_NAME", "bench"), ("GIT_COMMITTER_EMAIL", "bench@example.test")):
+        env.setdefault(key, value)
+    return env
+
+
 def synthetic_facts(count: int, seed: int = 7) -> list[dict]:
     rng = random.Random(seed)
     start = datetime(2025, 1, 1, 8, 0)

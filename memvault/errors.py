@@ -78,6 +78,21 @@ class DreamRunning(MemvaultError):
     exit_code = ExitCode.DREAM_RUNNING
 
 
+class UnsafePath(MemvaultError):
+    """A vault file (or a folder on its way) is a symlink or leads outside the vault: memvault
+    neither reads nor writes through it (a synced commit could point it anywhere)."""
+
+    def __init__(self, rel: str, target: str | None = None, *, outside: bool = False):
+        if outside:
+            message = f"{rel!r} is not a path inside the vault; nothing was read or written"
+        else:
+            to = f" (to {target})" if target else ""
+            message = (f"{rel} is a symlink{to}; memvault never reads or writes through a symlink: replace it "
+                       "with a regular file (`memvault doctor` lists every one)")
+        super().__init__(message)
+        self.rel = rel
+
+
 class SyncConflict(MemvaultError):
     exit_code = ExitCode.SYNC_CONFLICT
 

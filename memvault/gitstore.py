@@ -213,6 +213,23 @@ class GitStore:
         out = self.run("status", "--porcelain", "--untracked-files=all", "--", *(paths or (".",)))
         return [line for line in out.splitlines() if line]
 
+    def changed_paths(self) -> list[str]:
+        """Every path with an uncommitted change (untracked included; both sides of a rename), exactly
+        as named in the tree: -z, so unusual names are neither quoted nor split."""
+        fields = self.run("status", "--porcelain", "-z", "--untracked-files=all").split("\0")
+        paths: list[str] = []
+        i = 0
+        while i < len(fields):
+            entry = fields[i]
+            i += 1
+            if len(entry) < 4:
+                continue
+            paths.append(entry[3:])
+            if entry[0] in "RC":  # a rename or copy: its source follows as a field of its own
+                paths.append(fields[i])
+                i += 1
+        return sorted(set(paths))
+
     def log(self, *args: str) -> list[Commit]:
         out = self.run("log", "--format=%H%x1f%aI%x1f%s", *args)
         commits = []
@@ -221,15 +238,21 @@ class GitStore:
             commits.append(Commit(sha, at, message))
         return commits
 
-    def wait_for_children_of(self, pid: int, timeout: float = GIT_LOCK_WAIT_SECONDS) -> None:
+    def wait_for_children_of(self, pid: int, timeout: float | None = None) -> bool:
         """Wait (at most `timeout` s) until no git started by memvault process `pid` works in the
-        vault: killing a writer does not kill its git, which may still be making its commit."""
+        vault: killing a writer does not kill its git, which may still be making its commit.
+        False if one still does (a loaded machine: its commit may yet land)."""
         mark = f"{WRITER_ENV}={pid}\0".encode()
-        deadline = time.monotonic() + timeout
-        while Path("/proc").is_dir() and time.monotonic() < deadline:
-            if not any(mark in environ for environ in _git_processes(self.root)):
-                return
+        deadline = time.monotonic() + (GIT_LOCK_WAIT_SECONDS if timeout is None else timeout)
+        while Path("/proc").is_dir():
+            # (the background gc a commit may start can outlive it by minutes: it moves neither HEAD
+            # nor the index, so a settlement need not wait for it)
+            if not any(mark in environ for environ in _git_processes(self.root, maintenance=False)):
+                return True
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.02)
+        return True
 
     def stale_locks(self) -> list[Path]:
         """git's lock files in the vault (index.lock, HEAD.lock, refs/**.lock, packed-refs.lock,
@@ -335,8 +358,14 @@ def git_running_in(root: Path) -> bool:
     return any(True for _environ in _git_processes(root))
 
 
-def _git_processes(root: Path):
-    """The environment (raw bytes) of each live git process working in the vault at `root`."""
+# git's housekeeping, which `git commit` may start in the background (gc --auto, maintenance).
+_MAINTENANCE = {b"gc", b"maintenance", b"repack", b"pack-objects", b"prune", b"prune-packed", b"pack-refs",
+                b"reflog", b"multi-pack-index", b"commit-graph", b"worktree"}
+
+
+def _git_processes(root: Path, maintenance: bool = True):
+    """The environment (raw bytes) of each live git process working in the vault at `root`
+    (without git's housekeeping when `maintenance` is False)."""
     target = str(root.resolve())
     needle = target.encode()
     for entry in Path("/proc").iterdir():
@@ -345,6 +374,8 @@ def _git_processes(root: Path):
         try:
             cmdline = (entry / "cmdline").read_bytes().split(b"\0")
             if not cmdline or not os.path.basename(cmdline[0]).startswith(b"git"):
+                continue
+            if not maintenance and len(cmdline) > 1 and cmdline[1] in _MAINTENANCE:
                 continue
             cwd = os.readlink(entry / "cwd")
             environ = (entry / "environ").read_bytes()

@@ -15,11 +15,17 @@ from pathlib import Path
 
 from memvault.citations import pages_citing
 from memvault.dream.status import dream_status
-from memvault.errors import LLMError
+from memvault.errors import LLMError, MemvaultError
 from memvault.gitstore import GitStore, git_running_in, outside_env
-from memvault.index.search import index_status, model_spec, reindex
+from memvault.index.search import index_status, model_spec, refill_embedding_cache, reindex
 from memvault.pages import cited_ids, list_pages, read_page
-from memvault.storage.layout import CONFIG_FILE, STATE_DIR, WRITE_LOCK
+from memvault.storage.layout import (
+    CONFIG_FILE,
+    EMBEDDING_CACHE,
+    STATE_DIR,
+    WRITE_LOCK,
+    symlinks_in,
+)
 from memvault.storage.lock import orphaned_holder
 from memvault.storage.store import Storage
 from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
@@ -60,6 +66,7 @@ def _dream_state(storage: Storage) -> dict:
         "last_dream": state.get("last_dream"),
         "failed_attempts": state.get("failed_attempts", 0),
         "failing": state.get("failing"),
+        "stopped": state.get("stopped"),
     }
 
 
@@ -106,16 +113,27 @@ def doctor(storage: Storage, fix: bool = False, llm: bool = False) -> DoctorRepo
     for probe, repair in CHECKS:
         if probe is check_llm and llm:
             probe = _contacting_llm
-        check = probe(storage)
+        check = _run(probe, storage)
         if fix and repair and check.status in (WARN, FAIL) and check.fix:
-            done = repair(storage)
+            try:
+                done = repair(storage)
+            except MemvaultError as e:
+                checks.append(Check(check.name, FAIL, f"{check.message}; the repair failed: {e}", check.details))
+                continue
             fixed.extend(done)
-            after = probe(storage)
+            after = _run(probe, storage)
             if after.status == OK and done:
                 after = Check(check.name, FIXED, "; ".join(done), check.details)
             check = after
         checks.append(check)
     return DoctorReport(str(storage.root), checks, fixed)
+
+
+def _run(probe: Callable[[Storage], Check], storage: Storage) -> Check:
+    try:
+        return probe(storage)
+    except MemvaultError as e:  # e.g. a symlinked log the check would read: the other checks still run
+        return Check(probe.__name__.removeprefix("check_").replace("_", " "), FAIL, str(e))
 
 
 # -- the git repository: the way back when .git is missing or broken ----------------------------
@@ -210,23 +228,61 @@ def check_worktree(storage: Storage) -> Check:
     if storage.git.merge_in_progress():
         return Check(name, FAIL, "a git merge is in progress (a sync conflict being resolved by hand?): "
                      "finish it with `git commit` or abandon it with `git merge --abort`")
-    lines = storage.git.status()
-    if not lines:
+    ours, temp, foreign = storage.uncommitted()
+    if not (ours or temp):
+        if foreign:
+            return Check(name, WARN, f"{len(foreign)} file(s) that are not part of the vault's layout are not "
+                         "committed; memvault leaves them alone (commit or remove them yourself)", _shown(foreign))
         return Check(name, OK, "working tree clean")
-    return Check(name, FAIL, f"{len(lines)} uncommitted change(s) in the vault", _shown([ln[3:] for ln in lines]),
-                 fix="commit them as one commit")
+    problems = []
+    if ours:
+        problems.append(f"{len(ours)} uncommitted change(s) to the vault's files")
+    if temp:
+        problems.append(f"{len(temp)} temp file(s) left by a killed git or memvault process")
+    return Check(name, FAIL, "; ".join(problems), _shown(ours + temp + foreign),
+                 fix="commit the vault's files as one commit (never other files) and delete the temp files")
 
 
 def repair_worktree(storage: Storage) -> list[str]:
     if storage.git.merge_in_progress():
         return []
+    done = []
     with storage.write_lock():
-        paths = [line[3:].split(" -> ")[-1] for line in storage.git.status()]
-        if not paths:
-            return []
-        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-        sha = storage.git.commit(["."], f"doctor: commit leftover changes ({shown})")
-    return [f"committed {len(paths)} leftover change(s) as {sha[:10]}"] if sha else []
+        ours, temp, _foreign = storage.uncommitted()
+        for rel in temp:
+            storage.path(rel).unlink(missing_ok=True)
+        if temp:
+            done.append(f"deleted {len(temp)} temp file(s): {', '.join(temp[:3])}" + (" …" if len(temp) > 3 else ""))
+        if ours:
+            shown = ", ".join(ours[:3]) + (f" and {len(ours) - 3} more" if len(ours) > 3 else "")
+            sha = storage.git.commit(ours, f"doctor: commit leftover changes ({shown})")
+            if sha:
+                done.append(f"committed {len(ours)} leftover change(s) as {sha[:10]}")
+    return done
+
+
+def check_purge(storage: Storage) -> Check:
+    from memvault.purge import unfinished_purge
+
+    ids = unfinished_purge(storage)
+    if ids:
+        return Check("purge", FAIL, f"a purge of {len(ids)} fact(s) was interrupted before it finished: run "
+                     f"`memvault purge {' '.join(ids)} --yes` again to finish it", ids)
+    return Check("purge", OK, "no unfinished purge")
+
+
+def check_symlinks(storage: Storage) -> Check:
+    """Symlinks in the vault: a synced commit could aim one anywhere, so memvault never follows them."""
+    found = symlinks_in(storage.root)
+    tracked = [line.split("\t", 1)[1] for line in storage.git.run("ls-files", "-s").splitlines()
+               if line.startswith("120000 ")]
+    found = sorted(set(found) | set(tracked))
+    if found:
+        shown = [f"{rel} -> {os.readlink(storage.root / rel)}" if os.path.islink(storage.root / rel) else
+                 f"{rel} (a symlink in git)" for rel in found]
+        return Check("symlinks", FAIL, f"{len(found)} symlink(s) in the vault: memvault refuses to read or write "
+                     "through them; replace each with a regular file (or delete it) and commit", _shown(shown))
+    return Check("symlinks", OK, "no symlinks in the vault")
 
 
 def check_merge_driver(storage: Storage) -> Check:
@@ -297,8 +353,37 @@ def _cited(storage: Storage, rel: str) -> list[str]:
     return list(dict.fromkeys([*page.sources, *cited_ids(page.body)]))
 
 
+def check_embedding_cache(storage: Storage) -> Check:
+    """sqlite's quick_check over the whole cache, and the length of every stored vector."""
+    from memvault.index.embedder import cache_problem
+
+    name = "embedding cache"
+    problem = cache_problem(storage.path(EMBEDDING_CACHE))
+    if problem is None:
+        return Check(name, OK, f"{EMBEDDING_CACHE} reads cleanly" if storage.path(EMBEDDING_CACHE).exists()
+                     else "empty (filled as texts are embedded)")
+    return Check(name, WARN, f"damaged ({problem}); the next command that reads it starts it again empty",
+                 fix="delete it and refill it from the search index's verified vectors")
+
+
+def repair_embedding_cache(storage: Storage) -> list[str]:
+    from memvault.index.embedder import cache_problem, delete_cache
+
+    path = storage.path(EMBEDDING_CACHE)
+    if cache_problem(path) is None:
+        return []
+    index = storage.search_index
+    if index is not None:
+        index.close()  # its open cache connection would keep the deleted file
+    delete_cache(path)
+    refilled = refill_embedding_cache(storage)
+    return [f"deleted the damaged embedding cache; refilled {refilled} vector(s) from the search index"]
+
+
 def check_index(storage: Storage) -> Check:
-    state = _index_state(storage)
+    # Reads every vector row and catalog page: damage there is found here, not only by the next search.
+    state = index_status(storage, verify=True)
+    state = {"built": not state["missing"], **state}
     if not state["built"]:
         return Check("search index", WARN, "not built yet (the first search builds it)", fix="build it now")
     if state["damaged"]:
@@ -317,7 +402,7 @@ def check_index(storage: Storage) -> Check:
 
 
 def repair_index(storage: Storage) -> list[str]:
-    damaged = index_status(storage)["damaged"]
+    damaged = index_status(storage, verify=True)["damaged"]
     result = reindex(storage, clear=bool(damaged))
     return [f"{'rebuilt' if damaged else 'reindexed'}: {result['facts']} fact(s), {result['sections']} page section(s)"]
 
@@ -435,6 +520,8 @@ def _shown(items: list[str]) -> list[str]:
 # In repair order: leftovers are committed before the index is rebuilt from the files.
 CHECKS: list[tuple[Callable[[Storage], Check], Callable[[Storage], list[str]] | None]] = [
     (check_locks, repair_locks),
+    (check_symlinks, None),
+    (check_purge, None),
     (check_worktree, repair_worktree),
     (check_merge_driver, repair_merge_driver),
     (check_identity, None),
@@ -442,6 +529,7 @@ CHECKS: list[tuple[Callable[[Storage], Check], Callable[[Storage], list[str]] | 
     (check_fact_ids, None),
     (check_citations, None),
     (check_forgotten_citations, None),
+    (check_embedding_cache, repair_embedding_cache),
     (check_index, repair_index),
     (check_embedding_model, None),
     (check_dream, None),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from memvault.storage.layout import WIKI_DIR
+from memvault.storage.layout import WIKI_DIR, inside
 
 INBOX_ZONE = "0_Inbox"
 CONFLICTS_PAGE = f"{WIKI_DIR}/{INBOX_ZONE}/conflicts.md"
@@ -137,8 +137,8 @@ def page_tags(value: object) -> list[str]:
 
 
 def read_page(root: Path, path: str) -> Page | None:
-    file = root / path
-    if not file.is_file() or file.is_symlink():
+    file = inside(root, path)  # UnsafePath if the page or its zone folder is a symlink
+    if not file.is_file():
         return None
     meta, rest = split_frontmatter(file.read_text(encoding="utf-8"))
     sources = meta.get("sources") or []

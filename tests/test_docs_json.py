@@ -179,6 +179,7 @@ def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
     run("sync")
     run("clone", str(remote), str(tmp_path / "clone"), vault=False)
     run("forget", fact["id"], "--reason", "test")
+    run("purge", fact["id"], "--yes")
 
     wrong = []
     for command, results in seen.items():

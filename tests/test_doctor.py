@@ -142,3 +142,31 @@ def test_doctor_fails_a_model_file_that_does_not_load(vault, tmp_path, monkeypat
 
     check = next(c for c in Vault.open(vault.root).doctor().checks if c.name == "embedding model")
     assert check.status == "fail" and "does not load" in check.message
+
+
+def test_fix_commits_only_the_vaults_own_files(cli, vault):
+    """After a killed sync: git's .merge_file_* temp copies and a killed atomic write's temp file are
+    deleted, never committed; a note the user keeps in the folder is left alone; the hand edit of a
+    daily log is committed."""
+    fact = vault.add("Alice prefers green tea", at="2026-11-01T09:00:00")
+    log = vault.root / fact.path
+    with open(log, "a") as f:
+        f.write("- typed by hand <!-- mv {\"id\":\"aaaaaaaaaaaaaaaa\",\"at\":\"2026-11-01T10:00:00+00:00\"} -->\n")
+    (vault.root / ".merge_file_Ab12Cd").write_text("half a merge\n")
+    (vault.root / "MEMORY.md.4242.tmp").write_text("torn\n")
+    (vault.root / "notes.txt").write_text("my own notes\n")
+    checks = _checks(cli("doctor", "--json"))
+    assert checks["uncommitted changes"]["status"] == "fail"
+    assert any(".merge_file_Ab12Cd" in d for d in checks["uncommitted changes"]["details"])
+
+    result = cli("doctor", "--fix", "--json")
+    assert result.exit_code == 0, result.stdout
+    committed = git(vault.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert committed == [fact.path]
+    assert not (vault.root / ".merge_file_Ab12Cd").exists()
+    assert not (vault.root / "MEMORY.md.4242.tmp").exists()
+    assert (vault.root / "notes.txt").read_text() == "my own notes\n"
+    tree = git(vault.root, "ls-tree", "-r", "--name-only", "HEAD")
+    assert "notes.txt" not in tree and ".merge_file" not in tree
+    after = _checks(cli("doctor", "--json"))["uncommitted changes"]
+    assert after["status"] == "warn" and after["details"] == ["notes.txt"]

@@ -453,3 +453,31 @@ def test_noops_and_duplicates_of_raw_facts_stay_in_the_default_search(vault, fak
     assert {race.id, again.id} <= found  # no page cites them: they stay in the default scope
     assert pottery.id not in {h.id for h in vault.search("pottery", lexical_only=True)}  # its page does
     assert vault.dream_status()["late_facts"] == 0  # and dream is done with them
+
+
+def test_a_line_that_does_not_parse_stops_the_watermark_before_its_day(vault, fake, cli):
+    """A hand edit leaves a line no parser can read in the middle of the pending days: the days
+    before it are consolidated, the watermark stops before its day (never passes it silently),
+    status and `dream` say where, and once the line is fixed the next dream goes on."""
+    for day in ("2026-10-01", "2026-10-02", "2026-10-03"):
+        add(vault, f"note of {day}", day)
+    log = vault.root / "logs/2026/2026-10-02.md"
+    original = log.read_text()
+    log.write_text(original + "- typed by hand, no metadata\n")
+    git(vault.root, "commit", "-qam", "hand edit")
+    fake.default = consolidate_everything()
+
+    status = cli("dream", "--status", "--json")
+    stopped = json.loads(status.stdout)["stopped"]
+    assert "2026-10-02" in stopped and "logs/2026/2026-10-02.md:" in stopped
+    report = dream(vault, fake)
+    assert vault.watermark == date(2026, 10, 1) and not report.caught_up
+    assert report.stopped and "logs/2026/2026-10-02.md" in report.stopped
+    assert [f["text"] for f in request_data(fake.requests[0])["facts"]] == ["note of 2026-10-01"]
+    assert "2026-10-02" in json.loads(cli("status", "--json").stdout)["stopped"]
+    done = cli("dream", "--json")
+    assert done.exit_code == 1 and "do not parse" in done.stderr
+
+    log.write_text(original)
+    git(vault.root, "commit", "-qam", "fixed")
+    assert dream(vault, fake).caught_up and vault.watermark == date(2026, 10, 3)

@@ -62,6 +62,15 @@ def dream(
         else:
             notice(report.error)
         raise typer.Exit(int(ExitCode.LLM))
+    if report.stopped:
+        # the days before were consolidated; this one waits for a person: a non-zero exit tells cron
+        if json_:
+            import json
+            import sys
+
+            error = {"type": "LogLinesUnreadable", "message": report.stopped, "exit_code": int(ExitCode.ERROR)}
+            sys.stderr.write(json.dumps({"error": error}) + "\n")
+        raise typer.Exit(int(ExitCode.ERROR))
     for label in data["skipped"]:
         notice(f"batch {label} was skipped after repeated failures; its facts stay searchable as raw facts")
 
@@ -94,6 +103,8 @@ def _print_status(data: dict) -> None:
          + (f" ({data['late_facts']} late)" if data["late_facts"] else ""))
     if data["scrub_pages"]:
         echo(f"to rewrite without forgotten facts: {', '.join(data['scrub_pages'])}")
+    if data.get("stopped"):
+        echo(f"stopped: {data['stopped']}")
     if data["next_batch"]:
         echo(f"next batch: {data['next_batch']} (failed attempts: {data['failed_attempts']}/{data['max_retries']})")
     last = data["last_dream"]

@@ -48,6 +48,8 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     if failing:
         echo(f"failing     batch {failing['batch']}: {failing['failures']} time(s) since {failing['since']}: "
              f"{failing['reason']}")
+    if state.get("stopped"):
+        echo(f"stopped     {state['stopped']}")
     index = state["index"]
     if not index["built"]:
         echo("index       not built yet (the first search builds it)")
@@ -79,7 +81,8 @@ def doctor(
     """Check the vault's health and explain each problem; exits 1 when a check fails.
 
     Checks: the git repository itself, git identity, union merge driver, unparseable log lines,
-    citations of missing facts, pages citing forgotten facts, search index drift, embedding model,
+    citations of missing facts, pages citing forgotten facts, search index drift and damage
+    (every vector row against its checksum), embedding cache damage, embedding model,
     a dream batch that keeps failing, the LLM configuration (model string, key, window; no network
     call unless --llm), stale locks, uncommitted changes. A vault whose .git is missing or broken
     gets only the first check; --fix re-creates the repository from its files.

@@ -51,7 +51,10 @@ def run_dream(
             watermark_before=iso(plan.watermark), watermark_after=iso(plan.watermark),
             pending_days=len(plan.pending_days), pending_facts=plan.pending_facts,
             dry_run=dry_run, model=llm.model if llm else (model or storage.config.llm_model),
+            stopped=plan.unreadable_message(),
         )
+        if report.stopped:
+            say(report.stopped)
         # pages citing forgotten facts are rewritten first: forgetting is a promise
         scrub = scrub_due(storage)
         labels = ([SCRUB_LABEL] if scrub else []) + [b.label for b in plan.batches]
@@ -65,8 +68,9 @@ def run_dream(
                 report.deferred = labels
                 return report
         if not labels:
-            report.caught_up = True
-            say("nothing to consolidate: caught up")
+            report.caught_up = report.stopped is None
+            if report.caught_up:
+                say("nothing to consolidate: caught up")
             return report
         # without --max-batches a run goes on until caught up (a batch that shrinks leaves more)
         limit = sys.maxsize if max_batches is None else max(0, max_batches)
@@ -145,7 +149,7 @@ def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, t
         report.deferred = days
     elif len(report.batches) >= limit:
         report.deferred = ([SCRUB_LABEL] if not scrub_blocked and scrub_due(storage) else []) + days
-    report.caught_up = report.error is None and not report.gated and not days
+    report.caught_up = report.error is None and not report.gated and not days and not plan.unreadable
 
 
 def _planned(label: str, plan) -> BatchResult:

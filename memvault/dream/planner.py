@@ -16,6 +16,7 @@ from memvault.citations import accounted_ids
 from memvault.dream.budget import Budget, compact, planning_limits, text_tokens
 from memvault.dream.prompt import base_tokens, fact_record
 from memvault.dreamlog import LATE_LABEL, SCRUB_LABEL, Entry, kept_ids
+from memvault.storage.layout import day_of_log
 from memvault.storage.store import Storage
 
 
@@ -60,6 +61,22 @@ class Plan:
     entries: list[Entry]
     facts_by_id: dict = field(default_factory=dict)   # every live fact of the vault
     tombstoned: set[str] = field(default_factory=set)
+    # lines of the first pending day with any that do not parse as facts: the watermark stops
+    # before that day (a line nobody can read must not be passed as consolidated)
+    unreadable: list = field(default_factory=list)
+
+    @property
+    def stopped_at(self) -> date | None:
+        """The day the watermark cannot pass (None: every pending day reads cleanly)."""
+        return day_of_log(self.unreadable[0].path) if self.unreadable else None
+
+    def unreadable_message(self) -> str | None:
+        if not self.unreadable:
+            return None
+        first, n = self.unreadable[0], len(self.unreadable)
+        return (f"dream stops before {self.stopped_at}: {n} line(s) of its log do not parse as facts (first: "
+                f"{first.path}:{first.line}); edit them back to `- text <!-- mv {{...}} -->` or delete them "
+                "(`memvault doctor` lists them), then dream again")
 
     @property
     def pending_facts(self) -> int:
@@ -70,10 +87,10 @@ class Plan:
 class PlanMemo:
     """What planning again after each batch of a run need not redo: parsed logs, fact sizes."""
 
-    logs: dict = field(default_factory=dict)    # path -> ((mtime_ns, size), live and forgotten facts)
+    logs: dict = field(default_factory=dict)    # path -> ((mtime_ns, size), (facts, lines that do not parse))
     costs: dict = field(default_factory=dict)   # fact id -> tokens of its prompt record
 
-    def read_log(self, storage: Storage, path) -> list:
+    def read_log(self, storage: Storage, path) -> tuple[list, list]:
         try:
             st = path.stat()
             key = (st.st_mtime_ns, st.st_size)
@@ -81,7 +98,7 @@ class PlanMemo:
             key = None
         known = self.logs.get(path)
         if key is None or known is None or known[0] != key:
-            known = self.logs[path] = (key, storage.read_log(path)[0])
+            known = self.logs[path] = (key, storage.read_log(path))
         return known[1]
 
 
@@ -104,15 +121,22 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     by_day: dict[date, list] = defaultdict(list)
     days: list[date] = []
     seen: set[str] = set()  # a repeated fact id counts once, its first copy (as Storage.iter_facts)
+    unreadable: dict[date, list] = {}
     for path in storage.log_files():
         day = storage.day_of(path)
         days.append(day)
-        for fact in memo.read_log(storage, path):
+        facts, problems = memo.read_log(storage, path)
+        if problems:
+            unreadable[day] = problems
+        for fact in facts:
             if fact.id not in seen and fact.id not in tombstoned:
                 by_day[day].append(fact)
             seen.add(fact.id)
     facts_by_id = {f.id: f for day_facts in by_day.values() for f in day_facts}
     pending = [d for d in days if (watermark is None or d > watermark) and d < today]
+    stop = next((i for i, d in enumerate(pending) if d in unreadable), None)
+    blocked = unreadable[pending[stop]] if stop is not None else []
+    pending = pending[:stop]
     # facts a page already cites or log.md settled: late facts are the others on dreamed days,
     # and a day split across batches keeps only the facts not done yet
     accounted = accounted_ids(storage, entries) | kept_ids(entries)
@@ -122,7 +146,7 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     packer = _Packer(room=max(1, room), max_facts=budget.max_facts(), max_days=max_days,
                      retry_end=_failed_batch_end(entries, pending), costs=memo.costs)
     batches = packer.pack(late, pending, todo)
-    return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned)
+    return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned, blocked)
 
 
 def fact_cost(fact, room: int, costs: dict | None = None) -> int:

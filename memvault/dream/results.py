@@ -43,6 +43,7 @@ class DreamReport:
     error: str | None = None
     model: str | None = None
     deferred: list[str] = field(default_factory=list)  # batches not started: gated, or past --max-batches
+    stopped: str | None = None  # why the watermark stops before a day (lines that do not parse)
 
     @property
     def ok(self) -> bool:
@@ -65,4 +66,5 @@ class DreamReport:
             "dry_run": self.dry_run,
             "model": self.model,
             "error": self.error,
+            "stopped": self.stopped,
         }

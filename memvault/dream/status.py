@@ -19,6 +19,8 @@ def dream_status(storage: Storage, *, today=None) -> dict:
         "pending_days": len(plan.pending_days),
         "pending_facts": plan.pending_facts,
         "late_facts": len(plan.late),
+        # lines that do not parse on the first pending day that has any: the watermark waits there
+        "stopped": plan.unreadable_message(),
         # pages citing forgotten facts, rewritten by the next dream (even a gated one)
         "scrub_pages": sorted(pages_citing(storage)),
         "next_batch": nxt,

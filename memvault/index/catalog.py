@@ -20,7 +20,8 @@ from memvault.index.embedder import content_hash
 
 # 2: facts carry their session and the previous fact of their thread; lexical stop words and context.
 # 3: facts say whether they hold a credential stored on purpose (`secret`).
-SCHEMA_VERSION = "3"
+# 4: the vector file's rows and their CRC-32 are recorded (meta vector_rows, vector_crc).
+SCHEMA_VERSION = "4"
 SCHEMA_CHANGED = "made by another memvault version"
 
 _SCHEMA = """
@@ -108,6 +109,18 @@ class Catalog:
 
     def set_meta(self, name: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", (name, value))
+
+    def vector_record(self) -> tuple[str, int, int]:
+        """The vector file's name, how many rows it holds, and their CRC-32 (see index/vectors.py)."""
+        return (self.get_meta("vectors") or "vectors-0.f32", int(self.get_meta("vector_rows") or 0),
+                int(self.get_meta("vector_crc") or 0))
+
+    def set_vector_record(self, rows: int, crc: int, name: str | None = None) -> None:
+        """Record rows appended (in the transaction giving out their slots), or a new, empty file."""
+        if name is not None:
+            self.set_meta("vectors", name)
+        self.set_meta("vector_rows", str(rows))
+        self.set_meta("vector_crc", str(crc))
 
     @property
     def version(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +35,9 @@ class Corpus:
         found = [self.storage.relpath(p) for p in self.storage.log_files()]
         wiki = self.root / WIKI_DIR
         if wiki.is_dir():
-            found += sorted(p.relative_to(self.root).as_posix() for p in wiki.rglob("*.md") if p.is_file())
+            # a symlinked page is never read (pages.list_pages skips it too; doctor lists it)
+            found += sorted(p.relative_to(self.root).as_posix() for p in wiki.rglob("*.md")
+                            if p.is_file() and not p.is_symlink())
         return found
 
     def stat_files(self) -> dict[str, tuple[int, int]]:
@@ -49,20 +52,23 @@ class Corpus:
             if not year.is_dir():
                 continue
             for entry in _entries(year.path):
-                if is_log_name(entry.name) and entry.is_file():
-                    st = entry.stat()
+                # a symlinked log is listed as itself (never its target): reading it is refused
+                if is_log_name(entry.name) and (entry.is_file() or entry.is_symlink()):
+                    st = entry.stat(follow_symlinks=False)
                     found[f"{LOGS_DIR}/{year.name}/{entry.name}"] = (st.st_mtime_ns, st.st_size)
         for folder, _dirs, names in os.walk(os.path.join(root, WIKI_DIR)):
             for name in names:
                 if name.endswith(".md"):
                     path = os.path.join(folder, name)
                     try:
-                        st = os.stat(path)
+                        st = os.stat(path, follow_symlinks=False)
                     except FileNotFoundError:
+                        continue
+                    if stat.S_ISLNK(st.st_mode):
                         continue
                     found[os.path.relpath(path, root).replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
         try:
-            st = os.stat(os.path.join(root, TOMBSTONES_FILE))
+            st = os.stat(os.path.join(root, TOMBSTONES_FILE), follow_symlinks=False)
             found[TOMBSTONES_FILE] = (st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
             pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -171,38 +172,109 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+# sqlite's primary result codes for a file that is not (or no longer) a sound database. Anything
+# else (locked, read-only, disk full) is not damage and is raised as it is.
+_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """Does this sqlite error say the file is damaged (garbage, truncated, malformed pages)?"""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _DAMAGE_CODES
+    text = str(exc)
+    return "not a database" in text or "malformed" in text
+
+
 class EmbeddingCache:
     """Vectors by (model identity, content hash), in sqlite under .memvault/cache/.
 
     A rebuild looks texts up here first, so `reindex --clear` never re-embeds unchanged text.
+    It is only a cache: a damaged file (garbage, truncated, malformed pages) is deleted and started
+    again empty, with one notice, and its vectors are recomputed when next needed; a vector read
+    back with the wrong length is treated as missing.
     """
 
-    def __init__(self, path: Path, model_identity: str):
+    def __init__(self, path: Path, model_identity: str, notify: Callable[[str], None] | None = None):
         self.path = path
         self.model = model_identity
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash BLOB, vector BLOB,"
-            " PRIMARY KEY (model, hash)) WITHOUT ROWID"
-        )
+        self.notify = notify
+        self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        parent = self.path.parent
+        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+            self._discard(f"{parent.name} is not a directory")
+        if self.path.is_dir() and not self.path.is_symlink():
+            self._discard(f"{self.path.name} is a directory")
+        parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._discard(_one_line(exc))
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash BLOB, vector BLOB,"
+                " PRIMARY KEY (model, hash)) WITHOUT ROWID"
+            )
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _discard(self, problem: str) -> None:
+        """Delete the damaged cache (and its sqlite side files) and say so once."""
+        delete_cache(self.path)
+        if self.notify is not None:
+            self.notify(f"embedding cache was damaged ({problem}); started it again empty "
+                        "(vectors it held are recomputed when next needed)")
+
+    def _reset(self, exc: sqlite3.DatabaseError) -> None:
+        """A query found damage the open did not (a malformed page): start the cache again."""
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        self._discard(_one_line(exc))
+        self._db = self._connect()
 
     def get_many(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
         found: dict[bytes, bytes] = {}
         hashes = list(hashes)
-        for start in range(0, len(hashes), 500):
-            chunk = hashes[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
-                [self.model, *chunk],
-            )
-            found.update(rows)
-        return found
+        try:
+            for start in range(0, len(hashes), 500):
+                chunk = hashes[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
+                    [self.model, *chunk],
+                )
+                found.update(rows)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._reset(exc)
+            return {}
+        # A vector of the wrong length is not one this model made: recompute it.
+        return {h: v for h, v in found.items() if isinstance(v, bytes) and len(v) == DIMENSIONS * 4}
 
     def put_many(self, items: Iterable[tuple[bytes, bytes]]) -> None:
+        items = list(items)
+        try:
+            self._put(items)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self._reset(exc)
+            self._put(items)
+
+    def _put(self, items: list[tuple[bytes, bytes]]) -> None:
         self._db.execute("BEGIN")
         try:
             self._db.executemany(
@@ -211,10 +283,71 @@ class EmbeddingCache:
             )
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
             raise
         # A big batch leaves a WAL as large as the data; fold it back so the cache is stored once.
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def forget(self, hashes: Iterable[bytes]) -> int:
+        """Delete the vectors of these texts, for every model, and leave no trace of them in the file
+        (VACUUM rewrites it without the freed pages, and the WAL is folded back and emptied)."""
+        hashes = list(hashes)
+        removed = 0
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            removed += self._db.execute(f"DELETE FROM vectors WHERE hash IN ({marks})", chunk).rowcount
+        self._db.execute("VACUUM")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return removed
+
     def close(self) -> None:
         self._db.close()
+
+
+def delete_cache(path: Path) -> None:
+    """Remove the embedding cache file and its sqlite side files (or whatever is in their way)."""
+    import shutil
+
+    parent = path.parent
+    if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+        parent.unlink()
+    elif path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def cache_problem(path: Path) -> str | None:
+    """What is wrong with the embedding cache file, or None (also when there is none yet).
+
+    Reads the whole file (sqlite's quick_check) and changes nothing: `doctor` reports with it. An
+    error that does not mean damage (locked, no access) is no answer, and reported as None.
+    """
+    if not path.exists() and not path.is_symlink():
+        parent = path.parent
+        return f"{parent.name} is not a directory" if parent.exists() and not parent.is_dir() else None
+    if path.is_dir():
+        return f"{path.name} is a directory"
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error as exc:
+        return _one_line(exc) if is_damage(exc) else None
+    try:
+        said = [row[0] for row in db.execute("PRAGMA quick_check")]
+        if said != ["ok"]:
+            return f"sqlite quick_check: {said[0]}"
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "vectors" in tables:
+            wrong = db.execute("SELECT count(*) FROM vectors WHERE length(vector) != ?",
+                               (DIMENSIONS * 4,)).fetchone()[0]
+            if wrong:
+                return f"{wrong} cached vector(s) have the wrong length"
+    except sqlite3.DatabaseError as exc:
+        # Locked, or unreadable here (a read-only vault without sqlite's side files): not damage.
+        return _one_line(exc) if is_damage(exc) else None
+    finally:
+        db.close()
+    return None

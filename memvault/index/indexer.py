@@ -25,7 +25,7 @@ from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable
 from memvault.index.lexical import LexicalIndex
-from memvault.index.vectors import VectorFile
+from memvault.index.vectors import VectorFile, VectorsDamaged
 from memvault.storage.layout import (
     EMBEDDING_CACHE,
     INDEX_DIR,
@@ -34,6 +34,7 @@ from memvault.storage.layout import (
     LOGS_DIR,
     TOMBSTONES_FILE,
     WIKI_DIR,
+    inside,
 )
 from memvault.storage.owner import Owner
 
@@ -41,6 +42,7 @@ Progress = Callable[[str, int, int], None]
 Notify = Callable[[str], None]
 
 POINTER = "current"
+NOT_A_DIRECTORY = f"{INDEX_DIR} is not a directory"
 BUILDING = "building"
 # Long enough for another process's incremental refresh, short enough that nobody hangs forever.
 LOCK_TIMEOUT = 120.0
@@ -90,7 +92,8 @@ class Generation:
         try:
             self.catalog = Catalog(path / "catalog.sqlite")
             self.lexical = LexicalIndex(path / "lexical")
-            self.vectors = VectorFile(path / (self.catalog.get_meta("vectors") or "vectors-0.f32"))
+            name, rows, crc = self.catalog.vector_record()
+            self.vectors = VectorFile(path / name, rows, crc)
         except (sqlite3.Error, ValueError, OSError) as exc:
             raise IndexDamaged(str(exc)) from exc
         self.version = -1
@@ -98,14 +101,15 @@ class Generation:
         self.memo: dict = {}  # per-version results a warm process may reuse (see search._dense)
 
     def check(self) -> None:
-        """Cheap consistency checks run when a generation is opened."""
+        """Cheap consistency checks run when a generation is opened (the vector rows are verified
+        against their checksum when first scored, see index/vectors.py)."""
         try:
             docs = self.catalog.count()
             if self.lexical.count() != docs:
                 raise IndexDamaged(f"lexical index holds {self.lexical.count()} documents, catalog {docs}")
             top = self.catalog.db.execute("SELECT max(slot) FROM docs").fetchone()[0]
             if top is not None and top >= self.vectors.rows:
-                raise IndexDamaged("vector file is shorter than the catalog says")
+                raise IndexDamaged("the catalog gives out vector slots past the recorded rows")
         except sqlite3.Error as exc:
             raise IndexDamaged(str(exc)) from exc
 
@@ -115,9 +119,11 @@ class Generation:
         if version == self.version:
             return False
         self.manifest = self.catalog.files()
-        name = self.catalog.get_meta("vectors") or "vectors-0.f32"
+        name, rows, crc = self.catalog.vector_record()
         if self.vectors.path.name != name:
-            self.vectors = VectorFile(self.path / name)
+            self.vectors = VectorFile(self.path / name, rows, crc)
+        else:
+            self.vectors.expect(rows, crc)
         self.lexical.reload()
         self.version = version
         return True
@@ -140,6 +146,8 @@ SMALL_BATCH = 64
 # Fresh vectors go to the embedding cache every this many texts, so an interrupted rebuild keeps
 # the work it finished and its rerun does not start from zero.
 CACHE_EVERY = 1024
+# A stored vector is unit length; one further off than this is damaged (float32 rounding is ~1e-6).
+UNIT_TOLERANCE = 1e-3
 
 class SearchIndex:
     """The vault's index: open, refresh from files, embed pending documents, rebuild, status."""
@@ -185,7 +193,7 @@ class SearchIndex:
     @property
     def cache(self) -> EmbeddingCache:
         if self._cache is None:
-            self._cache = EmbeddingCache(self.cache_path, self.model.identity)
+            self._cache = EmbeddingCache(self.cache_path, self.model.identity, notify=self.notify)
         return self._cache
 
     # -- opening ------------------------------------------------------------------------------
@@ -206,7 +214,9 @@ class SearchIndex:
             problem = self._open_live()
             if problem is None:
                 return self.generation  # type: ignore[return-value]
-            if problem.startswith(SCHEMA_CHANGED):
+            if problem == NOT_A_DIRECTORY:
+                pass  # rebuild() says so when it clears the path
+            elif problem.startswith(SCHEMA_CHANGED):
                 # An upgrade, not damage: the index is rebuilt in the new format once.
                 self.notify(f"search index {problem}; rebuilding it from the vault files")
             elif problem != "missing":
@@ -220,11 +230,19 @@ class SearchIndex:
     def _live_name(self) -> str | None:
         try:
             return (self.root / POINTER).read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except (UnicodeDecodeError, IsADirectoryError):
+            return "?"  # garbage or a directory where the pointer should be: names no generation
+
+    def _not_a_directory(self) -> bool:
+        """Is something other than a directory where the index should be (a file, a dangling link)?"""
+        return not self.root.is_dir() and (self.root.exists() or self.root.is_symlink())
 
     def _open_live(self) -> str | None:
         """Open the generation `current` names (kept when already open); None when that worked, else what is wrong."""
+        if self._not_a_directory():
+            return NOT_A_DIRECTORY
         name = self._live_name()
         if name is None:
             return "missing"
@@ -352,7 +370,7 @@ class SearchIndex:
 
     def _read(self, rel: str) -> str | None:
         try:
-            with open(self.corpus.root / rel, encoding="utf-8", newline="", errors="replace") as handle:
+            with open(inside(self.corpus.root, rel), encoding="utf-8", newline="", errors="replace") as handle:
                 return handle.read()
         except FileNotFoundError:
             return None
@@ -418,7 +436,7 @@ class SearchIndex:
         by_hash: dict[bytes, str] = {}
         for _key, ehash, text in pending:
             by_hash.setdefault(ehash, text)
-        vectors = {h: np.frombuffer(v, dtype=np.float32) for h, v in self.cache.get_many(by_hash).items()}
+        vectors = self._cached_vectors(by_hash)
         report.reused = len(vectors)
         missing = [h for h in by_hash if h not in vectors]
         if missing:
@@ -453,16 +471,36 @@ class SearchIndex:
             rows = [(key, ehash) for key, ehash, _text in catalog.pending() if ehash in vectors]
             if rows:
                 matrix = np.stack([vectors[h] for _k, h in rows])
-                start = generation.vectors.append(matrix)
+                start, total, crc = generation.vectors.append(matrix)
                 catalog.begin()
                 try:
                     catalog.set_slots((start + i, key, h) for i, (key, h) in enumerate(rows))
+                    catalog.set_vector_record(total, crc)
                     catalog.commit()
                 except BaseException:
                     catalog.rollback()
                     raise
             generation.load_state()
         return report
+
+    def _cached_vectors(self, by_hash: dict[bytes, str]) -> dict:
+        """The cache's vectors for these hashes; any that is not a unit (or zero) vector (garbage
+        that still reads as a sound database) is left out, so it is recomputed and overwritten in the cache."""
+        import numpy as np
+
+        found = self.cache.get_many(by_hash)
+        if not found:
+            return {}
+        hashes = list(found)
+        matrix = np.frombuffer(b"".join(found[h] for h in hashes), dtype=np.float32).reshape(len(hashes), -1)
+        with np.errstate(all="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+        # (A text with nothing to embed gets the zero vector.)
+        sound = (np.abs(norms - 1.0) < UNIT_TOLERANCE) | (norms == 0.0)
+        bad = len(hashes) - int(sound.sum())
+        if bad:
+            self.notify(f"embedding cache held {bad} damaged vector(s); recomputing them")
+        return {h: matrix[i] for i, h in enumerate(hashes) if sound[i]}
 
     def _model_usable(self) -> bool:
         """Load the model if needed; the first failure is told once, then search uses words only."""
@@ -488,23 +526,69 @@ class SearchIndex:
             if previous is not None and count:
                 self.notify(f"embedding model changed ({previous} -> {self.model.identity}); "
                             f"re-embedding {count} documents")
-            # A new file rather than truncating the old one: readers may still have it mapped.
-            old = catalog.get_meta("vectors") or "vectors-0.f32"
-            number = int(old.removeprefix("vectors-").removesuffix(".f32")) + (1 if previous else 0)
-            catalog.begin()
-            try:
-                catalog.clear_slots()
-                catalog.set_meta("model", self.model.identity)
-                catalog.set_meta("vectors", f"vectors-{number}.f32")
-                catalog.commit()
-            except BaseException:
-                catalog.rollback()
-                raise
+            self._new_vector_file(generation, self.model.identity, fresh=previous is None)
+
+    def _new_vector_file(self, generation: Generation, model: str | None, fresh: bool = False) -> None:
+        """Give every document up for a new vector, in a new, empty vector file (caller holds the lock).
+
+        A new file rather than truncating the old one: readers may still have it mapped.
+        """
+        catalog = generation.catalog
+        old = catalog.get_meta("vectors") or "vectors-0.f32"
+        number = int(old.removeprefix("vectors-").removesuffix(".f32")) + (0 if fresh else 1)
+        catalog.begin()
+        try:
+            catalog.clear_slots()
+            if model is not None:
+                catalog.set_meta("model", model)
+            catalog.set_vector_record(0, 0, name=f"vectors-{number}.f32")
+            catalog.commit()
+        except BaseException:
+            catalog.rollback()
+            raise
+        generation.load_state()
+
+    def verified_vectors(self, generation: Generation) -> bool:
+        """Verify the rows not yet checked in this process against their checksum before they are
+        scored; damaged rows are recomputed (from the embedding cache, else by the model) with a
+        notice. False when no sound vectors could be had (the caller scores by words only)."""
+        try:
+            generation.vectors.verify()
+            return True
+        except VectorsDamaged as exc:
+            self._recompute_vectors(generation, str(exc))
+        try:
+            generation.vectors.verify()
+        except VectorsDamaged as exc:
+            self.notify(f"search index vectors are still damaged after recomputing them ({exc}); "
+                        "searching by words only")
+            return False
+        return True
+
+    def _recompute_vectors(self, generation: Generation, problem: str) -> None:
+        with self.lock():
             generation.load_state()
+            try:
+                generation.vectors.verify(full=True)
+                return  # another process recomputed them while we waited for the lock
+            except VectorsDamaged as exc:
+                problem = str(exc)
+            self.notify(f"search index is damaged ({problem}); recomputing its vectors "
+                        "(from the embedding cache where it has them)")
+            damaged = generation.vectors.path
+            self._new_vector_file(generation, generation.catalog.get_meta("model"))
+            with suppress(OSError):
+                damaged.unlink()  # a reader that still maps it keeps its pages until it moves on
+        self.embed_pending(generation)
 
     # -- full rebuild -------------------------------------------------------------------------
     def rebuild(self, embed: bool = True) -> RefreshReport:
         """Build a new generation from the files, aside, then swap it in atomically."""
+        if self._not_a_directory():
+            with self.lock():
+                if self._not_a_directory():
+                    self.notify(f"search index is damaged ({NOT_A_DIRECTORY}); rebuilding it from the vault files")
+                    self.root.unlink()
         self.root.mkdir(parents=True, exist_ok=True)
         self.clean_leftovers()
         name = f"gen-{time.time_ns()}-{os.getpid()}"
@@ -557,8 +641,8 @@ class SearchIndex:
         """Remove what killed rebuilds left: generations whose builder is dead, pointer temp files."""
         try:
             children = list(self.root.iterdir())
-        except FileNotFoundError:
-            return
+        except (FileNotFoundError, NotADirectoryError):
+            return  # nothing built yet, or a file in the way (open() rebuilds)
         for child in children:
             if child.name.startswith("gen-") and (child / BUILDING).exists() and not _builder_alive(child):
                 shutil.rmtree(child, ignore_errors=True)
@@ -567,9 +651,15 @@ class SearchIndex:
                     child.unlink(missing_ok=True)
 
     # -- status -------------------------------------------------------------------------------
-    def status(self) -> dict:
-        """Counts and drift; never builds or repairs (a missing or damaged index is reported as such)."""
+    def status(self, verify: bool = False) -> dict:
+        """Counts and drift; never builds or repairs (a missing or damaged index is reported as such).
+
+        With `verify` (doctor) every vector row is checked against its checksum and the catalog by
+        sqlite's quick_check, which reads them all (a fraction of a second at 100k documents).
+        """
         problem = self._open_live()
+        if problem is None and verify:
+            problem = self._verify(self.generation)  # type: ignore[arg-type]
         if problem is not None:
             missing = problem == "missing"
             # A missing index shows as every file drifting; a damaged one has no counts to trust.
@@ -584,7 +674,7 @@ class SearchIndex:
         for rel, _mtime, _size in scan.stale:
             known = generation.manifest.get(rel)
             try:
-                with open(self.corpus.root / rel, encoding="utf-8", newline="", errors="replace") as handle:
+                with open(inside(self.corpus.root, rel), encoding="utf-8", newline="", errors="replace") as handle:
                     digest = hashlib.sha256(handle.read().encode("utf-8", "surrogatepass")).digest()
             except FileNotFoundError:
                 continue
@@ -599,6 +689,39 @@ class SearchIndex:
             "missing": False,
             "damaged": None,
         }
+
+    def _verify(self, generation: Generation) -> str | None:
+        try:
+            said = [row[0] for row in generation.catalog.db.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as exc:
+            said = [str(exc)]
+        if said != ["ok"]:
+            return f"catalog: {said[0]}"
+        generation.load_state()
+        try:
+            generation.vectors.verify(full=True)
+        except VectorsDamaged as exc:
+            return str(exc)
+        return None
+
+    def refill_cache(self) -> int:
+        """Put the index's vectors (verified first) back into an emptied embedding cache, so a later
+        rebuild reuses them instead of running the model; returns how many were stored."""
+        if self._open_live() is not None or self.generation is None:
+            return 0
+        generation = self.generation
+        generation.load_state()
+        if generation.catalog.get_meta("model") != self.model.identity:
+            return 0
+        try:
+            matrix = generation.vectors.matrix()
+        except VectorsDamaged:
+            return 0
+        rows = generation.catalog.db.execute("SELECT embed_hash, slot FROM docs WHERE slot IS NOT NULL").fetchall()
+        items = [(ehash, matrix[slot].tobytes()) for ehash, slot in rows if slot < len(matrix)]
+        for start in range(0, len(items), CACHE_EVERY * 16):
+            self.cache.put_many(items[start : start + CACHE_EVERY * 16])
+        return len(items)
 
     def close(self) -> None:
         if self.generation is not None:

@@ -18,6 +18,7 @@ from memvault.index.intent import read_intent
 from memvault.index.lexical import Filters
 from memvault.index.query import SearchQuery
 from memvault.index.ranking import DEFAULT_WEIGHTS, MIN_SCORE, Weights, fuse, newest_first
+from memvault.index.vectors import VectorsDamaged
 from memvault.storage.layout import DREAM_LOG
 from memvault.storage.store import Storage
 
@@ -133,6 +134,8 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
     except ModelUnavailable as exc:
         index.model_unavailable(exc)
         return None
+    if not index.verified_vectors(generation):
+        return None
     catalog = generation.catalog
     if filters.any:
         where, params = _sql_filters(filters)
@@ -161,7 +164,10 @@ def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted:
 def _similarity(generation, candidates, keys: list[str]):
     """Cosines between the stored vectors of `keys`, or None when any of them has none yet."""
     slots = [candidates[k].slot for k in keys]
-    matrix = generation.vectors.matrix()
+    try:
+        matrix = generation.vectors.matrix()
+    except VectorsDamaged:
+        return None  # a search by words only; the next search that scores vectors recomputes them
     if any(slot is None or slot >= len(matrix) for slot in slots):
         return None
     rows = matrix[slots]
@@ -242,6 +248,7 @@ def reindex(storage: Storage, clear: bool = False, progress: Progress | None = N
             report = index.rebuild()
         else:
             report = index.refresh(embed=True)
+            index.verified_vectors(index.open())  # damaged rows are recomputed, with a notice
         status = index.open().catalog
         counts = _kinds(status)
     return {
@@ -255,13 +262,50 @@ def reindex(storage: Storage, clear: bool = False, progress: Progress | None = N
     }
 
 
+def purge_index(storage: Storage, texts: list[str], progress: Progress | None = None) -> dict:
+    """Drop every trace of these texts from .memvault/: the whole index (Tantivy keeps deleted
+    documents in its segments until a merge, so it is deleted, not edited) and their vectors in
+    the embedding cache; then rebuild the index from the files if there was one."""
+    import shutil
+
+    from memvault.index.documents import Document
+    from memvault.index.embedder import EmbeddingCache, content_hash
+    from memvault.storage.layout import EMBEDDING_CACHE, INDEX_DIR
+
+    index = engine(storage)
+    built = index.exists()
+    removed = 0
+    with index.lock():
+        storage.close()  # the open generation, if any: its files are about to go
+        shutil.rmtree(storage.root / INDEX_DIR, ignore_errors=True)
+        cache_path = storage.root / EMBEDDING_CACHE
+        if cache_path.exists():
+            cache = EmbeddingCache(cache_path, model_spec(storage).identity, notify=storage.notify)
+            try:
+                hashes = {content_hash(Document(key="", kind="fact", text=t, file="").search_text) for t in texts}
+                hashes |= {content_hash(t) for t in texts}
+                removed = cache.forget(hashes)
+            finally:
+                cache.close()
+    report: dict = {"rebuilt": False, "vectors_removed": removed}
+    if built:
+        report.update(reindex(storage, clear=True, progress=progress), rebuilt=True)
+    return report
+
+
 def _kinds(catalog) -> dict[str, int]:
     return dict(catalog.db.execute("SELECT kind, count(*) FROM docs GROUP BY kind"))
 
 
-def index_status(storage: Storage) -> dict:
-    """Documents indexed, documents still without a vector, and files that differ from the index."""
-    return engine(storage).status()
+def index_status(storage: Storage, verify: bool = False) -> dict:
+    """Documents indexed, documents still without a vector, and files that differ from the index;
+    with `verify`, every vector row and catalog page is read and checked (doctor)."""
+    return engine(storage).status(verify=verify)
+
+
+def refill_embedding_cache(storage: Storage) -> int:
+    """Put the index's verified vectors back into the (emptied) embedding cache; how many."""
+    return engine(storage).refill_cache()
 
 
 def index_built(storage: Storage) -> bool:

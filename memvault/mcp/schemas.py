@@ -60,6 +60,7 @@ class Tombstone(TypedDict):
     at: str
     reason: str | None
     hash: str
+    purged: bool
 
 
 class ForgetResult(TypedDict):
@@ -114,6 +115,7 @@ class Status(TypedDict):
     last_dream: dict[str, Any] | None
     failed_attempts: int
     failing: dict[str, Any] | None
+    stopped: str | None
     index: dict[str, Any]
     remote: dict[str, Any] | None
     lock: dict[str, Any] | None

@@ -1,13 +1,18 @@
 """The vault layout: every file and folder name memvault reads or writes, in one place.
 
 A vault is a directory under git (see the README's "Vault layout"). Names here are vault-relative
-and use "/", as git and the journal record them.
+and use "/", as git and the journal record them. Also here: which paths are the vault's own files
+(what memvault commits), and `inside`, the one gate every vault path passes before it is opened.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import date
+from pathlib import Path
+
+from memvault.errors import UnsafePath
 
 CONFIG_FILE = "memvault.toml"
 MEMORY_FILE = "MEMORY.md"          # bounded summary for prompts, written by dream
@@ -48,3 +53,62 @@ def is_log_name(name: str) -> bool:
 def day_of_log(name: str) -> date:
     """The day a daily log file (by its name, with or without folders) holds."""
     return date.fromisoformat(name.rsplit("/", 1)[-1].removesuffix(".md"))
+
+
+# The vault's own files, which memvault commits (doctor --fix included); anything else in the
+# folder (a note, an editor's backup, a git temp file) is not memvault's to commit.
+TOP_FILES = frozenset({CONFIG_FILE, MEMORY_FILE, INDEX_FILE, DREAM_LOG, SCHEMA_FILE, TOMBSTONES_FILE,
+                       GITATTRIBUTES, GITIGNORE})
+_VAULT_FILE = re.compile(r"^(?:logs/\d{4}/\d{4}-\d{2}-\d{2}\.md|wiki/[^/.][^/]*/[^/.][^/]*\.md"
+                         r"|(?:logs|wiki)(?:/[^/.][^/]*)?/\.gitkeep)$")
+# Left behind by a killed git (the merge driver's temp copies) or a killed atomic write.
+_TEMP_FILE = re.compile(r"(?:^|/)(?:\.merge_file_[^/]*|[^/]+\.\d+\.tmp)$")
+
+
+def is_vault_file(rel: str) -> bool:
+    """Is `rel` (vault-relative, "/") one of the files a vault is made of?"""
+    return rel in TOP_FILES or _VAULT_FILE.match(rel) is not None
+
+
+def is_temp_file(rel: str) -> bool:
+    """Is `rel` a temp file a killed git or memvault process left behind (safe to delete)?"""
+    return _TEMP_FILE.search(rel) is not None
+
+
+def inside(root: Path, rel: str) -> Path:
+    """`root / rel`, refusing (UnsafePath) a path that leaves the vault or passes a symlink.
+
+    Every vault file memvault opens comes through here: a commit pulled from a shared remote can
+    turn any of them into a symlink to a file elsewhere (~/.ssh/id_rsa, /etc/passwd), and reading
+    or appending through it would leak or damage that file. Parts that do not exist yet are fine
+    (they will be created as plain files and folders).
+    """
+    parts = rel.replace("\\", "/").split("/")
+    if rel.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise UnsafePath(rel, outside=True)
+    path = root
+    for n, part in enumerate(parts):
+        path = path / part
+        if os.path.islink(path):
+            raise UnsafePath("/".join(parts[:n + 1]), _target(path))
+    return path
+
+
+def symlinks_in(root: Path) -> list[str]:
+    """Every symlink in the vault's tree (outside .git and .memvault), vault-relative, sorted."""
+    found = []
+    for folder, dirs, files in os.walk(root):  # never follows symlinked folders
+        here = Path(folder)
+        if here == root:
+            dirs[:] = [d for d in dirs if d not in (".git", STATE_DIR)]
+        for name in dirs + files:
+            if os.path.islink(here / name):
+                found.append((here / name).relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _target(path: Path) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None

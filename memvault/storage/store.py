@@ -47,7 +47,10 @@ from memvault.storage.layout import (
     TOMBSTONES_FILE,
     WRITE_LOCK,
     day_of_log,
+    inside,
     is_log_name,
+    is_temp_file,
+    is_vault_file,
     log_relpath,
 )
 from memvault.storage.queue import CLAIMED, DONE, PENDING, REJECTED, Queue, Request, commit_message
@@ -65,7 +68,7 @@ class Storage:
 
     def __init__(self, root: Path, config: Config | None = None, notify: Notify | None = None):
         self.root = Path(root)
-        self.config: Config = config or load_config(self.root / CONFIG_FILE)
+        self.config: Config = config or load_config(inside(self.root, CONFIG_FILE))
         # Notices for the person or agent (index rebuilt, model missing): a front end passes a
         # callback that shows them; the library itself never prints.
         self.notify: Notify = notify or _log.info
@@ -104,26 +107,32 @@ class Storage:
         return self.root / LOCKS_DIR / name
 
     def path(self, rel: str) -> Path:
-        return self.root / rel
+        """The vault file at `rel`; UnsafePath if it (or a folder on its way) is a symlink."""
+        return inside(self.root, rel)
 
     def relpath(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
     def read_text(self, rel: str) -> str:
         """A vault file's text exactly as stored; "" when it does not exist."""
-        return read_text(self.root / rel)
+        return read_text(inside(self.root, rel))
 
     def log_path(self, day: date) -> Path:
-        return self.root / log_relpath(day)
+        return inside(self.root, log_relpath(day))
 
     def log_files(self) -> list[Path]:
-        """Daily logs, oldest day first."""
+        """Daily logs, oldest day first; UnsafePath if a log, a year folder or logs/ is a symlink."""
         found = []
-        logs = self.root / LOGS_DIR
-        if logs.is_dir():
-            for year in logs.iterdir():
-                if year.is_dir():
-                    found.extend(p for p in year.iterdir() if is_log_name(p.name))
+        logs = inside(self.root, LOGS_DIR)
+        for year in _entries(logs):  # os.scandir: the symlink test costs no system call
+            if year.is_symlink():
+                inside(self.root, f"{LOGS_DIR}/{year.name}")  # raises, naming it
+            if year.is_dir():
+                for entry in _entries(Path(year.path)):
+                    if is_log_name(entry.name):
+                        if entry.is_symlink():
+                            inside(self.root, f"{LOGS_DIR}/{year.name}/{entry.name}")
+                        found.append(Path(entry.path))
         return sorted(found, key=lambda p: p.name)
 
     @staticmethod
@@ -191,9 +200,15 @@ class Storage:
 
     def _settle(self, entry: Entry, discard: str | None = None) -> str | None:
         """Finish an interrupted write: keep it if its commit landed, else undo it. Hold the lock."""
-        if entry.writer is not None and entry.writer != os.getpid():
-            # A killed writer's git may still be making its commit: let it land (or fail) first.
-            self.git.wait_for_children_of(entry.writer)
+        if entry.writer is not None:
+            # The writer's git may still be making its commit: let it land (or fail) first. A
+            # killed writer's git outlives it; so may our own, when Ctrl-C or SIGTERM lands while
+            # Python is starting it (subprocess then neither kills nor waits for the child).
+            # Undoing the write under a commit that lands afterwards would leave HEAD holding
+            # facts the files no longer do, so while it runs the journal stays for later.
+            if not self.git.wait_for_children_of(entry.writer):
+                raise VaultBusy(f"a git process of a killed memvault command (pid {entry.writer}) is still "
+                                f"committing in {self.root}; nothing was changed; try again in a moment")
         if entry.kind == MERGE:
             # A merge killed midway: git's temp files for the merge driver, and its MERGE_HEAD.
             for tmp in self.root.glob(".merge_file_*"):
@@ -240,6 +255,8 @@ class Storage:
             return done  # a read-only vault: nothing can be repaired, reading still works
         try:
             return done + self.recover_locked()
+        except VaultBusy as e:
+            return [*done, str(e)]  # reading goes on; the next command settles the change
         finally:
             write_lock.release()
 
@@ -270,9 +287,25 @@ class Storage:
     def commit_hand_edits(self, paths: list[str], when: str) -> None:
         """Uncommitted hand edits (deletions too) of the files a write appends to get their own
         commit, rather than a silent ride in memvault's."""
+        for rel in paths:
+            inside(self.root, rel)  # a log turned into a symlink is refused, never committed as one
         dirty = [line[3:] for line in self.git.status(*paths)]
         if dirty:
             self.git.commit(dirty, f"edit: {', '.join(dirty)} (uncommitted hand edits, committed {when})")
+
+    def uncommitted(self) -> tuple[list[str], list[str], list[str]]:
+        """Uncommitted paths, sorted into the vault's own files (never a symlink: memvault does not
+        commit one), temp files a killed process left (safe to delete), and anything else (not
+        memvault's to commit: a note, an editor's backup)."""
+        ours, temp, foreign = [], [], []
+        for rel in self.git.changed_paths():
+            if is_temp_file(rel):
+                temp.append(rel)
+            elif is_vault_file(rel) and not os.path.islink(self.root / rel):
+                ours.append(rel)
+            else:
+                foreign.append(rel)
+        return ours, temp, foreign
 
     def restore_from_head(self, paths: list[str]) -> None:
         if not paths:
@@ -288,9 +321,9 @@ class Storage:
         paths = sorted({*files, *removed})
         with self.transaction(REPLACE, paths, message):
             for rel in removed:
-                (self.root / rel).unlink(missing_ok=True)
+                inside(self.root, rel).unlink(missing_ok=True)
             for rel, content in files.items():
-                target = self.root / rel
+                target = inside(self.root, rel)
                 with writing(rel, "nothing was changed"):
                     target.parent.mkdir(parents=True, exist_ok=True)
                     atomic_write(target, content)
@@ -457,7 +490,7 @@ class Storage:
 
     def _append(self, rel: str, text: str) -> None:
         """Append log items to a daily log (its header first if it is new), durably."""
-        path = self.root / rel
+        path = inside(self.root, rel)
         path.parent.mkdir(parents=True, exist_ok=True)
         if size_of(path) is None:
             text = log_header(day_of_log(rel)) + text
@@ -483,7 +516,7 @@ class Storage:
                                   reason=reason, hash=text_hash(fact.text))
             message = f"forget: {fact.id}" + (f" ({reason})" if reason else "")
             with self.transaction(APPEND, [TOMBSTONES_FILE], message):
-                path = self.root / TOMBSTONES_FILE
+                path = inside(self.root, TOMBSTONES_FILE)
                 with writing(TOMBSTONES_FILE, "nothing was forgotten"):
                     fsync_append(path, ("\n" if ends_mid_line(path) else "") + tombstone.to_line())
                 with writing(".git", "nothing was forgotten"):
@@ -499,3 +532,11 @@ class Storage:
     def watermark(self) -> date | None:
         """The last day consolidated by dream: the latest `watermark=YYYY-MM-DD` token in log.md."""
         return dreamlog.latest_watermark(self.read_text(DREAM_LOG))
+
+
+def _entries(folder: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as listing:
+            return list(listing)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
