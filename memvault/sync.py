@@ -3,6 +3,14 @@
 Daily logs and tombstones.jsonl merge item by item (memvault.union_merge), so two machines adding
 facts on the same day both keep everything. Anything else changed on both sides (a wiki page two
 dreams rewrote) is a real conflict: the merge is aborted and the vault is left exactly as before.
+
+The one exception to "never rewritten" is a purge (memvault.purge). After fetching, a clone whose
+history (or the fetched one) still holds a purged fact's text rewrites every ref with the same
+filter first: old commits become the very commits the purging clone made, so the fetched history
+merges as usual and unpushed facts are kept. When the remote still holds the old history, the
+push replaces it with `--force-with-lease` against the sha just fetched (a remote that moved
+meanwhile refuses it, and the sync fetches, rewrites and merges again). Then the old objects are
+pruned here too.
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ class SyncReport:
     merged: bool = False       # a merge commit was made (both sides had new commits)
     changed: list[str] = field(default_factory=list)   # files the merge changed here
     index: dict | None = None  # what the search index did afterwards (reindex report), if anything
+    purged: list[str] = field(default_factory=list)    # purged ids whose text this sync removed here
+    rewritten: bool = False    # the remote's old history was replaced by the purged one (with a lease)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -185,29 +195,61 @@ def sync(storage: Storage) -> SyncReport:
     with storage.write_lock():  # an add in flight has written but not yet committed: wait for it
         storage.recover_locked()
         _refuse_uncommitted(storage)
+    from memvault import purge  # (lazy: every Vault open imports this module for the merge driver)
+
     before = storage.git.head()
-    for attempt in range(1, PUSH_ATTEMPTS + 1):
-        _fetch(storage, url)
-        received, changed = _merge(storage, branch, report)
-        report.received += received
-        report.changed = sorted(set(report.changed) | set(changed))
-        try:
-            report.sent = _push(storage, url, branch)
-            break
-        except _PushRejected:
-            if attempt == PUSH_ATTEMPTS:
-                raise RemoteError(
-                    f"{url} kept receiving new commits while this vault pushed; run `memvault sync` again"
-                ) from None
+    owed = purge.push_owed(storage)
+    try:
+        for attempt in range(1, PUSH_ATTEMPTS + 1):
+            _fetch(storage, url)
+            fetched = _sha(storage, f"refs/remotes/{REMOTE}/{branch}")
+            report.purged = sorted(set(report.purged) | set(_adopt_purges(storage, branch)))
+            received, changed = _merge(storage, branch, report)
+            report.received += received
+            report.changed = sorted(set(report.changed) | set(changed))
+            try:
+                report.sent, rewritten = _push(storage, url, branch, fetched)
+                report.rewritten = report.rewritten or rewritten
+                break
+            except _PushRejected:
+                if attempt == PUSH_ATTEMPTS:
+                    raise RemoteError(
+                        f"{url} kept receiving new commits while this vault pushed; run `memvault sync` again"
+                    ) from None
+        if owed or report.rewritten:
+            purge.pushed(storage)
+    finally:
+        if owed or report.purged or report.rewritten:
+            # The fetch brought the old commits back (FETCH_HEAD, the tracking ref's reflog): prune them.
+            with storage.write_lock():
+                purge.clean_repository(storage)
     if storage.git.head() != before and report.changed:
         report.index = _catch_up_index(storage)
     return report
 
 
+def _sha(storage: Storage, ref: str) -> str | None:
+    return storage.git.run("rev-parse", "--verify", "-q", ref) if _ref_exists(storage, ref) else None
+
+
+def _adopt_purges(storage: Storage, branch: str) -> list[str]:
+    """Rewrite this clone's history for purges it has not applied (see the module docstring)."""
+    from memvault import purge
+
+    tracking = f"refs/remotes/{REMOTE}/{branch}"
+    tracking = tracking if _ref_exists(storage, tracking) else None
+    if not purge.needs_scrub(storage, tracking):
+        return []
+    with storage.dream_lock(), storage.write_lock():
+        storage.recover_locked()
+        storage.refuse_during_merge()
+        return purge.adopt_purges(storage, tracking)
+
+
 def _refuse_uncommitted(storage: Storage) -> None:
-    dirty = storage.git.status()
+    dirty, _temp, _foreign = storage.uncommitted()  # files not memvault's are never synced: no reason to stop
     if dirty:
-        paths = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
+        paths = ", ".join(dirty[:5]) + (" …" if len(dirty) > 5 else "")
         raise InvalidInput(
             f"uncommitted changes in the vault ({paths}) would not be synced; commit them "
             "(`memvault doctor --fix`) and sync again"
@@ -243,6 +285,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         received = int(storage.git.run("rev-list", "--count", f"HEAD..{tracking}"))
         if received == 0:
             return 0, []
+        _refuse_symlinks(storage, tracking, f"{REMOTE}/{branch}")
         storage.git.identity()  # the merge commit needs an author even on a machine with no identity
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
         touched = storage.git.run("diff", "--name-only", f"HEAD...{tracking}").splitlines()
@@ -266,6 +309,24 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         return received, changed
 
 
+def symlinks_in_tree(store: GitStore, rev: str) -> list[str]:
+    """Paths that are symlinks in the tree of `rev` (git mode 120000)."""
+    listing = store.run("ls-tree", "-r", "-z", "--full-tree", rev).split("\0")
+    return sorted(line.split("\t", 1)[1] for line in listing if line.startswith("120000 "))
+
+
+def _refuse_symlinks(storage: Storage, rev: str, name: str) -> None:
+    """Stop before merging a tree that holds a symlink: once checked out, a log or tombstones.jsonl
+    pointing outside the vault would have memvault read or append to whatever it names."""
+    found = symlinks_in_tree(storage.git, rev)
+    if found:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        raise SyncConflict(
+            f"sync stopped: {name} holds symlink(s) ({shown}); memvault never reads or writes through a symlink, "
+            "so nothing was merged and the vault is as before; replace them with regular files where they were "
+            "pushed from (git rm, commit, push), then sync again")
+
+
 def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:
     shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
     if any(p.startswith(LOGS_DIR + "/") or p == TOMBSTONES_FILE for p in paths):
@@ -285,23 +346,41 @@ class _PushRejected(Exception):
     pass
 
 
-def _push(storage: Storage, url: str, branch: str) -> int:
+def _push(storage: Storage, url: str, branch: str, fetched: str | None) -> tuple[int, bool]:
+    """Push HEAD; returns (commits sent, whether the remote's history was replaced).
+
+    When the remote's branch (`fetched`, as just fetched) is not in HEAD's history, a purge
+    rewrote it: HEAD replaces it, with a lease on exactly that sha.
+    """
     import git
 
     tracking = f"refs/remotes/{REMOTE}/{branch}"
-    spec = f"{tracking}..HEAD" if _ref_exists(storage, tracking) else "HEAD"
-    ahead = int(storage.git.run("rev-list", "--count", spec))
-    if ahead == 0:
-        return 0
+    replace = fetched is not None and not _is_ancestor(storage, fetched, "HEAD")
+    base = fetched if replace else (tracking if _ref_exists(storage, tracking) else None)
+    ahead = int(storage.git.run("rev-list", "--count", f"{base}..HEAD" if base else "HEAD"))
+    if ahead == 0 and not replace:
+        return 0, False
+    lease = [f"--force-with-lease=refs/heads/{branch}:{fetched}"] if replace else []
     try:
-        storage.git.run("push", "--quiet", "--set-upstream", REMOTE, f"HEAD:refs/heads/{branch}",
-                      kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
+        storage.git.run("push", "--quiet", "--set-upstream", *lease, REMOTE, f"HEAD:refs/heads/{branch}",
+                        kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
         reason = str(e.stderr)
-        if "[rejected]" in reason or "non-fast-forward" in reason or "fetch first" in reason:
+        if "[rejected]" in reason or "non-fast-forward" in reason or "fetch first" in reason \
+                or "stale info" in reason:
             raise _PushRejected() from None
         raise RemoteError(f"merged locally but cannot push to {url}: {_git_reason(e)}") from None
-    return ahead
+    return ahead, replace
+
+
+def _is_ancestor(storage: Storage, commit: str, of: str) -> bool:
+    import git
+
+    try:
+        storage.git.run("merge-base", "--is-ancestor", commit, of)
+    except git.GitCommandError:
+        return False
+    return True
 
 
 def _catch_up_index(storage: Storage) -> dict | None:
@@ -346,7 +425,12 @@ def clone(url: str, root: Path) -> Path:
         raise RemoteError(f"cannot clone {url}: {_git_reason(e)}") from None
     if not (root / CONFIG_FILE).is_file():
         _checkout_vault_branch(store)
-    if not (root / CONFIG_FILE).is_file():
+    found = symlinks_in_tree(store, "HEAD") if store.head() is not None else []
+    if found:
+        _remove(root, created)
+        raise SyncConflict(f"{url} holds symlink(s) ({', '.join(found[:5])}); memvault never reads or writes through "
+                           "a symlink, so nothing was cloned; replace them with regular files there first")
+    if not (root / CONFIG_FILE).is_file() or (root / CONFIG_FILE).is_symlink():
         _remove(root, created)
         raise InvalidInput(
             f"{url} holds no memvault vault (no {CONFIG_FILE}); to publish one, run "

@@ -1,4 +1,9 @@
-"""The tombstone format: one JSON object a line in tombstones.jsonl, appended and committed, never edited."""
+"""The tombstone format: one JSON object a line in tombstones.jsonl, appended and committed.
+
+A forget appends {"id", "at", "reason", "hash"}; a purge (memvault.purge) leaves
+{"id", "at", "reason", "hash": "", "purged": true}: no text and no hash of it, and it replaces
+the fact's earlier forget line, the one edit this file ever gets (history is rewritten anyway).
+"""
 
 from __future__ import annotations
 
@@ -13,12 +18,16 @@ class Tombstone:
     at: str
     reason: str | None
     hash: str
+    purged: bool = False  # the fact's text was removed from the logs and the history
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def to_line(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True) + "\n"
+        record = self.to_dict()
+        if not self.purged:
+            del record["purged"]  # a forget line stays as it always was
+        return json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def text_hash(text: str) -> str:
@@ -27,7 +36,8 @@ def text_hash(text: str) -> str:
 
 
 def parse_tombstones(content: str) -> dict[str, Tombstone]:
-    """Tombstones by fact id; the first record wins (a union merge may bring a duplicate line)."""
+    """Tombstones by fact id; the first record wins (a union merge may bring a duplicate line),
+    except that a purge record beats a forget record of the same fact wherever it stands."""
     found: dict[str, Tombstone] = {}
     for line in content.splitlines():
         line = line.strip()
@@ -40,9 +50,12 @@ def parse_tombstones(content: str) -> dict[str, Tombstone]:
                 at=str(record.get("at", "")),
                 reason=record.get("reason"),
                 hash=str(record.get("hash", "")),
+                purged=record.get("purged") is True,
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             # A torn or hand-mangled line must not resurrect anything else: skip just that line.
             continue
-        found.setdefault(tombstone.id, tombstone)
+        earlier = found.get(tombstone.id)
+        if earlier is None or (tombstone.purged and not earlier.purged):
+            found[tombstone.id] = tombstone
     return found

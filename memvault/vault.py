@@ -118,6 +118,15 @@ def template_root() -> Path:
     raise FileNotFoundError("memvault's vault template is missing from this installation")
 
 
+def _ids(fact_ids: Iterable[str]) -> list[str]:
+    if isinstance(fact_ids, str):
+        return [fact_ids]
+    ids = list(fact_ids)
+    if not all(isinstance(i, str) for i in ids):
+        raise InvalidInput("fact ids must be strings")
+    return ids
+
+
 class Vault:
     """One vault. `notify` receives notices meant for a person (an index rebuilt, a repair done);
     without it they go to the `memvault` logger at INFO level. The library never prints."""
@@ -334,10 +343,41 @@ class Vault:
         tombstone, already = self.storage.add_tombstone(fact, reason)
         return Forgotten(tombstone, already, sorted(pages_citing(self.storage, [fact.id])))
 
+    def purge_plan(self, fact_ids: Iterable[str]):
+        """What `purge` would remove (reads only): a memvault.purge.PurgePlan with the facts' ids
+        and first words, the commits to rewrite and the pages citing them."""
+        from memvault.purge import plan
+
+        return plan(self.storage, _ids(fact_ids))
+
+    def purge(self, fact_ids: Iterable[str], *, confirm: Callable[[Any], bool] | None = None, progress=None):
+        """Remove facts' text from the logs, every commit of the history, the pages citing them,
+        the search index and the embedding cache, leaving a tombstone without text or hash;
+        returns a memvault.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
+        changed). An unknown id raises InvalidInput before anything changes. The remote keeps the
+        old history until `sync` (report.remote says so). See docs/purge.md."""
+        from memvault.purge import purge
+
+        return purge(self.storage, _ids(fact_ids), confirm=confirm, progress=progress)
+
     # -- reading facts ------------------------------------------------------------------------
 
+    def _find(self, fact_id: str) -> Fact:
+        """The fact; a purged one is NotFound saying so."""
+        from memvault.errors import NotFound
+
+        try:
+            return self.storage.find_fact(fact_id)
+        except NotFound:
+            from memvault.purge import purged_tombstone
+
+            gone = purged_tombstone(self.storage, fact_id)
+            if gone is None:
+                raise
+            raise NotFound(f"fact {gone.id} was purged at {gone.at}: its text is gone from this vault") from None
+
     def show(self, fact_id: str) -> FactView:
-        fact = self.storage.find_fact(fact_id)
+        fact = self._find(fact_id)
         return FactView(fact, self.storage.tombstones().get(fact.id))
 
     def recent(self, limit: int | None = 20, *, since: datetime | None = None, until: datetime | None = None,
@@ -362,7 +402,7 @@ class Vault:
 
     def history(self, fact_id: str) -> list[dict[str, str]]:
         """The commits that touched a fact, oldest first: added, consolidated, forgotten."""
-        fact = self.storage.find_fact(fact_id)
+        fact = self._find(fact_id)
         return [c.to_dict() for c in self.git.log("--reverse", f"-S{fact.id}", "--", ".")]
 
     # -- search (memvault.index) -------------------------------------------------------------

@@ -223,3 +223,23 @@ def test_switching_to_a_new_empty_remote_pushes_the_whole_history(tmp_path, vaul
     assert git(second, "rev-parse", "main") == git(vault_dir, "rev-parse", "HEAD")
     with pytest.raises(InvalidInput, match="empty"):
         vault.set_remote("  ")
+
+
+def test_sync_neither_stops_for_nor_pushes_files_that_are_not_the_vaults(tmp_path):
+    """A note kept in the vault folder and a merge temp file left by a killed sync: sync goes on
+    and the remote never receives them."""
+    remote, a, _b = _machines(tmp_path)
+    (a / "notes.txt").write_text("mine\n")
+    (a / ".merge_file_x1Y2z3").write_text("temp\n")
+    assert run_memvault("add", "Alice prefers green tea", "--vault", str(a)).returncode == 0
+    done = run_memvault("sync", "--vault", str(a))
+    assert done.returncode == 0, done.stderr
+    pushed = subprocess.run(["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "main"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert "notes.txt" not in pushed and not any(".merge_file" in p for p in pushed)
+    assert any(p.startswith("logs/") for p in pushed)
+    # a hand edit of the vault's own files still stops it
+    with open(a / "MEMORY.md", "a") as f:
+        f.write("- edited by hand\n")
+    stopped = run_memvault("sync", "--vault", str(a))
+    assert stopped.returncode == ExitCode.USAGE and "MEMORY.md" in stopped.stderr

@@ -1,4 +1,4 @@
-"""Fact commands: add, show, recent, history, forget."""
+"""Fact commands: add, show, recent, history, forget, purge."""
 
 from __future__ import annotations
 
@@ -192,9 +192,63 @@ def forget(
                    "the next `memvault dream` rewrites them without the fact")
 
 
+def purge(
+    fact_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The fact ids (short or alias forms as for forget).", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (scripts); required without a terminal.")] = False,
+    json_: JsonOption = False,
+    vault_path: VaultOption = None,
+) -> None:
+    """Remove facts' text from the logs and from every commit of the history, for good.
+
+    Pages citing the facts lose those statements, the search index and embedding cache lose
+    the texts, old objects are pruned, and a tombstone without text or hash keeps the facts dead
+    everywhere. Asks first (shows the facts, commits to rewrite, pages) unless --yes; without a
+    terminal --yes is required. The remote keeps the old history until `memvault sync` pushes
+    the rewritten one; copies pulled elsewhere before that are out of reach (docs/purge.md).
+
+    Example: memvault purge 01jdq5x8k2m7v3qa --yes
+    """
+    vault = open_vault(vault_path)
+    if not yes and not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise InvalidInput("purge rewrites the history and cannot be undone: pass --yes to confirm "
+                           "(there is no terminal to ask on); nothing changed")
+    report = vault.purge(fact_ids, confirm=None if yes else _ask)
+    if json_:
+        emit_json(report.to_dict())
+        return
+    for fact_id in report.already_purged:
+        notice(f"fact {fact_id} was already purged; nothing to do for it")
+    if not report.purged:
+        return
+    count = len(report.purged)
+    echo(f"purged {count} fact{'s' if count != 1 else ''} ({', '.join(report.purged)}): "
+         f"{report.commits_rewritten} commit(s) rewritten, old objects pruned")
+    if report.pages:
+        echo(f"statements citing them were removed from {', '.join(report.pages)}; the next `memvault dream` "
+             "rewrites those pages")
+    if report.index and report.index.get("error"):
+        notice(f"search index not rebuilt: {report.index['error']}; run `memvault reindex --clear`")
+    if report.remote:
+        echo(f"the remote ({report.remote}) still holds the old history: run `memvault sync` to push the "
+             "rewritten one (other clones adopt it on their next sync; copies pulled elsewhere before now "
+             "are out of memvault's reach)")
+
+
+def _ask(plan) -> bool:
+    """Show what a purge removes and ask (on stderr; the answer from the terminal)."""
+    notice("purge removes these facts' text from the logs and from every commit, for good:")
+    for item in plan.facts:
+        typer.echo(f"  {item.id}  {item.words}", err=True)
+    typer.echo(f"  {plan.commits} commit(s) to rewrite" + (f"; pages citing them: {', '.join(plan.pages)}"
+                                                         if plan.pages else ""), err=True)
+    if plan.remote:
+        typer.echo(f"  the remote ({plan.remote}) is rewritten by the next `memvault sync`", err=True)
+    return typer.confirm("purge?", default=False, err=True)
+
+
 def register(app: typer.Typer) -> None:
     from memvault.cli.freetext import FreeTextCommand
 
     app.command(cls=FreeTextCommand)(add)
-    for command in (show, recent, history, forget):
+    for command in (show, recent, history, forget, purge):
         app.command()(command)

@@ -54,7 +54,7 @@ def remote_show(json_: JsonOption = False, vault_path: VaultOption = None) -> No
 
 
 def sync(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
-    """Fetch the remote, merge its commits with this vault's, push. Pushed commits are never rewritten.
+    """Fetch the remote, merge its commits with this vault's, push. Pushed commits are never rewritten, but by a purge.
 
     Facts added on several machines the same day are all kept. Wiki pages changed on both sides
     stop the sync (exit 7) with the vault left as it was; an unreachable remote exits 8.
@@ -67,6 +67,12 @@ def sync(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     if json_:
         emit_json(report.to_dict())
         return
+    if report.purged:
+        echo(f"adopted the purge of {len(report.purged)} fact(s) made on another clone ({', '.join(report.purged)}): "
+             "this vault's history was rewritten the same way and the old objects pruned")
+    if report.rewritten:
+        echo(f"replaced the history on {report.url} with the purged one (with a lease; other clones adopt it on "
+             "their next sync)")
     if not (report.received or report.sent):
         echo(f"up to date with {report.remote} ({report.url})")
         return

@@ -1,0 +1,369 @@
+"""`memvault purge`: facts' text removed from the logs, every commit, pages, the index and the
+embedding cache; pushed with a lease by sync and adopted by other clones. Real git repositories,
+a bare remote and real clones (memvault run as a process where the path matters)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git, is_clean, run_memvault, snapshot
+
+from memvault import Vault
+from memvault.errors import ExitCode, InvalidInput, NotFound
+from memvault.purge_filter import needles_of, scrub_message, scrub_text
+from memvault.tombstones import parse_tombstones
+
+SECRET = "the vault door code is 7319-alpha-kilo"
+OTHER = "Bob moved to Lyon last spring with his cat"
+KEPT = "Alice prefers green tea every morning"
+
+
+def _objects(repo: Path) -> bytes:
+    """Every object git holds (loose and packed, reachable or not), with its content."""
+    return subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"],
+                          capture_output=True, check=True).stdout
+
+
+def _all_history(repo: Path) -> str:
+    return git(repo, "log", "--all", "-p", "--format=%H%n%B")
+
+
+def _files_under(path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in path.rglob("*") if p.is_file())
+
+
+def _assert_gone(repo: Path, *texts: str) -> None:
+    history, objects = _all_history(repo), _objects(repo)
+    for text in texts:
+        assert text not in history
+        assert text.encode() not in objects
+    for name in ("ORIG_HEAD", "FETCH_HEAD", "COMMIT_EDITMSG"):
+        path = repo / ".git" / name
+        assert not path.exists() or all(t.encode() not in path.read_bytes() for t in texts)
+    assert not (repo / ".git" / "filter-repo").exists()
+
+
+def _vault_with_facts(root: Path) -> tuple[Vault, dict[str, str]]:
+    vault = Vault.init(root)
+    kept = vault.add(KEPT, at="2026-11-01", tags=["alice"])
+    secret = vault.add(SECRET + "\nsecond line of the same secret fact", at="2026-11-02")
+    other = vault.add(OTHER, at="2026-11-02")
+    vault.add_many([{"text": "later fact one", "at": "2026-11-03"}, {"text": "later fact two", "at": "2026-11-03"}])
+    vault.forget(other.id, reason="wrong person")
+    page = root / "wiki" / "people" / "door.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(f"---\ntitle: Doors\nsources: [{secret.id}, {kept.id}]\n---\n# Doors\n\n"
+                    f"- The code is 7319-alpha-kilo [^{secret.id}]\n- Alice likes tea [^{kept.id}]\n")
+    (root / "MEMORY.md").write_text(f"# Memory\n\n- {SECRET}\n- tea for Alice\n")
+    vault.git.commit(["wiki/people/door.md", "MEMORY.md"], "dream: 2026-11-01..2026-11-03 — 1 created")
+    return vault, {"kept": kept.id, "secret": secret.id, "other": other.id}
+
+
+def test_purge_removes_text_from_logs_every_commit_pages_index_and_cache(tmp_path):
+    """Purged: a multi-line fact cited by a page and quoted verbatim in MEMORY.md, plus a fact that
+    was forgotten first (its tombstone carried the text's hash). Checked: working tree, every
+    commit, every object git holds (unreachable ones too), commit messages, the tombstones (no
+    text, no hash), the search index and embedding cache files, search itself; the kept fact and
+    its page statement survive; purging again changes nothing."""
+    root = tmp_path / "v"
+    vault, ids = _vault_with_facts(root)
+    assert vault.search("vault door code", include_all=True)  # the index and cache exist, with the text
+    assert SECRET.encode() in _files_under(root / ".memvault")
+    plan = vault.purge_plan([ids["secret"], ids["other"].upper()])   # typed in another case
+    assert [item.id for item in plan.facts] == [ids["secret"], ids["other"]]
+    assert plan.commits >= 3 and plan.pages == ["wiki/people/door.md"]
+
+    report = vault.purge([ids["secret"], ids["other"]])
+    assert report.purged == [ids["secret"], ids["other"]] and report.commits_rewritten >= 3
+    assert report.remote is None
+
+    _assert_gone(root, SECRET, "second line of the same secret fact", OTHER, "7319-alpha-kilo")
+    assert "[purged]" in git(root, "log", "--format=%s")
+    tombstones = parse_tombstones((root / "tombstones.jsonl").read_text())
+    for fact_id in (ids["secret"], ids["other"]):
+        assert tombstones[fact_id].purged and tombstones[fact_id].hash == ""
+    assert "sha256" not in (root / "tombstones.jsonl").read_text()
+    for line in git(root, "log", "--all", "-p", "--", "tombstones.jsonl").splitlines():
+        if ids["other"] in line:
+            assert "sha256" not in line
+    page = (root / "wiki/people/door.md").read_text()
+    assert "Alice likes tea" in page and "7319" not in page
+    assert KEPT in (root / "logs/2026/2026-11-01.md").read_text()
+    assert {f.id for f in vault.iter_facts(include_forgotten=True)} == {ids["kept"]} | {
+        f.id for f in vault.iter_facts() if f.text.startswith("later")}
+    assert SECRET.encode() not in _files_under(root / ".memvault")
+    assert b"7319-alpha-kilo" not in _files_under(root / ".memvault")
+    assert not [h for h in vault.search("vault door code alpha kilo", include_all=True, min_score=0)
+                if "7319" in h.text]
+    assert is_clean(root)
+    with pytest.raises(NotFound, match="purged"):
+        vault.show(ids["secret"])
+    before = git(root, "rev-parse", "HEAD")
+    again = vault.purge([ids["secret"]])
+    assert again.purged == [] and again.already_purged == [ids["secret"]]
+    assert git(root, "rev-parse", "HEAD") == before
+
+
+def test_cli_refuses_without_yes_off_a_terminal_and_unknown_ids_change_nothing(tmp_path):
+    """Tried: no --yes without a terminal (exit 2), an unknown id among good ones (exit 2, named),
+    an empty id; each leaves files and HEAD exactly as before. Then --yes purges and says what
+    the remote needs."""
+    root = tmp_path / "v"
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    _vault, ids = _vault_with_facts(root)
+    assert run_memvault("remote", "set", str(remote), "--vault", str(root)).returncode == 0
+    before = snapshot(root)
+    refused = run_memvault("purge", ids["secret"], "--vault", str(root))
+    assert refused.returncode == ExitCode.USAGE and "--yes" in refused.stderr
+    unknown = run_memvault("purge", ids["secret"], "zzzzzzzzzzzzzzzz", "--yes", "--vault", str(root))
+    assert unknown.returncode == ExitCode.USAGE and "zzzzzzzzzzzzzzzz" in unknown.stderr
+    assert len(unknown.stderr.strip().splitlines()) == 1
+    empty = run_memvault("purge", " ", "--yes", "--vault", str(root))
+    assert empty.returncode == ExitCode.USAGE
+    assert snapshot(root) == before
+    done = run_memvault("purge", ids["secret"], "--yes", "--vault", str(root))
+    assert done.returncode == 0, done.stderr
+    assert "purged 1 fact" in done.stdout and "memvault sync" in done.stdout
+    _assert_gone(root, SECRET)
+
+
+def test_purge_refuses_uncommitted_changes(tmp_path):
+    """A hand edit not committed would be lost by the rewrite: refused, exit 2, nothing changed."""
+    root = tmp_path / "v"
+    vault, ids = _vault_with_facts(root)
+    (root / "wiki/people/door.md").write_text("hand edit\n")
+    head = git(root, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInput, match="uncommitted"):
+        vault.purge([ids["secret"]])
+    assert git(root, "rev-parse", "HEAD") == head
+    assert (root / "wiki/people/door.md").read_text() == "hand edit\n"
+
+
+def test_confirm_callback_can_refuse(tmp_path):
+    root = tmp_path / "v"
+    vault, ids = _vault_with_facts(root)
+    head = git(root, "rev-parse", "HEAD")
+    seen = []
+    with pytest.raises(InvalidInput, match="not confirmed"):
+        vault.purge([ids["secret"]], confirm=lambda plan: seen.append(plan) or False)
+    assert seen[0].facts[0].words.startswith("the vault door code")
+    assert git(root, "rev-parse", "HEAD") == head and SECRET.encode() in _objects(root)
+
+
+def _machines(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a = tmp_path / "a"
+    _vault, ids = _vault_with_facts(a)
+    assert run_memvault("remote", "set", str(remote), "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    b = tmp_path / "b"
+    assert run_memvault("clone", str(remote), str(b)).returncode == 0
+    return remote, a, b, ids
+
+
+def _remote_gc(remote: Path) -> None:
+    subprocess.run(["git", "-C", str(remote), "reflog", "expire", "--expire=now", "--all"], check=True)
+    subprocess.run(["git", "-C", str(remote), "gc", "-q", "--prune=now"], check=True)
+
+
+def _texts(root: Path) -> set[str]:
+    return {f.text for f in Vault(root).iter_facts()}
+
+
+def test_sync_pushes_the_purge_with_a_lease_and_another_clone_adopts_it_keeping_its_facts(tmp_path):
+    """A purges and syncs: the remote (after its own gc) holds the text nowhere. B had pulled the
+    old history and has an unpushed fact; its sync adopts the purge, keeps its fact, pushes it,
+    and B's own repository loses the text too. A then receives B's fact as a plain merge."""
+    remote, a, b, ids = _machines(tmp_path)
+    Vault(b).add("b's own unpushed fact", at="2026-11-04")
+    done = run_memvault("purge", ids["secret"], "--yes", "--vault", str(a))
+    assert done.returncode == 0, done.stderr
+    synced = run_memvault("sync", "--json", "--vault", str(a))
+    assert synced.returncode == 0, synced.stderr
+    report = json.loads(synced.stdout)
+    assert report["rewritten"] is True
+    _assert_gone(a, SECRET)
+    _remote_gc(remote)
+    assert SECRET.encode() not in _objects(remote)
+
+    synced_b = run_memvault("sync", "--json", "--vault", str(b))
+    assert synced_b.returncode == 0, synced_b.stderr
+    report_b = json.loads(synced_b.stdout)
+    assert report_b["purged"] == [ids["secret"]] and report_b["rewritten"] is False
+    assert "b's own unpushed fact" in _texts(b)
+    assert Vault(b).tombstones()[ids["secret"]].purged
+    _assert_gone(b, SECRET, "7319-alpha-kilo")
+    assert SECRET.encode() not in _files_under(b / ".memvault")
+    assert is_clean(b)
+
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert "b's own unpushed fact" in _texts(a)
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    assert git(a, "rev-parse", "HEAD") == git(b, "rev-parse", "HEAD")
+    _remote_gc(remote)
+    assert SECRET.encode() not in _objects(remote)
+    _assert_gone(a, SECRET)
+
+
+def test_lease_keeps_commits_another_clone_pushed_after_the_purge(tmp_path):
+    """Fault tried: B pushes a new fact on top of the OLD history after A purged but before A's
+    sync. A's sync must not clobber it: the lease is on the sha A just fetched, B's commits are
+    rewritten with the same filter and merged, and the remote ends with B's fact and without the
+    text. A lease on a stale sha is refused by the remote (checked with git directly)."""
+    remote, a, b, ids = _machines(tmp_path)
+    old_remote = git(remote, "rev-parse", "refs/heads/main").strip()
+    assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
+    Vault(b).add("pushed by b after the purge", at="2026-11-05")
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0   # b knows of no purge yet
+    moved = git(remote, "rev-parse", "refs/heads/main").strip()
+    assert moved != old_remote
+
+    # a plain lease on what A saw before the purge is refused: the remote moved
+    stale = subprocess.run(["git", "-C", str(a), "push", f"--force-with-lease=refs/heads/main:{old_remote}",
+                            "origin", "HEAD:refs/heads/main"], capture_output=True, text=True)
+    assert stale.returncode != 0 and git(remote, "rev-parse", "refs/heads/main").strip() == moved
+
+    synced = run_memvault("sync", "--json", "--vault", str(a))
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["rewritten"] is True
+    assert "pushed by b after the purge" in _texts(a)
+    _remote_gc(remote)
+    assert SECRET.encode() not in _objects(remote)
+    _assert_gone(a, SECRET)
+    # B adopts in turn and ends at the same history
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    assert "pushed by b after the purge" in _texts(b)
+    _assert_gone(b, SECRET)
+
+
+def test_a_clone_made_after_the_purge_has_nothing_to_rewrite(tmp_path):
+    remote, a, _b, ids = _machines(tmp_path)
+    assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    c = tmp_path / "c"
+    assert run_memvault("clone", str(remote), str(c)).returncode == 0
+    head = git(c, "rev-parse", "HEAD")
+    synced = run_memvault("sync", "--json", "--vault", str(c))
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["purged"] == [] and git(c, "rev-parse", "HEAD") == head
+
+
+def test_filter_units():
+    """The filter on its own: items with continuation lines, a fact id in a page citation, a
+    tombstone hash, messages (single add, group body, forget with reason, the purge commit), a
+    short text that must not become a needle, idempotence."""
+    fid, keep = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
+    log = (f'# 2026-11-02\n\n- secret words here <!-- mv {{"id":"{fid}","at":"x"}} -->\n  more secret\n'
+           f'- kept <!-- mv {{"id":"{keep}","at":"x"}} -->\n')
+    assert scrub_text(log, {fid}, []) == f'# 2026-11-02\n\n- kept <!-- mv {{"id":"{keep}","at":"x"}} -->\n'
+    tomb = json.dumps({"at": "t", "hash": "sha256:ab", "id": fid, "reason": None}, sort_keys=True) + "\n"
+    assert '"hash": ""' in scrub_text(tomb, {fid}, [])
+    assert needles_of(["yes", "a much longer secret text"]) == ["a much longer secret text"]
+    message = f"add: 2 facts from 2 writers ({fid}..{keep})\n\n{fid} secret words here\n{keep} kept"
+    scrubbed = scrub_message(message.encode(), {fid}, []).decode()
+    assert "secret words" not in scrubbed and f"{keep} kept" in scrubbed
+    assert scrub_message(scrubbed.encode(), {fid}, []).decode() == scrubbed
+    assert scrub_message(f"forget: {fid} (secret words)".encode(), {fid}, []) == f"forget: {fid} [purged]".encode()
+    purge_message = f"purge: 1 fact removed from the history\n\n{fid}".encode()
+    assert scrub_message(purge_message, {fid}, []) == purge_message
+    assert scrub_text("nothing to see\n", {fid}, ["needle text long"]) == "nothing to see\n"
+
+
+def _on_a_terminal(args: list[str], answer: str) -> tuple[int, str]:
+    """memvault with its stdin and stderr on a pseudo-terminal, answering the question."""
+    import os
+    import pty
+    import sys
+    import time
+
+    main, side = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "memvault", *args], stdin=side, stdout=subprocess.PIPE,
+                            stderr=side, env=os.environ.copy())
+    os.close(side)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"purge?" not in seen and time.monotonic() < deadline and proc.poll() is None:
+        try:
+            seen += os.read(main, 4096)
+        except OSError:
+            break
+    os.write(main, answer.encode())
+    proc.wait(timeout=120)
+    with_rest = seen
+    try:
+        while True:
+            chunk = os.read(main, 4096)
+            if not chunk:
+                break
+            with_rest += chunk
+    except OSError:
+        pass
+    os.close(main)
+    return proc.returncode, with_rest.decode("utf-8", "replace")
+
+
+def test_on_a_terminal_it_shows_the_plan_and_asks(tmp_path):
+    """On a terminal without --yes: the ids, first words, commits to rewrite and pages are shown;
+    "n" changes nothing (exit 2), "y" purges."""
+    root = tmp_path / "v"
+    _vault, ids = _vault_with_facts(root)
+    head = git(root, "rev-parse", "HEAD")
+    code, shown = _on_a_terminal(["purge", ids["secret"], "--vault", str(root)], "n\n")
+    assert code == ExitCode.USAGE, shown
+    assert ids["secret"] in shown and "the vault door code" in shown and "commit(s) to rewrite" in shown
+    assert "wiki/people/door.md" in shown
+    assert git(root, "rev-parse", "HEAD") == head
+    code, shown = _on_a_terminal(["purge", ids["secret"], "--vault", str(root)], "y\n")
+    assert code == 0, shown
+    _assert_gone(root, SECRET)
+
+
+def test_a_purge_killed_at_any_moment_is_finished_by_running_it_again(tmp_path):
+    """Fault tried: SIGKILL of `memvault purge` at 6 seeded moments (before, during and after the
+    history rewrite). doctor names the unfinished purge; running the same command again finishes
+    it: the text is gone from every commit and object, the tombstone has no text, the vault is clean."""
+    import os
+    import random
+    import signal
+    import sys
+    import time
+
+    rng = random.Random(7)
+    root = tmp_path / "v"
+    vault, ids = _vault_with_facts(root)
+    started = time.monotonic()
+    measured = run_memvault("purge", ids["other"], "--yes", "--vault", str(root))
+    assert measured.returncode == 0, measured.stderr
+    window = time.monotonic() - started
+    interrupted = 0
+    for round_ in range(6):
+        if round_:
+            vault = Vault(root)
+            ids["secret"] = vault.add(f"{SECRET} round {round_}", at="2026-11-02").id
+        proc = subprocess.Popen([sys.executable, "-m", "memvault", "purge", ids["secret"], "--yes", "--vault",
+                                 str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ})
+        try:
+            proc.wait(timeout=rng.uniform(0.2, window))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        # a killed git may still be at work: the next command waits for it (as after any kill)
+        doctor = run_memvault("doctor", "--json", "--vault", str(root))
+        purge_check = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}["purge"]
+        interrupted += purge_check["status"] == "fail"
+        again = run_memvault("purge", ids["secret"], "--yes", "--vault", str(root))
+        assert again.returncode == 0, (purge_check, again.stderr)
+        _assert_gone(root, SECRET)
+        tombstone = parse_tombstones((root / "tombstones.jsonl").read_text())[ids["secret"]]
+        assert tombstone.purged and not tombstone.hash
+        assert is_clean(root), git(root, "status", "--short")
+        assert {c["name"]: c for c in json.loads(run_memvault("doctor", "--json", "--vault", str(root)).stdout)
+                ["checks"]}["purge"]["status"] == "ok"
+    assert KEPT in {f.text for f in Vault(root).iter_facts()}
+    assert interrupted, "no kill landed while the purge was under way"
