@@ -222,3 +222,69 @@ def test_a_log_with_a_torn_or_hand_edited_end_never_glues_the_next_item(vault_di
     assert [f.text for f in vault.iter_facts()] == ["first", "second", "third"]
     assert len(vault.problems()) == 1  # the torn line is reported by doctor; the new item is whole
     assert is_clean(vault_dir)
+
+
+def test_a_killed_writers_git_still_committing_is_waited_for_never_undone_under_it(vault_dir, monkeypatch):
+    """Fault tried: a writer killed while its git (slow, on a loaded machine) is still at work. The
+    next command must not cut the files back under a commit that may yet land: it leaves the
+    journal (reading goes on, a write is refused with exit 4), and settles once that git is gone."""
+    import memvault.gitstore as gitstore
+    from memvault.storage.journal import APPEND, Entry
+
+    vault = Vault.open(vault_dir)
+    fact = vault.add("Alice prefers green tea", at="2026-11-01T09:00:00")
+    log = vault_dir / fact.path
+    size = log.stat().st_size
+    with open(log, "a") as f:
+        f.write("- half-committed <!-- mv {\"id\":\"bbbbbbbbbbbbbbbb\",\"at\":\"2026-11-01T10:00:00+00:00\"} -->\n")
+    dead_writer = 4194000  # a pid no process has: the killed writer
+    storage = vault.storage
+    storage.journal.begin(Entry(APPEND, [fact.path], "add: half-committed", storage.git.head(),
+                                {fact.path: size}, writer=dead_writer))
+    # its git, still working in the vault (blocked reading stdin, as a slow commit would be)
+    slow_git = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=vault_dir, stdin=subprocess.PIPE,
+                                env={**os.environ, gitstore.WRITER_ENV: str(dead_writer)})
+    while not gitstore.git_running_in(vault_dir):  # until the child has become git
+        pass
+    try:
+        monkeypatch.setattr(gitstore, "GIT_LOCK_WAIT_SECONDS", 0.3)
+        notes = Vault.open(vault_dir).storage.recover()
+        assert any("still committing" in n for n in notes)
+        assert "half-committed" in log.read_text() and storage.journal.exists()
+        with pytest.raises(Exception, match="still committing"):
+            Vault.open(vault_dir).add("Bob drinks coffee")
+    finally:
+        slow_git.communicate(b"")
+    Vault.open(vault_dir)  # the next command settles it: that git has gone, its commit did not land
+    assert log.stat().st_size == size and is_clean(vault_dir) and not storage.journal.exists()
+
+
+def test_ctrl_c_while_python_starts_git_never_undoes_a_write_under_that_git(vault_dir, monkeypatch):
+    """Fault tried (found by a stress run under load): SIGTERM landing while Python is starting
+    `git commit`, where subprocess neither kills nor waits for the child. The write's own undo must
+    wait for that git (a commit landing after a cut-back left HEAD holding a tombstone the file no
+    longer had); while it still runs the journal stays, and the next command settles it."""
+    import memvault.gitstore as gitstore
+    from memvault.storage.journal import APPEND
+
+    vault = Vault.open(vault_dir)
+    fact = vault.add("Alice prefers green tea", at="2026-11-01T09:00:00")
+    log = vault_dir / fact.path
+    size = log.stat().st_size
+    storage = vault.storage
+    monkeypatch.setattr(gitstore, "GIT_LOCK_WAIT_SECONDS", 0.3)
+    our_git = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=vault_dir, stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, env={**os.environ, gitstore.WRITER_ENV: str(os.getpid())})
+    while not gitstore.git_running_in(vault_dir):  # until the child has become git
+        pass
+    try:
+        with pytest.raises(KeyboardInterrupt), storage.write_lock(), \
+                storage.transaction(APPEND, [fact.path], "add: interrupted"):
+            with open(log, "a") as f:
+                f.write('- interrupted <!-- mv {"id":"cccccccccccccccc","at":"2026-11-01T10:00:00+00:00"} -->\n')
+            raise KeyboardInterrupt
+        assert log.stat().st_size > size and storage.journal.exists()  # not undone under a live git
+    finally:
+        our_git.communicate(b"")
+    Vault.open(vault_dir)
+    assert log.stat().st_size == size and is_clean(vault_dir) and not storage.journal.exists()

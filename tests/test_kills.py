@@ -54,10 +54,14 @@ def interrupt(proc: subprocess.Popen, after: float, sig: signal.Signals) -> tupl
     except subprocess.TimeoutExpired:
         proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
-    if proc.returncode not in (0, *EXPECTED_EXIT[sig]):
+    # Python itself reports a Ctrl-C that lands while it is still importing memvault (-SIGINT);
+    # one landing in a dataclass's __set_name__ it wraps in RuntimeError (exit 1). Either way
+    # memvault has not run yet and nothing was written.
+    in_import = sig == signal.SIGINT and "KeyboardInterrupt" in err and "_run_module_as_main" in err \
+        and "memvault/cli" not in err
+    if proc.returncode not in (0, *EXPECTED_EXIT[sig]) and not (in_import and proc.returncode == 1):
         pytest.fail(f"exit {proc.returncode} after {sig.name}: {err}")
-    # Python itself reports a Ctrl-C that lands while it is still importing memvault (-SIGINT).
-    assert "Traceback" not in err or proc.returncode == -signal.SIGINT
+    assert "Traceback" not in err or proc.returncode == -signal.SIGINT or in_import
     if proc.returncode == EXPECTED_EXIT[sig][0] and sig != signal.SIGKILL and err:
         # After any progress notices, one line; none when the signal came while the arguments
         # were still being parsed (the CLI framework exits 130 then, before memvault runs).
@@ -68,6 +72,10 @@ def interrupt(proc: subprocess.Popen, after: float, sig: signal.Signals) -> tupl
 def assert_usable(vault_dir: Path, env: dict | None = None) -> None:
     """The next command works, and leaves a clean tree that `git fsck --strict` accepts."""
     result = run_memvault("status", "--json", "--vault", str(vault_dir), env=env)
+    deadline = time.monotonic() + 120
+    while "still committing" in result.stderr and time.monotonic() < deadline:
+        # a killed writer's git outlived it (a loaded machine): the next command settles its change
+        result = run_memvault("status", "--json", "--vault", str(vault_dir), env=env)
     assert result.returncode == 0, result.stderr
     fsck = subprocess.run(["git", "-C", str(vault_dir), "fsck", "--strict"], capture_output=True, text=True)
     assert fsck.returncode == 0, fsck.stdout[-2000:] + fsck.stderr
@@ -156,10 +164,11 @@ def test_interrupted_reindex_leaves_nothing_and_keeps_finished_embeddings(vault_
     proc.wait()
     cached = _cached_vectors(vault_dir)
     assert 0 < cached < 6000, "the kill should land after the first cached batch, before the end"
+    index = vault_dir / ".memvault" / "index"
+    assert sum(1 for p in index.glob("gen-*/building")) >= 1  # what the killed run left
+    # each interrupted run may clean up the one before it, or leave its own: either is fine
     for sig in (signal.SIGINT, signal.SIGTERM):
         interrupt(start(vault_dir, "reindex", "--clear"), rng.uniform(0.3, 1.5), sig)
-    index = vault_dir / ".memvault" / "index"
-    assert sum(1 for p in index.glob("gen-*/building")) >= 1  # what the killed runs left
 
     result = run_memvault("reindex", "--clear", "--json", "--vault", str(vault_dir), timeout=300)
     assert result.returncode == 0, result.stderr
@@ -241,3 +250,33 @@ def test_sync_under_signals_never_leaves_a_half_merge(tmp_path, vault_dir):
     there = sorted(f.text for f in Vault.open(other).iter_facts())
     assert here == there and len(here) == len(set(here)) == 9 * 40
     assert_usable(vault_dir)
+
+
+def test_a_sigterm_landing_in_a_finalizer_still_unwinds_the_command(tmp_path):
+    """Fault tried: SIGTERM delivered while Python runs a finalizer (as it once did inside an
+    extension's callback during dream), where Python can only print and drop the exception. The
+    signal is delivered again once the finalizer has returned: the command unwinds (exit 143,
+    its write undone), with no traceback."""
+    script = tmp_path / "finalizer.py"
+    script.write_text(
+        "import os, signal, sys, time\n"
+        "import typer\n"
+        "from memvault.cli.app import MemvaultGroup\n"
+        "app = typer.Typer(cls=MemvaultGroup)\n"
+        "class Finalized:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(0.05)  # the handler runs here, inside the finalizer\n"
+        "@app.command()\n"
+        "def work():\n"
+        "    Finalized()\n"
+        "    time.sleep(2)\n"
+        "    print('finished as if never terminated')\n"
+        "@app.command()\n"
+        "def other():\n"
+        "    pass\n"
+        "app()\n")
+    done = subprocess.run([sys.executable, str(script), "work"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == ExitCode.TERMINATED, done.stdout + done.stderr
+    assert "finished" not in done.stdout and "Traceback" not in done.stderr
+    assert done.stderr.strip() == "memvault: terminated"

@@ -37,8 +37,10 @@ class MemvaultGroup(TyperGroup):
         wants_json = "--json" in [*ctx._protected_args, *ctx.args]
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
         previous = None
+        hook = sys.unraisablehook
         if threading.current_thread() is threading.main_thread():
             previous = signal.signal(signal.SIGTERM, _terminate)
+            sys.unraisablehook = _interrupt_again
         try:
             return super().invoke(ctx)
         except MemvaultError as e:
@@ -68,10 +70,29 @@ class MemvaultGroup(TyperGroup):
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+                sys.unraisablehook = hook
 
 
 def _terminate(signum, frame) -> None:
     raise Terminated()
+
+
+def _interrupt_again(unraisable) -> None:
+    """A Ctrl-C or SIGTERM that landed in a finalizer or an extension's callback, where Python
+    can only print and drop the exception: deliver the signal again, to land in ordinary code and
+    unwind the command (undoing its write) instead of being lost with a traceback on stderr."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        # Raised from here it would be dropped again (the hook runs inside the same callback):
+        # a timer delivers it a moment later, once the callback has returned.
+        error = type(unraisable.exc_value)
+        signal.signal(signal.SIGALRM, lambda _signum, _frame: _raise(error))
+        signal.setitimer(signal.ITIMER_REAL, 0.005)
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def _raise(error: type[BaseException]) -> None:
+    raise error()
 
 
 def _unexpected(e: Exception, wants_json: bool) -> None:
