@@ -5,7 +5,7 @@ with memvault.credentials.find_credentials and prints the texts it would refuse 
 then the credentials of a sample set it finds (target: all), and the time per text beside the
 time to parse the same texts as JSON lines (a floor for any per-text work), in the same run.
 
-Usage: python bench/secrets.py [--data PATH]
+Usage: python bench/credential_false_positives.py [--data PATH]
 """
 
 from __future__ import annotations
