@@ -282,3 +282,23 @@ def test_scores_are_comparable_across_queries(vault):
     assert meaning_only.score < both.score and meaning_only.score <= 0.5 * 1.07  # recency, importance
     assert vault.search("green tea", lexical_only=True)[0].score > 0.9  # one half asked: full scale
     assert vault.search("quantum chromodynamics") == []
+
+
+@pytest.mark.real_model
+def test_a_lexical_candidate_below_the_dense_cut_keeps_its_meaning_part(vault, monkeypatch):
+    import memvault.index.search as search_module
+
+    # Seven facts nearer the query's meaning fill the dense half's list (5 candidates per half here);
+    # the fact holding the query's word is found by words and must still get its cosine.
+    monkeypatch.setattr(search_module, "CANDIDATES_MIN", 5)
+    monkeypatch.setattr(search_module, "CANDIDATES_PER_HIT", 0)
+    for text in ("Kim bakes rye loaves every weekend", "Kim kneads bread dough on Saturdays",
+                 "Kim makes fresh baguettes at home", "Kim baked a loaf of whole wheat bread",
+                 "Kim loves baking bread in her oven", "Kim bakes banana bread for her neighbours",
+                 "Kim took a bread baking class"):
+        vault.add(text)
+    target = vault.add("The quarterly budget review mentioned sourdough once")
+    hits = {h.id: h for h in vault.search("Kim baking sourdough bread", limit=10, min_score=0, explain=True)}
+    hit = hits[target.id]
+    assert hit.explain["dense"]["rank"] > 5
+    assert hit.explain["dense"]["contribution"] > 0

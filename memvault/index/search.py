@@ -90,9 +90,11 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     # None = that half was not asked (or has no model); [] = asked, and nothing matched.
     lexical, ideal = (None, 0.0) if dense_only else generation.lexical.search(query.text, filters, wanted,
                                                                               context=weights.context)
-    dense = None if meaning is None else _dense(index, generation, meaning, filters, wanted)
+    dense, vector = (None, None) if meaning is None else _dense(index, generation, meaning, filters, wanted)
 
     candidates = catalog.ranking_of({k for k, _ in lexical or ()} | {k for k, _ in dense or ()})
+    if lexical and dense is not None:
+        dense = dense + _cosines(generation, candidates, vector, {k for k, _ in lexical} - {k for k, _ in dense})
     if lower or upper:
         # The index filters whole days; the exact bound (a time of day, `12h`) is checked here.
         candidates = {k: c for k, c in candidates.items() if _within(c.at, lower, upper)}
@@ -128,17 +130,18 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     return hits
 
 
-def _dense(index: SearchIndex, generation, meaning: Future, filters: Filters,
-           wanted: int) -> list[tuple[str, float]] | None:
+def _dense(index: SearchIndex, generation, meaning: Future, filters: Filters, wanted: int):
+    """(key, cosine) of the `wanted` nearest documents, best first, and the query's vector (from
+    `meaning`, computed on the side); (None, None) when there is no model or no usable vectors."""
     import numpy as np
 
     try:
         vector = meaning.result()
     except ModelUnavailable as exc:
         index.model_unavailable(exc)
-        return None
+        return None, None
     if not index.verified_vectors(generation):
-        return None
+        return None, None
     catalog = generation.catalog
     if filters.any:
         where, params = _sql_filters(filters)
@@ -161,7 +164,24 @@ def _dense(index: SearchIndex, generation, meaning: Future, filters: Filters,
         # Rows of deleted documents are dead space in the vector file: ask for a margin and skip them.
         best = generation.vectors.top(vector, wanted + 16)
     by_slot = catalog.keys_of_slots(s for s, _ in best)
-    return [(by_slot[s], score) for s, score in best if s in by_slot][:wanted]
+    return [(by_slot[s], score) for s, score in best if s in by_slot][:wanted], vector
+
+
+def _cosines(generation, candidates, vector, keys: set[str]) -> list[tuple[str, float]]:
+    """The cosines of lexical candidates the dense half did not list (below its cut), best first:
+    every candidate's match is then the mean of both its parts, not of its words alone."""
+    import numpy as np
+
+    try:
+        matrix = generation.vectors.matrix()
+    except VectorsDamaged:
+        return []
+    found = [(k, candidates[k].slot) for k in sorted(keys)
+             if k in candidates and candidates[k].slot is not None and candidates[k].slot < len(matrix)]
+    if not found:
+        return []
+    scores = matrix[[slot for _k, slot in found]] @ np.asarray(vector, dtype=matrix.dtype)
+    return sorted(((k, float(c)) for (k, _s), c in zip(found, scores, strict=True)), key=lambda kc: -kc[1])
 
 
 def _similarity(generation, candidates, keys: list[str]):
