@@ -302,3 +302,32 @@ def test_a_lexical_candidate_below_the_dense_cut_keeps_its_meaning_part(vault, m
     hit = hits[target.id]
     assert hit.explain["dense"]["rank"] > 5
     assert hit.explain["dense"]["contribution"] > 0
+
+
+@pytest.mark.real_model
+def test_a_warm_process_scoring_a_projection_first_returns_the_full_products_hits(vault, monkeypatch):
+    """The coarse first pass (a long-lived process's second search onwards) must give the hits and
+    scores of scoring every row, including rows appended after the projection was made."""
+    import memvault.index.vectors as vectors_module
+    from memvault.index.search import engine
+
+    topics = ["green tea", "a used bicycle", "the Lisbon trip", "jazz concerts", "Rust lessons", "the garden",
+              "a chess club", "sourdough bread", "the dentist", "a mountain hike"]
+    vault.add_many([{"text": f"{name} talked about {topic} on day {n}"}
+                    for n in range(12) for name in ("Ana", "Ben", "Caro") for topic in topics])
+    queries = ["what does Ana drink", "cycling", "holiday in Portugal", "music night", "learning a language",
+               "who bakes bread", "teeth", "walking in the mountains"]
+    exact = {q: [(h.id, round(h.score, 6)) for h in vault.search(q, limit=10, min_score=0)] for q in queries}
+
+    monkeypatch.setattr(vectors_module, "COARSE_MIN_ROWS", 100)
+    monkeypatch.setattr(vectors_module, "SHORTLIST_MIN", 60)
+    monkeypatch.setattr(vectors_module, "SHORTLIST_PER_HIT", 1)
+    for q in queries:  # the first of these makes the projection, every later one scores it first
+        assert [(h.id, round(h.score, 6)) for h in vault.search(q, limit=10, min_score=0)] == exact[q]
+    vectors = engine(vault.storage).open().vectors
+    assert vectors._coarse is not None and vectors._coarse.rows == 360
+
+    late = vault.add("Ana switched from green tea to matcha this spring")
+    hits = vault.search("Ana matcha green tea", limit=3, min_score=0)
+    assert hits[0].id == late.id  # a row appended after the projection is scored exactly
+    assert vectors._coarse.rows == 360
