@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import os
 import sqlite3
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,15 +87,6 @@ def content_hash(text: str) -> bytes:
 
 # Loaded models by (name, path, threads): a process searching several vaults loads each model once.
 _loaded: dict[tuple[str, str | None, int | None], object] = {}
-# One lock per model: a query embeds on its own thread (search.py) while the search's refresh may
-# embed a small catch-up with the same model, and a model must load only once.
-_model_locks: dict[tuple[str, str | None, int | None], threading.Lock] = {}
-_locks_lock = threading.Lock()
-
-
-def _model_lock(key: tuple[str, str | None, int | None]) -> threading.Lock:
-    with _locks_lock:
-        return _model_locks.setdefault(key, threading.Lock())
 
 
 class Embedder:
@@ -107,15 +97,8 @@ class Embedder:
         self.threads = threads
         self._model = None
         self._error: str | None = None
-        self._lock = _model_lock((spec.name, spec.path, threads))
 
     def load(self):
-        if self._model is not None:
-            return self._model
-        with self._lock:
-            return self._load()
-
-    def _load(self):
         if self._model is not None:
             return self._model
         if self._error is not None:
@@ -163,8 +146,7 @@ class Embedder:
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(texts), BATCH_SIZE):
             chunk = list(texts[start : start + BATCH_SIZE])
-            with self._lock:
-                vectors = list(model.embed(chunk, batch_size=BATCH_SIZE))
+            vectors = list(model.embed(chunk, batch_size=BATCH_SIZE))
             out[start : start + len(chunk)] = np.asarray(vectors, dtype=np.float32)
             if progress:
                 progress(len(chunk))
@@ -173,9 +155,7 @@ class Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         import numpy as np
 
-        model = self.load()
-        with self._lock:
-            vector = next(iter(model.query_embed([text])))
+        vector = next(iter(self.load().query_embed([text])))
         return _normalize(np.asarray(vector, dtype=np.float32)[None, :])[0]
 
 

@@ -16,7 +16,6 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,7 +165,6 @@ class SearchIndex:
         # Queries and small catch-ups embed on one thread: onnxruntime's idle pool threads keep
         # spinning after a run and slowed the vector scan that follows from 7 to 13 ms at 100k rows.
         self.query_embedder = Embedder(model, threads=1)
-        self._query_thread: ThreadPoolExecutor | None = None
         self._cache: EmbeddingCache | None = None
         self.generation: Generation | None = None
         self._model_notice_given = False
@@ -513,17 +511,6 @@ class SearchIndex:
             return False
         return True
 
-    def embed_query_soon(self, text: str) -> Future:
-        """Start embedding a query on the side; the future holds its vector or ModelUnavailable.
-
-        A query's vector needs nothing from the index, so it is computed on the second core while
-        the search checks the files and asks Tantivy (warm: ~3 of ~15 ms at 100k facts; cold: the
-        model load overlaps opening the index).
-        """
-        if self._query_thread is None:
-            self._query_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memvault-query")
-        return self._query_thread.submit(self.query_embedder.embed_query, text)
-
     def model_unavailable(self, exc: Exception) -> None:
         if not self._model_notice_given:
             self.notify(f"{str(exc).rstrip('.')}; searching by words only")
@@ -737,9 +724,6 @@ class SearchIndex:
         return len(items)
 
     def close(self) -> None:
-        if self._query_thread is not None:
-            self._query_thread.shutdown()
-            self._query_thread = None
         if self.generation is not None:
             self.generation.close()
             self.generation = None

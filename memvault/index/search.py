@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -78,7 +77,6 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     lower, upper = query.since, query.until
 
     index = engine(storage)
-    meaning = None if query.lexical_only else index.embed_query_soon(query.text)
     with _reporting(index, progress):
         index.refresh(embed=not query.lexical_only)
     generation = index.open()
@@ -90,7 +88,7 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     # None = that half was not asked (or has no model); [] = asked, and nothing matched.
     lexical, ideal = (None, 0.0) if dense_only else generation.lexical.search(query.text, filters, wanted,
                                                                               context=weights.context)
-    dense, vector = (None, None) if meaning is None else _dense(index, generation, meaning, filters, wanted)
+    dense, vector = (None, None) if query.lexical_only else _dense(index, generation, query.text, filters, wanted)
 
     candidates = catalog.ranking_of({k for k, _ in lexical or ()} | {k for k, _ in dense or ()})
     if lexical and dense is not None:
@@ -130,13 +128,13 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     return hits
 
 
-def _dense(index: SearchIndex, generation, meaning: Future, filters: Filters, wanted: int):
-    """(key, cosine) of the `wanted` nearest documents, best first, and the query's vector (from
-    `meaning`, computed on the side); (None, None) when there is no model or no usable vectors."""
+def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted: int):
+    """(key, cosine) of the `wanted` nearest documents, best first, and the query's vector;
+    (None, None) when there is no model or no usable vectors."""
     import numpy as np
 
     try:
-        vector = meaning.result()
+        vector = index.query_embedder.embed_query(query)
     except ModelUnavailable as exc:
         index.model_unavailable(exc)
         return None, None
