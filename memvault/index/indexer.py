@@ -26,6 +26,7 @@ from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable
 from memvault.index.lexical import LexicalIndex
 from memvault.index.vectors import VectorFile, VectorsDamaged
+from memvault.index.watch import FolderWatch, open_watch
 from memvault.storage.layout import (
     EMBEDDING_CACHE,
     INDEX_DIR,
@@ -167,6 +168,11 @@ class SearchIndex:
         self.query_embedder = Embedder(model, threads=1)
         self._cache: EmbeddingCache | None = None
         self.generation: Generation | None = None
+        # From the second refresh on, folder watches tell whether a file may have changed; the
+        # generation whose manifest matched the files at the last scan, with nothing changed since.
+        self._refreshes = 0
+        self._watch: FolderWatch | None = None
+        self._matched: str | None = None
         self._model_notice_given = False
         self._lock = None
 
@@ -283,7 +289,7 @@ class SearchIndex:
         generation = self.open(embed=embed)
         generation.load_state()
         report = RefreshReport()
-        if self.scan(generation):
+        if not self._unchanged(generation) and self.scan(generation):
             with self.lock():
                 # Another process may have done the work, or swapped in a new generation, while
                 # we waited for the lock.
@@ -292,6 +298,8 @@ class SearchIndex:
                 if self.scan(generation):
                     report.merge(self._apply(generation, self.scan(generation)))
                     generation.load_state()
+        # Reached only when the manifest now matches the files (an error above leaves it unknown).
+        self._matched = generation.path.name if self._watch is not None else None
         if embed:
             report.merge(self.embed_pending(generation))
         return report
@@ -419,6 +427,27 @@ class SearchIndex:
         return found
 
     # -- embeddings ---------------------------------------------------------------------------
+    def _unchanged(self, generation: Generation) -> bool:
+        """True when no indexed file can have changed since the last scan matched this generation
+        (the folder watches report nothing); False means: scan. See memvault.index.watch."""
+        self._refreshes += 1
+        if self._watch is None:
+            if self._refreshes >= 2:  # a one-shot command never pays for the watches
+                self._watch = open_watch(self.corpus.root)
+                self._matched = None
+            return False
+        try:
+            changed, rewatch = self._watch.changed()
+        except OSError:
+            changed, rewatch = True, True
+        if rewatch:
+            self._watch.close()
+            self._watch = open_watch(self.corpus.root)  # before the scan, so nothing falls between
+        if changed or rewatch:
+            self._matched = None
+            return False
+        return self._matched == generation.path.name
+
     def embed_pending(self, generation: Generation) -> RefreshReport:
         """Give every document a vector: from the cache when its text was seen, else from the model."""
         import numpy as np
@@ -724,6 +753,9 @@ class SearchIndex:
         return len(items)
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch, self._matched = None, None
         if self.generation is not None:
             self.generation.close()
             self.generation = None
