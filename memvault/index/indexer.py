@@ -304,6 +304,27 @@ class SearchIndex:
             report.merge(self.embed_pending(generation))
         return report
 
+    def _unchanged(self, generation: Generation) -> bool:
+        """True when no indexed file can have changed since the last scan matched this generation
+        (the folder watches report nothing); False means: scan. See memvault.index.watch."""
+        self._refreshes += 1
+        if self._watch is None:
+            if self._refreshes >= 2:  # a one-shot command never pays for the watches
+                self._watch = open_watch(self.corpus.root)
+                self._matched = None
+            return False
+        try:
+            changed, rewatch = self._watch.changed()
+        except OSError:
+            changed, rewatch = True, True
+        if rewatch:
+            self._watch.close()
+            self._watch = open_watch(self.corpus.root)  # before the scan, so nothing falls between
+        if changed or rewatch:
+            self._matched = None
+            return False
+        return self._matched == generation.path.name
+
     def _apply(self, generation: Generation, scan: Scan) -> RefreshReport:
         """Re-read changed files and write their documents (caller holds the lock)."""
         catalog = generation.catalog
@@ -427,27 +448,6 @@ class SearchIndex:
         return found
 
     # -- embeddings ---------------------------------------------------------------------------
-    def _unchanged(self, generation: Generation) -> bool:
-        """True when no indexed file can have changed since the last scan matched this generation
-        (the folder watches report nothing); False means: scan. See memvault.index.watch."""
-        self._refreshes += 1
-        if self._watch is None:
-            if self._refreshes >= 2:  # a one-shot command never pays for the watches
-                self._watch = open_watch(self.corpus.root)
-                self._matched = None
-            return False
-        try:
-            changed, rewatch = self._watch.changed()
-        except OSError:
-            changed, rewatch = True, True
-        if rewatch:
-            self._watch.close()
-            self._watch = open_watch(self.corpus.root)  # before the scan, so nothing falls between
-        if changed or rewatch:
-            self._matched = None
-            return False
-        return self._matched == generation.path.name
-
     def embed_pending(self, generation: Generation) -> RefreshReport:
         """Give every document a vector: from the cache when its text was seen, else from the model."""
         import numpy as np

@@ -177,8 +177,8 @@ class VectorFile:
         # picking the scores is far cheaper (at 100k rows the copy alone took ~10 ms).
         every_row = slots is None or len(slots) * 8 > len(matrix)
         shortlist = max(SHORTLIST_MIN, limit * SHORTLIST_PER_HIT)
-        coarse = self._coarse_pass(matrix) if every_row and (len(matrix) if slots is None else len(slots)) > shortlist \
-            else None
+        candidates = len(matrix) if slots is None else len(slots)
+        coarse = self._coarse_pass(matrix) if every_row and candidates > shortlist else None
         if coarse is not None:
             approximate = coarse.scores(matrix, query)
             if slots is not None:

@@ -33,7 +33,6 @@ class FolderWatch:
     def __init__(self, root: Path):
         from inotify_simple import INotify, flags  # Linux only: ImportError/OSError elsewhere
 
-        self._flags = flags
         self._inotify = INotify()
         mask = 0
         for name in _CHANGES:
@@ -54,9 +53,8 @@ class FolderWatch:
         found = [str(root)]
         for top in (root / LOGS_DIR, root / WIKI_DIR):
             if top.is_dir() and not top.is_symlink():
-                for folder, dirs, _files in os.walk(top):  # os.walk does not follow symlinked folders
-                    found.append(folder)
-                    dirs[:] = [d for d in dirs if not d.startswith(".")]
+                # every folder the index reads pages from (os.walk does not follow symlinked ones)
+                found += [folder for folder, _dirs, _files in os.walk(top)]
         return found
 
     def changed(self) -> tuple[bool, bool]:
