@@ -4,7 +4,8 @@ every change made before a search must still be in that search.
 Changes tried, each by another process or by hand, between two searches of one warm Vault: an add,
 a backdated add that creates a new year folder, a hand edit of an old day's log (in place, and by
 an editor's write-and-rename), a forget, a wiki page renamed into a new zone folder, a deleted
-log; and MEMVAULT_WATCH=0, which stats every file on every search.
+log; MEMVAULT_WATCH=0, which stats every file on every search; and no watch to be had (the kernel's
+inotify limits reached).
 """
 
 from __future__ import annotations
@@ -92,4 +93,23 @@ def test_without_watches_every_search_stats_every_file(vault_dir, monkeypatch):
     for _ in range(3):
         vault.search("tea")
     assert engine(vault.storage)._watch is None
+    vault.close()
+
+
+def test_when_no_watch_can_be_had_every_search_still_sees_every_change(vault_dir, monkeypatch):
+    """Fault tried: the inotify instance or watch limit reached (EMFILE/ENOSPC from the kernel)."""
+    import memvault.index.watch as watch_module
+
+    def refuse(self, root):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(watch_module.FolderWatch, "__init__", refuse)
+    vault = Vault.open(vault_dir)
+    vault.add("Ana drinks green tea every morning")
+    for _ in range(3):
+        assert vault.search("green tea")
+    assert engine(vault.storage)._watch is None
+    added = run_memvault("add", "Ben repairs vintage bicycles", "--vault", str(vault_dir))
+    assert added.returncode == 0, added.stderr
+    assert [h.text for h in vault.search("vintage bicycles")] == ["Ben repairs vintage bicycles"]
     vault.close()
