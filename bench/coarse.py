@@ -54,8 +54,6 @@ def questions(count: int) -> list[str]:
 
 
 def main() -> None:
-    import numpy as np
-
     from memvault.index.search import engine
     from memvault.index.vectors import Coarse, VectorFile
 
@@ -104,7 +102,6 @@ def main() -> None:
         print(f"top {TOP}, coarse pass + shortlist {p50['coarse']:8.2f} ms p50  (x{p50['exact'] / p50['coarse']:.1f})")
         print(f"recall@{TOP}                       {statistics.mean(recalls):8.4f} mean, {min(recalls):.2f} worst, "
               f"{sum(r == 1 for r in recalls)} of {len(recalls)} queries complete")
-        assert np.isfinite(p50["coarse"])
         if LOCOMO.is_file():
             real_text(index.embedder, index.query_embedder, texts)
         vault.close()
