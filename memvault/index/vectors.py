@@ -39,6 +39,24 @@ SHORTLIST_MIN = 1_000  # rows scored exactly after the first pass (at least SHOR
 SHORTLIST_PER_HIT = 20
 
 
+def products_on_one_thread() -> None:
+    """From now on, numpy's products in this process run on the calling thread alone (threadpoolctl).
+
+    For a long-lived process answering searches on a machine it shares, as the MCP server does with
+    the agent talking to it. A search's products are memory-bound and take milliseconds; OpenBLAS's
+    pool (a thread per core) splits them only while every core is idle, and its threads, spinning
+    on after each product, wait on busy ones. `bench/mcp.py` at 100k facts, 2 cores: on a quiet
+    machine the pool's warm p50 is 15 ms against 18 on one thread (p95 26-31 against 23-27); with
+    one core busy (`--busy 1`) 22-31 ms against 15-19. Making the coarse projection took 2.7 s on
+    the pool, 0.14 s on one thread. Set once: limiting around each search instead made OpenBLAS
+    wake its pool after every one, slower than either.
+    """
+    import numpy  # noqa: F401 - threadpoolctl limits the BLAS libraries loaded so far
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 class VectorsDamaged(Exception):
     """The vector file does not hold what the catalog recorded; its vectors must be recomputed."""
 
