@@ -3,12 +3,14 @@
 For every size: a vault of synthetic facts (bulk-added, indexed with the real model); then one
 `memvault mcp` server process spoken to over stdio with the SDK's client: the first search (index
 opening and model load), then p50/p95 of warm searches, in blocks of 20 taking turns with the
-same searches in-process (`Vault.search`, the round trip's floor), and of warm adds; beside, in the same run, a
-cold `memvault search` process and a `memvault add` process (what an agent pays without the server),
-and a ping (the protocol's own round trip).
+same searches in-process (`Vault.search`, the round trip's floor) and through a baseline server
+whose numpy products use OpenBLAS's thread pool (as the server did before), and of warm adds; beside,
+in the same run, a cold `memvault search` process and a `memvault add` process (what an agent pays
+without the server), and a ping (the protocol's own round trip).
 
-Usage: python bench/mcp.py [--sizes 10000,100000] [--searches 200] [--keep DIR]
-(--keep builds each vault once in DIR and reuses it on the next run.)
+Usage: python bench/mcp.py [--sizes 10000,100000] [--searches 200] [--keep DIR] [--busy N]
+(--keep builds each vault once in DIR and reuses it on the next run; --busy N keeps N cores busy
+with spinning processes while the warm figures are taken, as an agent's machine at work is.)
 """
 
 import argparse
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,39 +69,64 @@ def build_vault(path: Path, size: int) -> None:
     vault.close()
 
 
-async def through_mcp(vault_path: Path, env: dict, searches: int, adds: int) -> dict:
-    """Timings through the server. Warm searches take turns, in blocks, with the same searches in-process,
-    so the load of a shared machine weighs on both alike."""
-    from memvault import Vault
+# The baseline server: numpy's products spread over OpenBLAS's thread pool, as the server ran them
+# before it kept them on one thread (memvault.index.vectors.products_on_one_thread).
+POOLED_SERVER = ("import memvault.index.vectors as vectors; vectors.products_on_one_thread = lambda: None; "
+                 "from memvault.cli import main; main()")
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memvault", "mcp", "--vault", str(vault_path)],
-                                   env=env, cwd=str(vault_path))
+
+async def timed_searches(session: ClientSession, queries: list[str], timings: list[float]) -> None:
+    for query in queries:
+        started = time.perf_counter()
+        result = await session.call_tool("search", {"query": query})
+        timings.append(time.perf_counter() - started)
+        assert not result.is_error and result.structured_content["hits"], result.content[0].text
+
+
+async def through_mcp(vault_path: Path, env: dict, searches: int, adds: int) -> dict:
+    """Timings through the server. Warm searches take turns, in blocks, with the same searches through
+    the baseline server and in-process, so the load of a shared machine weighs on all alike."""
+    from memvault import Vault
+    from memvault.index.vectors import products_on_one_thread
+
+    products_on_one_thread()  # in-process as in the server, and no spinning pool here between blocks
+    serve = ["mcp", "--vault", str(vault_path)]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memvault", *serve], env=env,
+                                   cwd=str(vault_path))
+    pooled_params = StdioServerParameters(command=sys.executable, args=["-c", POOLED_SERVER, *serve], env=env,
+                                          cwd=str(vault_path))
     found: dict = {}
     with open(os.devnull, "w") as quiet, Vault.open(vault_path) as vault:
         vault.search("warm up")
-        started = time.perf_counter()
-        async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as session:
+        async with AsyncExitStack() as stack:
+            started = time.perf_counter()
+            session = await stack.enter_async_context(ClientSession(*await stack.enter_async_context(
+                stdio_client(params, errlog=quiet))))
             await session.initialize()
             found["start"] = (time.perf_counter() - started) * 1000
             started = time.perf_counter()
             first = await session.call_tool("search", {"query": "warm up"})
             found["first"] = (time.perf_counter() - started) * 1000
             assert not first.is_error, first.content[0].text
-            remote, local = [], []
-            # Blocks of searches, taking turns: a search in one process right after one in the other
-            # slowed both (~2x: the server's threads were still winding down), so no pairs.
+            pooled = await stack.enter_async_context(ClientSession(*await stack.enter_async_context(
+                stdio_client(pooled_params, errlog=quiet))))
+            await pooled.initialize()
+            await pooled.call_tool("search", {"query": "warm up"})
+            remote, baseline, local = [], [], []
+            # Blocks of searches, taking turns: a search in one process right after one in another
+            # slowed both (~2x: the other's threads were still winding down), so no pairs. The
+            # one-thread server's blocks never follow the pooled server's, whose idle OpenBLAS threads
+            # spin for a while.
             for block in range(0, searches, BLOCK):
                 queries = [QUERIES[n % len(QUERIES)] + f" {n % 13}" for n in range(block, min(searches, block + BLOCK))]
-                for query in queries:
-                    started = time.perf_counter()
-                    result = await session.call_tool("search", {"query": query})
-                    remote.append(time.perf_counter() - started)
-                    assert not result.is_error and result.structured_content["hits"], result.content[0].text
+                await timed_searches(pooled, queries, baseline)
                 for query in queries:
                     started = time.perf_counter()
                     vault.search(query)
                     local.append(time.perf_counter() - started)
+                await timed_searches(session, queries, remote)
             found["search"], found["in_process"] = percentiles(remote), percentiles(local)
+            found["pooled"] = percentiles(baseline)
             found["overhead"] = found["search"][0] - found["in_process"][0]
             timings = []
             for n in range(adds):
@@ -122,7 +150,14 @@ def bench_size(size: int, options, env: dict, workdir: Path) -> None:
     build_vault(vault, size)
     memvault = [sys.executable, "-m", "memvault"]
 
-    warm = anyio.run(through_mcp, vault, env, options.searches, options.adds)
+    # Spinning processes stand for the rest of a working machine: the agent, a build, an editor.
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(options.busy)]
+    try:
+        warm = anyio.run(through_mcp, vault, env, options.searches, options.adds)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
     cold = process_median([*memvault, "search", QUERIES[0], "--vault", str(vault)], 5, env, vault)
     cold_add = process_median([*memvault, "add", "a cold benchmark fact", "--vault", str(vault)], 5, env, vault)
 
@@ -132,6 +167,9 @@ def bench_size(size: int, options, env: dict, workdir: Path) -> None:
     print(f"search through MCP, warm    {p50:10.1f} ms p50, {p95:.1f} ms p95  (target p50 <= 20 ms)")
     print(f"  same searches in-process  {floor50:10.1f} ms p50, {floor95:.1f} ms p95  (the round trip adds "
           f"{warm['overhead']:.1f} ms: difference of the p50s)")
+    pool50, pool95 = warm["pooled"]
+    print(f"  baseline: BLAS pool       {pool50:10.1f} ms p50, {pool95:.1f} ms p95  (products on OpenBLAS's threads, "
+          f"as before: x{pool50 / p50:.2f} the p50, x{pool95 / p95:.2f} the p95)")
     print(f"  protocol alone (ping)     {warm['ping'][0]:10.1f} ms p50, {warm['ping'][1]:.1f} ms p95")
     print(f"search, cold process        {cold:10.0f} ms median  (x{cold / p50:.0f} the warm MCP p50)")
     a50, a95 = warm["add"]
@@ -145,6 +183,7 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=200, help="Warm searches timed per size.")
     parser.add_argument("--adds", type=int, default=20, help="Warm adds timed per size.")
     parser.add_argument("--keep", type=Path, help="Build the vaults in this directory and reuse them.")
+    parser.add_argument("--busy", type=int, default=0, help="Keep this many cores busy during the warm timings.")
     options = parser.parse_args()
     env = dict(os.environ)
     env.setdefault("MEMVAULT_EMBED_MODEL_PATH", str(DEFAULT_MODEL))
