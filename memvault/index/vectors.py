@@ -47,7 +47,7 @@ def products_on_one_thread() -> None:
     pool (a thread per core) splits them only while every core is idle, and its threads, spinning
     on after each product, wait on busy ones. `bench/mcp.py` at 100k facts, 2 cores: on a quiet
     machine the pool's warm p50 is 15 ms against 18 on one thread (p95 26-31 against 23-27); with
-    one core busy (`--busy 1`) 22-31 ms against 15-19. Making the coarse projection took 2.7 s on
+    one core busy (`--busy 1`) 20-31 ms against 15-19. Making the coarse projection took 2.7 s on
     the pool, 0.14 s on one thread. Set once: limiting around each search instead made OpenBLAS
     wake its pool after every one, slower than either.
     """
