@@ -30,21 +30,16 @@ from speed import QUERIES, environment, synthetic_facts  # noqa: E402
 
 WARM = """
 import json, sys, time
-from memvault import Vault
-queries = json.loads(sys.argv[2])
+from memvault import Vault  # first: importing speed puts this checkout's root on sys.path
+sys.path.append(sys.argv[2])
+from speed import QUERIES, warm_search_timings
 vault = Vault.open(sys.argv[1])
 started = time.perf_counter()
-vault.search(queries[0])
+vault.search(QUERIES[0])
 first = time.perf_counter() - started
-timings = []
-for n in range(200):
-    started = time.perf_counter()
-    vault.search(queries[n % len(queries)] + f" {n % 13}")
-    timings.append(time.perf_counter() - started)
-timings.sort()
+timings = warm_search_timings(vault)
 print(json.dumps({"first": first, "p50": timings[100], "p95": timings[190]}))
 """
-
 
 def run(env: dict, *args: str) -> tuple[float, subprocess.CompletedProcess]:
     # From a neutral folder: `python -m` would import a checkout found in the working directory.
@@ -93,7 +88,7 @@ def main() -> None:
                 query = QUERIES[n % len(QUERIES)]
                 cold[tree].append(run(environment(tree), "-m", "memvault", "search", query,
                                       "--vault", str(vaults[tree]))[0])
-                _, done = run(environment(tree), "-c", WARM, str(vaults[tree]), json.dumps(QUERIES))
+                _, done = run(environment(tree), "-c", WARM, str(vaults[tree]), str(ROOT / "bench"))
                 warm[tree].append(json.loads(done.stdout))
         for tree in trees:
             first = statistics.median(w["first"] for w in warm[tree])

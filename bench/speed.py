@@ -41,6 +41,16 @@ QUERIES = ["what does Alice like to drink", "bicycle repair", "trip to Lisbon", 
            "concert plans", "database migration status", "hiking in the mountains", "dentist"]
 
 
+def warm_search_timings(vault, searches: int = 200) -> list[float]:
+    """Seconds of `searches` warm `vault.search` calls over QUERIES (numbered, so each differs), sorted."""
+    timings = []
+    for n in range(searches):
+        started = time.perf_counter()
+        vault.search(QUERIES[n % len(QUERIES)] + f" {n % 13}")
+        timings.append(time.perf_counter() - started)
+    return sorted(timings)
+
+
 def environment(tree: Path) -> dict[str, str]:
     """The environment a benchmark runs `tree`'s memvault in: its code first, the local model, an identity."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
@@ -129,12 +139,7 @@ def bench_size(size: int, options, env: dict) -> None:
         vault.close()
         vault = Vault.open(vault.root)
         vault.search("warm up")
-        timings = []
-        for n in range(200):
-            started = time.perf_counter()
-            vault.search(QUERIES[n % len(QUERIES)] + f" {n % 13}")
-            timings.append(time.perf_counter() - started)
-        timings.sort()
+        timings = warm_search_timings(vault)
         import numpy as np
 
         from memvault.index.search import engine
