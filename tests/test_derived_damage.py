@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -143,12 +142,14 @@ DAMAGES = {
 }
 
 
-# One built vault per test process, copied for each test (building it costs a few processes).
+# One built vault per test process, copied for each test (building it costs a few processes). It is
+# built lazily inside a test's own fixtures (the model and git identity are set per test), in
+# pytest's temporary folder, so the run's cleanup removes it.
 _TEMPLATE: dict[str, object] = {}
 
 
 @pytest.fixture
-def built(tmp_path) -> Path:
+def built(tmp_path, tmp_path_factory) -> Path:
     """A vault indexed by `memvault reindex`, plus one fact added after: the next search embeds it,
     so it reads the embedding cache."""
     from memvault import Vault
@@ -160,7 +161,7 @@ def built(tmp_path) -> Path:
         result = run_memvault("reindex", "--vault", str(template))
         assert result.returncode == 0, result.stderr
         assert run_memvault("add", NEW_FACT, "--vault", str(template)).returncode == 0
-        keep = Path(tempfile.mkdtemp(prefix="derived-damage-")) / "vault"
+        keep = tmp_path_factory.mktemp("derived-damage") / "vault"
         shutil.copytree(template, keep, symlinks=True)
         _TEMPLATE["path"] = keep
     target = tmp_path / "vault"

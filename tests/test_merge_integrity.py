@@ -8,7 +8,6 @@ synced both ways; every fact must arrive on both sides once, byte for byte.
 from __future__ import annotations
 
 import subprocess
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,8 +53,7 @@ def test_the_driver_keeps_every_fact_of_both_sides_byte_exact(shared, ours, thei
     assert merge("", line, '{"id": "b"}\n', "tombstones.jsonl") == line + '{"id": "b"}\n'
 
 
-def _clones() -> tuple[Path, Path]:
-    root = Path(tempfile.mkdtemp(prefix="memvault-merge-"))
+def _clones(root: Path) -> tuple[Path, Path]:
     remote = root / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     a = Vault.init(root / "a")
@@ -67,12 +65,12 @@ def _clones() -> tuple[Path, Path]:
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ours=st.lists(texts, min_size=1, max_size=3), theirs=st.lists(texts, min_size=1, max_size=3))
-def test_two_clones_adding_unicode_facts_sync_to_the_same_bytes(ours, theirs):
+def test_two_clones_adding_unicode_facts_sync_to_the_same_bytes(tmp_path_factory, ours, theirs):
     """Both machines add facts the same day (texts with every character splitlines() breaks at,
     sharing first words), then sync A, B, A: both hold every fact once, text byte-exact."""
     global _MACHINES
     if _MACHINES is None:
-        _MACHINES = _clones()
+        _MACHINES = _clones(tmp_path_factory.mktemp("merge"))
     a_root, b_root = _MACHINES
     a, b = Vault(a_root), Vault(b_root)
     at = DAY.isoformat()
