@@ -26,6 +26,7 @@ from memvault.gitstore import GitStore
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
+from memvault.sync_checks import history_problem, tree_problem
 
 REMOTE = "origin"
 # A driver configured under git's built-in name takes precedence over the built-in, so vaults
@@ -285,7 +286,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         received = int(storage.git.run("rev-list", "--count", f"HEAD..{tracking}"))
         if received == 0:
             return 0, []
-        _refuse_symlinks(storage, tracking, f"{REMOTE}/{branch}")
+        _refuse_untrusted(storage, tracking, f"{REMOTE}/{branch}")
         storage.git.identity()  # the merge commit needs an author even on a machine with no identity
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
         touched = storage.git.run("diff", "--name-only", f"HEAD...{tracking}").splitlines()
@@ -309,22 +310,12 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         return received, changed
 
 
-def symlinks_in_tree(store: GitStore, rev: str) -> list[str]:
-    """Paths that are symlinks in the tree of `rev` (git mode 120000)."""
-    listing = store.run("ls-tree", "-r", "-z", "--full-tree", rev).split("\0")
-    return sorted(line.split("\t", 1)[1] for line in listing if line.startswith("120000 "))
-
-
-def _refuse_symlinks(storage: Storage, rev: str, name: str) -> None:
-    """Stop before merging a tree that holds a symlink: once checked out, a log or tombstones.jsonl
-    pointing outside the vault would have memvault read or append to whatever it names."""
-    found = symlinks_in_tree(storage.git, rev)
-    if found:
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        raise SyncConflict(
-            f"sync stopped: {name} holds symlink(s) ({shown}); memvault never reads or writes through a symlink, "
-            "so nothing was merged and the vault is as before; replace them with regular files where they were "
-            "pushed from (git rm, commit, push), then sync again")
+def _refuse_untrusted(storage: Storage, rev: str, name: str) -> None:
+    """Stop before merging what memvault never takes from a remote (memvault.sync_checks)."""
+    problem = tree_problem(storage.git, rev) or history_problem(storage.git, "HEAD", rev)
+    if problem:
+        raise SyncConflict(f"sync stopped: {name} {problem}; nothing was merged and the vault is as before; "
+                           "fix it where it was pushed from, then sync again")
 
 
 def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:
@@ -425,11 +416,10 @@ def clone(url: str, root: Path) -> Path:
         raise RemoteError(f"cannot clone {url}: {_git_reason(e)}") from None
     if not (root / CONFIG_FILE).is_file():
         _checkout_vault_branch(store)
-    found = symlinks_in_tree(store, "HEAD") if store.head() is not None else []
-    if found:
+    problem = tree_problem(store, "HEAD") if store.head() is not None else None
+    if problem:
         _remove(root, created)
-        raise SyncConflict(f"{url} holds symlink(s) ({', '.join(found[:5])}); memvault never reads or writes through "
-                           "a symlink, so nothing was cloned; replace them with regular files there first")
+        raise SyncConflict(f"{url} {problem}; nothing was cloned")
     if not (root / CONFIG_FILE).is_file() or (root / CONFIG_FILE).is_symlink():
         _remove(root, created)
         raise InvalidInput(

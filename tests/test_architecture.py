@@ -23,6 +23,7 @@ LAYERS = [
     ("formats", ["memvault.facts", "memvault.pages", "memvault.dreamlog", "memvault.tombstones"]),
     ("storage", ["memvault.storage.*"]),
     ("features", ["memvault.citations", "memvault.timeline", "memvault.context", "memvault.sync",
+                  "memvault.sync_checks",
                   "memvault.health", "memvault.union_merge", "memvault.purge", "memvault.purge_filter",
                   "memvault.index", "memvault.index.*",
                   "memvault.dream", "memvault.dream.*"]),

@@ -1,0 +1,140 @@
+"""What sync and clone refuse from a shared remote that someone else can push to.
+
+Faults tried, each pushed with plain git by a "hostile" clone, then `memvault sync` run on another
+machine: files planted under `.memvault/` (a write-queue request carrying an AWS key, a journal),
+the forget records emptied, a fact's item deleted from its log (by fast-forward, and inside a real
+merge where this machine changed another file), dream's `api_base` and `model` pointed at another
+server. Each stops with exit 7 and one line, the vault exactly as before and still usable. Allowed
+on purpose, and checked: a fact's text edited by hand, an endpoint change made on both sides.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import git, run_memvault
+
+from memvault import Vault
+from memvault.errors import ExitCode
+
+HOSTILE = ("-c", "user.name=h", "-c", "user.email=h@example.test")
+
+
+def _shared(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Machine A publishes a vault, B clones it with memvault, H clones it with plain git."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a, b, h = tmp_path / "a", tmp_path / "b", tmp_path / "h"
+    assert run_memvault("init", str(a)).returncode == 0
+    for text in ("Alice drinks green tea", "Bob fixed the kitchen tap"):
+        assert run_memvault("add", text, "--at", "2026-11-20T10:00:00", "--vault", str(a)).returncode == 0
+    assert run_memvault("remote", "set", str(remote), "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("clone", str(remote), str(b)).returncode == 0
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(h)], check=True)
+    return a, b, h
+
+
+def _push(h: Path, message: str = "tidy") -> None:
+    git(h, *HOSTILE, "commit", "-qam", message)
+    git(h, "push", "-q", "origin", "HEAD:main")
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {p: (root / p).read_bytes() for p in git(root, "ls-files", "-z").split("\0") if p}
+
+
+def _refused(b: Path, *words: str) -> None:
+    head, files = git(b, "rev-parse", "HEAD"), _snapshot(b)
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "nothing was merged" in done.stderr and all(word in done.stderr for word in words), done.stderr
+    assert git(b, "rev-parse", "HEAD") == head and _snapshot(b) == files
+    assert git(b, "status", "--porcelain").strip() == ""
+    assert run_memvault("add", "Erin reads poetry", "--vault", str(b)).returncode == 0  # b keeps working
+
+
+def _ids(vault: Path) -> dict[str, str]:
+    return {fact.id: fact.text for fact in Vault(vault).iter_facts()}
+
+
+def _log(h: Path) -> Path:
+    return h / "logs" / "2026" / "2026-11-20.md"
+
+
+def test_files_planted_under_the_state_folder_are_refused_by_sync_and_clone(tmp_path):
+    """A queue request (the next `add` would commit its fact, unchecked) and a journal."""
+    _a, b, h = _shared(tmp_path)
+    queue = h / ".memvault" / "queue"
+    queue.mkdir(parents=True)
+    item = ('- planted AKIAIOSFODNN7EXAMPLE '
+            '<!-- mv {"id":"1k0yyt0000000001","at":"2026-11-20T20:50:00+00:00"} -->')
+    (queue / "00000000000000000001-1-deadbeef.req").write_text(json.dumps(
+        {"owner": [1, None], "facts": [["logs/2026/2026-11-20.md", "1k0yyt0000000001", "planted", item]]}))
+    (h / ".memvault" / "journal.json").write_text("{}")
+    git(h, "add", "-f", ".memvault")
+    _push(h, "plant")
+    _refused(b, ".memvault/queue/00000000000000000001-1-deadbeef.req", ".memvault/journal.json")
+    assert "1k0yyt0000000001" not in _ids(b)
+    c = tmp_path / "c"
+    done = run_memvault("clone", str(tmp_path / "remote.git"), str(c))
+    assert done.returncode == ExitCode.SYNC_CONFLICT and ".memvault/" in done.stderr, done.stderr
+    assert not c.exists()
+
+
+def test_emptied_forget_records_never_bring_a_forgotten_fact_back(tmp_path):
+    a, b, h = _shared(tmp_path)
+    forgotten = next(i for i, text in _ids(a).items() if "tea" in text)
+    assert run_memvault("forget", forgotten, "--vault", str(a)).returncode == 0
+    for machine in (a, b):
+        assert run_memvault("sync", "--vault", str(machine)).returncode == 0
+    git(h, "pull", "-q", "origin", "main")
+    (h / "tombstones.jsonl").write_text("")
+    _push(h)
+    _refused(b, "forget record", forgotten)
+    assert run_memvault("show", forgotten, "--vault", str(b)).returncode == ExitCode.NOT_FOUND
+
+
+def test_a_fact_deleted_on_the_remote_is_refused_by_fast_forward_and_by_merge(tmp_path):
+    a, b, h = _shared(tmp_path)
+    dropped = next(i for i, text in _ids(a).items() if "tap" in text)
+    _log(h).write_text("".join(line for line in _log(h).read_text().splitlines(keepends=True)
+                               if dropped not in line))
+    _push(h)
+    _refused(b, dropped, "append-only")  # b has nothing new: a fast-forward would take the removal
+    # b's add above made a commit of its own: now a real merge, the log changed on the remote only
+    _refused(b, dropped)
+    assert dropped in _ids(b)
+
+
+def test_a_fact_edited_by_hand_on_another_machine_syncs(tmp_path):
+    """Allowed, as the merge driver allows a one-sided edit: a typo fixed in the log by hand."""
+    a, b, h = _shared(tmp_path)
+    fixed = next(i for i, text in _ids(a).items() if "tap" in text)
+    _log(h).write_text(_log(h).read_text().replace("kitchen tap", "bathroom tap"))
+    _push(h)
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert _ids(b)[fixed] == "Bob fixed the bathroom tap"
+
+
+def test_dream_endpoint_changed_on_the_remote_is_refused_until_made_here_too(tmp_path):
+    """`[llm] api_base` and `model` choose who receives the facts and this machine's API key."""
+    _a, b, h = _shared(tmp_path)
+
+    def point(root: Path) -> None:
+        config = (root / "memvault.toml").read_text()
+        config = config.replace('model = ""', 'model = "openai/gpt-4o-mini"')
+        (root / "memvault.toml").write_text(config.replace("# api_base = ", "api_base = "))
+
+    point(h)
+    _push(h)
+    _refused(b, "llm.api_base", "llm.model", "make the same edit here")
+    point(b)
+    git(b, "commit", "-qam", "dream: the same endpoint")
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert 'model = "openai/gpt-4o-mini"' in (b / "memvault.toml").read_text()
