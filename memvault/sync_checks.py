@@ -103,9 +103,12 @@ def _fact_ids(text: str, path: str) -> set[str]:
 
 def _read(store: GitStore, rev: str, path: str) -> str:
     """The file at `rev`, "" where it does not exist."""
-    if not store.run("ls-tree", "--name-only", rev, "--", path):
+    import git
+
+    try:
+        return store.run("show", f"{rev}:{path}")
+    except git.GitCommandError:  # not in that commit (a new day's log, a log the remote deleted)
         return ""
-    return store.run("show", f"{rev}:{path}")
 
 
 def _merge_base(store: GitStore, head: str, rev: str) -> str | None:
