@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
+import pytest
 from conftest import Cli
 
 from memvault import Vault
@@ -85,3 +88,24 @@ def test_the_library_prints_nothing_the_cli_shows_its_notices(vault_dir, capsys)
         f.write("- Carol loves rowing\n")
     result = Cli(vault_dir)("search", "rowing")
     assert "not facts memvault can read" in result.stderr
+
+
+@pytest.mark.real_model
+def test_a_huge_fact_from_a_hand_edit_is_searched_in_bounded_memory(vault):
+    """`add` refuses a fact over 1 MiB, but a log edited by hand or pulled from a remote may hold
+    one of 20 MB: the next search (a fresh process, real model) finds it and peaks well under a
+    gigabyte (it took 3.2 GB and 35 s for 20 MB while the tokenizer split it all)."""
+    vault.add("Carol keeps bees on the roof", at="2026-11-20T09:00:00")
+    log = vault.root / "logs" / "2026" / "2026-11-20.md"
+    huge = "- Dmitri pasted the whole server log " + "lorem ipsum dolor sit amet " * 750_000
+    log.write_text(log.read_text() + huge + ' <!-- mv {"id":"1k0yyd0000000002","at":"2026-11-20T10:00:00+00:00"} -->\n')
+    # A wrapper whose one child is the search: its children's peak RSS is the search's.
+    measure = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+               " peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss;"
+               " print(done.returncode, peak, done.stdout.count('1k0yyd'))")
+    done = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "memvault", "search",
+                           "Dmitri server log", "--json", "--min-score", "0", "--vault", str(vault.root)],
+                          capture_output=True, text=True, timeout=300)
+    status, peak_kib, found = map(int, done.stdout.split())
+    assert status == 0 and found == 1, done.stderr
+    assert peak_kib < 1024 * 1024, f"search peaked at {peak_kib // 1024} MiB"

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 DIMENSIONS = 384
 BATCH_SIZE = 256
+# The model reads a text's first 256 tokens, and a token spans at most about a hundred characters
+# (a longer word is one unknown token), so nothing past this many characters changes a vector. The
+# tokenizer, though, would split all of it first: a 60 MB fact (a log hand-edited or pulled from
+# a remote; `add` takes 1 MiB) cost 4.7 GB of memory before it was cut here.
+MODEL_READS_CHARS = 32_768
 
 
 class ModelUnavailable(Exception):
@@ -145,7 +150,7 @@ class Embedder:
         model = self.load()
         out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
         for start in range(0, len(texts), BATCH_SIZE):
-            chunk = list(texts[start : start + BATCH_SIZE])
+            chunk = [text[:MODEL_READS_CHARS] for text in texts[start : start + BATCH_SIZE]]
             vectors = list(model.embed(chunk, batch_size=BATCH_SIZE))
             out[start : start + len(chunk)] = np.asarray(vectors, dtype=np.float32)
             if progress:
@@ -155,7 +160,7 @@ class Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         import numpy as np
 
-        vector = next(iter(self.load().query_embed([text])))
+        vector = next(iter(self.load().query_embed([text[:MODEL_READS_CHARS]])))
         return _normalize(np.asarray(vector, dtype=np.float32)[None, :])[0]
 
 
