@@ -159,3 +159,44 @@ def test_a_real_terminal_gets_the_table_and_a_pipe_gets_plain_rows(vault_dir, fa
 
     piped = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
     assert "\x1b" not in piped.stdout and piped.stdout.splitlines()[2].split("\t")[1] == facts["Alice"]
+
+
+def _on_a_terminal(*args: str) -> str:
+    """memvault with stdout and stderr on a real pseudo-terminal; what the terminal received."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "memvault", *args], stdout=follower, stderr=follower,
+                            env={**os.environ, "COLUMNS": "200"})
+    os.close(follower)
+    received = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal hangs up when the process has exited
+            break
+        if not chunk:
+            break
+        received += chunk
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0, received
+    return received.decode("utf-8", "replace")
+
+
+def test_stored_escape_sequences_are_shown_not_run_on_a_terminal(vault_dir):
+    """A fact (from an agent or a synced remote) holding OSC 52 (write the clipboard), a title
+    change, a screen clear, a carriage return and a C1 CSI: `show`, `recent` and `search` on a
+    terminal print each as its escape; piped, the text stays byte-exact (click used to strip what
+    looked like a colour code from it)."""
+    hostile = "osc \x1b]52;c;cHduZWQ=\x1b\\ title \x1b]0;TITLE\x07 \x1b[2J\x1b[H cleared\rover \x9b31m"
+    added = subprocess.run([sys.executable, "-m", "memvault", "add", hostile, "--vault", str(vault_dir)],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    for args in (["show", added], ["recent"], ["search", "cleared", "--lexical"]):
+        shown = _on_a_terminal(*args, "--vault", str(vault_dir))
+        assert "cleared" in shown and "\\x1b]52" in shown and "\\x0d" in shown, shown
+        # (memvault's own progress line may hide the cursor: only the stored sequences count)
+        assert not any(raw in shown for raw in ("\x1b]52", "\x1b]0;", "\x07", "\x1b[2J", "\x9b", "cleared\rover"))
+    piped = subprocess.run([sys.executable, "-m", "memvault", "show", added, "--vault", str(vault_dir)],
+                           capture_output=True, check=True).stdout
+    assert piped.startswith((hostile + "\n").encode())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,12 +66,25 @@ def emit_jsonl(data: Any) -> None:
 
 
 def echo(text: str = "") -> None:
-    typer.echo(text)
+    # color=True: click would otherwise strip what looks like a colour code from piped output,
+    # and a fact's text must reach a script byte for byte.
+    typer.echo(visible(text) if sys.stdout.isatty() else text, color=True)
 
 
 def notice(text: str) -> None:
     """A message for the person at the terminal: stderr, never mixed into results."""
-    typer.echo(f"memvault: {text}", err=True)
+    typer.echo(f"memvault: {visible(text) if sys.stderr.isatty() else text}", err=True)
+
+
+# Every C0 and C1 control character but tab and newline. Stored text comes from agents and from
+# synced remotes: on a terminal an ESC would run (clear the screen, set the title, write the
+# clipboard with OSC 52), a carriage return would overwrite the line. Piped output stays exact.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with each control character shown as its escape (ESC as `\\x1b`), for a terminal."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def nothing(message: str = NOTHING_TO_SHOW) -> None:
@@ -110,7 +124,7 @@ def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, full: boo
         for row in rows:
             echo("\t".join(row).rstrip("\t"))
         return
-    _draw(console, list(columns), rows, full)
+    _draw(console, list(columns), [[visible(cell) for cell in row] for row in rows], full)
 
 
 def _draw(console, columns: list[Column], rows: list[list[str]], full: bool) -> None:
@@ -160,7 +174,8 @@ def line(*parts: str | tuple[str, str]) -> None:
         return
     from rich.text import Text
 
-    console.print(Text.assemble(*parts), soft_wrap=True)
+    console.print(Text.assemble(*(visible(p) if isinstance(p, str) else (visible(p[0]), p[1]) for p in parts)),
+                  soft_wrap=True)
 
 
 def open_vault(path: Path | None):
