@@ -113,7 +113,9 @@ def _fail(kind: str, message: str, code: int, wants_json: bool) -> None:
     if wants_json:
         sys.stderr.write(json.dumps({"error": {"type": kind, "message": message, "exit_code": int(code)}}) + "\n")
     else:
-        sys.stderr.write(f"memvault: {message}\n")
+        from memvault.cli.output import visible  # an error may quote stored or typed text
+
+        sys.stderr.write(f"memvault: {visible(message) if sys.stderr.isatty() else message}\n")
     raise typer.Exit(int(code))
 
 
