@@ -146,8 +146,10 @@ def repository_problem(root: Path) -> str | None:
     """Why the vault's git repository cannot be used (missing; HEAD or the index unreadable), or None."""
     if not (root / ".git").exists():
         return "its git repository (.git) is missing"
+    # (GIT_OPTIONAL_LOCKS=0: `status` would otherwise write the refreshed index, and a full disk
+    # would look like a broken repository)
     env = {**outside_env(), "GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root),
-           "GIT_CEILING_DIRECTORIES": str(root.parent)}
+           "GIT_CEILING_DIRECTORIES": str(root.parent), "GIT_OPTIONAL_LOCKS": "0"}
     for args in (("rev-parse", "--verify", "--quiet", "HEAD^{commit}"), ("status", "--porcelain")):
         done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
         if done.returncode != 0:
