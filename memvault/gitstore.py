@@ -95,9 +95,9 @@ class GitStore:
     @classmethod
     def init(cls, root: Path) -> GitStore:
         status, _out, err = execute(["git", "init", "-q", "-b", "main", str(root)], outside_env())
-        if status:
-            raise command_error(["git", "init"], status, err)
         store = cls(root)
+        if status:
+            raise store.error(["git", "init"], status, err)  # a full disk is exit 9, as for any write
         store.configure()
         return store
 

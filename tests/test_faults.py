@@ -319,3 +319,25 @@ def test_on_a_full_disk_status_and_doctor_read_without_writing(small_disk):
     assert add(vault_dir, "after").returncode == 0
     assert texts(vault_dir) == ["Alice prefers green tea", "Bob is on call", "after"]
 
+
+def test_a_repair_of_a_broken_repository_that_cannot_write_leaves_its_git_in_place(small_disk):
+    """Fault tried: `doctor --fix` of a vault whose .git/HEAD is garbage, on a disk with no byte free
+    (the new repository cannot be made after the broken .git was moved aside)."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    for text in ("Alice prefers green tea", "Bob is on call"):
+        assert add(vault_dir, text).returncode == 0
+    (vault_dir / ".git" / "HEAD").write_text("garbage\n")
+    broken = _vault_files(vault_dir)
+    filler = fill(small_disk, leave=0)
+
+    result = run_memvault("doctor", "--fix", "--vault", str(vault_dir))
+    assert result.returncode == ExitCode.UNWRITABLE, result.stdout + result.stderr
+    assert one_line(result.stderr).startswith("memvault: disk full while writing")
+    # The broken .git is back where it was, as it was, and nothing half-made is left.
+    assert _vault_files(vault_dir) == broken
+    assert list((vault_dir / ".memvault").glob("broken-git-*")) == []
+
+    filler.unlink()
+    assert run_memvault("doctor", "--fix", "--vault", str(vault_dir)).returncode == 0
+    assert texts(vault_dir) == ["Alice prefers green tea", "Bob is on call"] and is_clean(vault_dir)
+    assert_fsck_clean(vault_dir)
