@@ -82,6 +82,9 @@ class GitStore:
             GIT_WORK_TREE=str(root),
             GIT_CEILING_DIRECTORIES=str(root.parent),
             GIT_TERMINAL_PROMPT="0",
+            # A read never writes: without this `git status` refreshes .git/index as a side effect,
+            # and on a full disk fails writing .git/index.lock although it only reads.
+            GIT_OPTIONAL_LOCKS="0",
         )
         if not (os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")):
             # memvault runs unattended (cron, agents): an ssh passphrase prompt would hang it.
@@ -92,9 +95,9 @@ class GitStore:
     @classmethod
     def init(cls, root: Path) -> GitStore:
         status, _out, err = execute(["git", "init", "-q", "-b", "main", str(root)], outside_env())
-        if status:
-            raise command_error(["git", "init"], status, err)
         store = cls(root)
+        if status:
+            raise store.error(["git", "init"], status, err)  # a full disk is exit 9, as for any write
         store.configure()
         return store
 

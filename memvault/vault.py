@@ -98,15 +98,25 @@ def _explained_if_broken(root: Path) -> Iterator[None]:
         raise BrokenRepository(root, problem) from e
 
 
-def _head_readable(root: Path) -> bool:
-    """A cheap look at .git/HEAD on every open (commands that read only never run git to notice)."""
+def _git_dir_problem(root: Path) -> str | None:
+    """A cheap look at .git on every open (commands that read only never run git to notice): why
+    it cannot be a repository, or None. A damaged inside is left to git and `doctor`."""
+    git_dir = root / ".git"
+    if git_dir.is_file():
+        # A linked worktree's .git is a file naming the real git directory: `gitdir: PATH`.
+        found = re.fullmatch(r"gitdir: (.+?)\s*", git_dir.read_text(encoding="utf-8", errors="replace"))
+        if found is None or not (root / found.group(1)).is_dir():
+            return "its git repository (.git) is broken (.git is a file that names no git directory)"
+        return None
     try:
-        head = (root / ".git" / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
-    except IsADirectoryError:
-        return False
-    except (FileNotFoundError, NotADirectoryError):
-        return True  # a worktree's .git file, or no .git: other checks speak for those
-    return head.startswith("ref: refs/") or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) is not None
+        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None if not git_dir.exists() else "its git repository (.git) is broken (.git/HEAD is missing)"
+    except (IsADirectoryError, NotADirectoryError):
+        head = ""
+    if head.startswith("ref: refs/") or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head):
+        return None
+    return "its git repository (.git) is broken (.git/HEAD names no branch or commit)"
 
 
 def template_root() -> Path:
@@ -140,8 +150,9 @@ class Vault:
                 raise BrokenRepository(root, "its git repository (.git) is missing")
             raise NotAVault(f"{root} is not a memvault vault (no {CONFIG_FILE} and .git); "
                             f"create one with `memvault init {root}`")
-        if not _head_readable(root):
-            raise BrokenRepository(root, "its git repository (.git) is broken (.git/HEAD names no branch or commit)")
+        problem = _git_dir_problem(root)
+        if problem:
+            raise BrokenRepository(root, problem)
         self.storage = Storage(root, notify=notify)
         self.root = root
         self.config = self.storage.config

@@ -288,3 +288,56 @@ def test_ctrl_c_while_python_starts_git_never_undoes_a_write_under_that_git(vaul
         our_git.communicate(b"")
     Vault.open(vault_dir)
     assert log.stat().st_size == size and is_clean(vault_dir) and not storage.journal.exists()
+
+
+def _vault_files(vault_dir: Path) -> dict[str, bytes]:
+    """Every file of the vault and its repository (not .memvault/, whose lock files a command may touch)."""
+    return {p.relative_to(vault_dir).as_posix(): p.read_bytes() for p in vault_dir.rglob("*")
+            if p.is_file() and ".memvault" not in p.relative_to(vault_dir).parts}
+
+
+def test_on_a_full_disk_status_and_doctor_read_without_writing(small_disk):
+    """Fault tried: no byte free under `status`, `doctor` and `doctor --fix` of a healthy vault (git's
+    status would write .git/index.lock, and doctor took the failure for a broken repository)."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    for text in ("Alice prefers green tea", "Bob is on call"):
+        assert add(vault_dir, text).returncode == 0
+    before = _vault_files(vault_dir)
+    filler = fill(small_disk, leave=0)
+
+    for args in (["status"], ["doctor"]):
+        result = run_memvault(*args, "--vault", str(vault_dir))
+        assert result.returncode == 0, (args, result.stdout, result.stderr)
+        assert "is broken" not in result.stdout
+    # The one repair due, building the search index, cannot write: exit 9, the repository left alone.
+    result = run_memvault("doctor", "--fix", "--vault", str(vault_dir))
+    assert result.returncode == ExitCode.UNWRITABLE, result.stdout + result.stderr
+    assert one_line(result.stderr).startswith("memvault: disk full while writing .memvault")
+    assert _vault_files(vault_dir) == before
+    assert list((vault_dir / ".memvault").glob("broken-git-*")) == []
+    filler.unlink()
+    assert add(vault_dir, "after").returncode == 0
+    assert texts(vault_dir) == ["Alice prefers green tea", "Bob is on call", "after"]
+
+
+def test_a_repair_of_a_broken_repository_that_cannot_write_leaves_its_git_in_place(small_disk):
+    """Fault tried: `doctor --fix` of a vault whose .git/HEAD is garbage, on a disk with no byte free
+    (the new repository cannot be made after the broken .git was moved aside)."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    for text in ("Alice prefers green tea", "Bob is on call"):
+        assert add(vault_dir, text).returncode == 0
+    (vault_dir / ".git" / "HEAD").write_text("garbage\n")
+    broken = _vault_files(vault_dir)
+    filler = fill(small_disk, leave=0)
+
+    result = run_memvault("doctor", "--fix", "--vault", str(vault_dir))
+    assert result.returncode == ExitCode.UNWRITABLE, result.stdout + result.stderr
+    assert one_line(result.stderr).startswith("memvault: disk full while writing")
+    # The broken .git is back where it was, as it was, and nothing half-made is left.
+    assert _vault_files(vault_dir) == broken
+    assert list((vault_dir / ".memvault").glob("broken-git-*")) == []
+
+    filler.unlink()
+    assert run_memvault("doctor", "--fix", "--vault", str(vault_dir)).returncode == 0
+    assert texts(vault_dir) == ["Alice prefers green tea", "Bob is on call"] and is_clean(vault_dir)
+    assert_fsck_clean(vault_dir)

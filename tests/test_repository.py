@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from conftest import Cli, commit_count, git, is_clean
+from conftest import Cli, commit_count, git, is_clean, run_memvault
 
 from memvault.errors import ExitCode
 
@@ -31,7 +31,18 @@ def _lose_objects(root):
             shutil.rmtree(folder)
 
 
-BREAKAGES = {"deleted": _delete_git, "garbage HEAD": _garbage_head, "objects lost": _lose_objects}
+def _empty_git_dir(root):
+    shutil.rmtree(root / ".git")
+    (root / ".git").mkdir()
+
+
+def _garbage_git_file(root):
+    shutil.rmtree(root / ".git")
+    (root / ".git").write_text("garbage\n")
+
+
+BREAKAGES = {"deleted": _delete_git, "garbage HEAD": _garbage_head, "objects lost": _lose_objects,
+             "empty .git directory": _empty_git_dir, "garbage .git file": _garbage_git_file}
 
 
 @pytest.fixture
@@ -57,7 +68,8 @@ def test_commands_say_the_repository_is_broken_and_point_to_doctor(cli, vault_di
     assert files(vault_dir) == broken
 
 
-@pytest.mark.parametrize("broken", ["deleted", "garbage HEAD", "objects lost"], indirect=True)
+@pytest.mark.parametrize("broken", ["deleted", "garbage HEAD", "objects lost", "empty .git directory",
+                                    "garbage .git file"], indirect=True)
 def test_doctor_explains_and_fix_recreates_the_repository_in_one_commit(cli, vault_dir, broken):
     """Faults tried: .git deleted, HEAD garbage, every loose object lost."""
     report = cli("doctor", "--json")
@@ -78,6 +90,27 @@ def test_doctor_explains_and_fix_recreates_the_repository_in_one_commit(cli, vau
                                                                              "Alice prefers green tea"]
     assert cli("add", "works again").exit_code == 0 and commit_count(vault_dir) == 2
     assert cli("doctor", "--json").exit_code == 0
+
+
+@pytest.mark.parametrize("broken", ["empty .git directory", "garbage .git file"], indirect=True)
+def test_a_git_that_is_no_repository_at_all_is_reported_as_broken(vault_dir, broken):
+    """Faults tried: .git replaced by an empty directory, .git replaced by a file of garbage; `add`,
+    `recent`, `status` and `doctor --fix` run as real processes."""
+    kind = "dir" if (vault_dir / ".git").is_dir() else "file"
+    for args in (("add", "one more"), ("recent",), ("status",)):
+        result = run_memvault(*args, "--vault", str(vault_dir))
+        assert result.returncode == ExitCode.NOT_FOUND, (args, result.stderr)
+        (line,) = result.stderr.splitlines()
+        assert "its git repository (.git) is broken" in line and "`memvault doctor --fix`" in line, line
+        assert "unexpected error" not in line
+    assert files(vault_dir) == broken
+
+    fixed = run_memvault("doctor", "--fix", "--vault", str(vault_dir))
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    (kept,) = (vault_dir / ".memvault").glob("broken-git-*")
+    assert (kept.is_dir() and not any(kept.iterdir())) if kind == "dir" else kept.read_text() == "garbage\n"
+    assert run_memvault("add", "works again", "--vault", str(vault_dir)).returncode == 0
+    assert commit_count(vault_dir) == 2 and files(vault_dir).keys() >= broken.keys()
 
 
 @pytest.mark.parametrize("broken", ["garbage HEAD"], indirect=True)
