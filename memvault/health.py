@@ -117,6 +117,8 @@ def doctor(storage: Storage, fix: bool = False, llm: bool = False) -> DoctorRepo
         if fix and repair and check.status in (WARN, FAIL) and check.fix:
             try:
                 done = repair(storage)
+            except VaultUnwritable:
+                raise  # a full or read-only disk stops every repair alike: exit 9, in one line
             except MemvaultError as e:
                 checks.append(Check(check.name, FAIL, f"{check.message}; the repair failed: {e}", check.details))
                 continue
@@ -420,6 +422,9 @@ def check_index(storage: Storage) -> Check:
     state = {"built": not state["missing"], **state}
     if not state["built"]:
         return Check("search index", WARN, "not built yet (the first search builds it)", fix="build it now")
+    if state["unavailable"]:
+        return Check("search index", WARN, f"cannot be opened: {state['unavailable']} (not damage: free some "
+                     "space or make the vault writable)", fix="open it again")
     if state["damaged"]:
         return Check("search index", WARN, f"damaged ({state['damaged']}); the next search rebuilds it",
                      fix="rebuild it from the vault files")

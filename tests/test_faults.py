@@ -341,3 +341,30 @@ def test_a_repair_of_a_broken_repository_that_cannot_write_leaves_its_git_in_pla
     assert run_memvault("doctor", "--fix", "--vault", str(vault_dir)).returncode == 0
     assert texts(vault_dir) == ["Alice prefers green tea", "Bob is on call"] and is_clean(vault_dir)
     assert_fsck_clean(vault_dir)
+
+
+def test_on_a_full_disk_a_built_index_is_not_taken_for_damage(small_disk):
+    """Fault tried: no byte free under `search`, `status` and `doctor` of a vault whose index is
+    built (sqlite writes its shared-memory file even to read, and says only "disk I/O error"):
+    search exits 9 in one line without "rebuilding" a damaged index, no half-built generation
+    is left, status and doctor say why it cannot be opened, and the next search after freeing
+    space answers from the same index."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    assert add(vault_dir, "Alice prefers green tea").returncode == 0
+    assert run_memvault("search", "tea", "--lexical", "--vault", str(vault_dir)).returncode == 0
+    generations = sorted(p.name for p in (vault_dir / ".memvault" / "index").iterdir())
+    filler = fill(small_disk, leave=0)
+
+    result = run_memvault("search", "tea", "--lexical", "--vault", str(vault_dir))
+    assert result.returncode == ExitCode.UNWRITABLE, result.stdout + result.stderr
+    assert one_line(result.stderr).startswith("memvault: disk full while writing .memvault")
+    assert "damaged" not in result.stderr
+    assert sorted(p.name for p in (vault_dir / ".memvault" / "index").iterdir()) == generations
+    status = json.loads(run_memvault("status", "--json", "--vault", str(vault_dir)).stdout)["index"]
+    assert status["damaged"] is None and status["unavailable"].startswith("disk full")
+    doctor = run_memvault("doctor", "--vault", str(vault_dir))
+    assert "cannot be opened: disk full" in doctor.stdout and "damaged" not in doctor.stdout
+
+    filler.unlink()
+    result = run_memvault("search", "tea", "--lexical", "--vault", str(vault_dir))
+    assert result.returncode == 0 and "Alice prefers green tea" in result.stdout and result.stderr == ""

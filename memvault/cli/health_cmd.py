@@ -53,6 +53,8 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     index = state["index"]
     if not index["built"]:
         echo("index       not built yet (the first search builds it)")
+    elif index["unavailable"]:
+        echo(f"index       cannot be opened: {index['unavailable']}")
     elif index["damaged"]:
         echo(f"index       damaged ({index['damaged']}); the next search rebuilds it")
     else:

@@ -9,6 +9,7 @@ generation aside and swaps the `current` pointer, so searches keep answering mea
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -20,10 +21,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memvault.errors import VaultBusy
+from memvault.errors import VaultBusy, VaultUnwritable, unwritable
 from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
 from memvault.index.corpus import Corpus
-from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable
+from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable, is_damage
 from memvault.index.lexical import LexicalIndex
 from memvault.index.vectors import VectorFile, VectorsDamaged
 from memvault.index.watch import FolderWatch, open_watch
@@ -68,6 +69,27 @@ class IndexDamaged(Exception):
     """The index on disk cannot be trusted; the caller rebuilds it from the files."""
 
 
+INDEX_FILES = ".memvault (the search index or its cache)"
+
+
+def _damage_or_no_room(exc: Exception, path: Path) -> Exception:
+    """IndexDamaged, unless the index could not be opened for want of room or write access: sqlite
+    must write its shared-memory file even to read, and says only "disk I/O error" when the disk is
+    full. Rebuilding would fail the same way and leave a half-built generation behind, so that is
+    VaultUnwritable (exit 9), the index left as it is."""
+    if not (isinstance(exc, sqlite3.Error) and is_damage(exc)):
+        try:
+            disk = os.statvfs(path)
+        except OSError:
+            disk = None
+        if disk is not None and (disk.f_flag & os.ST_RDONLY or disk.f_bavail == 0):
+            number = errno.EROFS if disk.f_flag & os.ST_RDONLY else errno.ENOSPC
+            found = unwritable(OSError(number, str(exc)), INDEX_FILES)
+            if found is not None:
+                return found
+    return IndexDamaged(str(exc))
+
+
 @dataclass
 class RefreshReport:
     added: int = 0
@@ -96,7 +118,7 @@ class Generation:
             name, rows, crc = self.catalog.vector_record()
             self.vectors = VectorFile(path / name, rows, crc)
         except (sqlite3.Error, ValueError, OSError) as exc:
-            raise IndexDamaged(str(exc)) from exc
+            raise _damage_or_no_room(exc, path) from exc
         self.version = -1
         self.manifest: dict[str, FileState] = {}
         self.memo: dict = {}  # per-version results a warm process may reuse (see search._dense)
@@ -112,7 +134,7 @@ class Generation:
             if top is not None and top >= self.vectors.rows:
                 raise IndexDamaged("the catalog gives out vector slots past the recorded rows")
         except sqlite3.Error as exc:
-            raise IndexDamaged(str(exc)) from exc
+            raise _damage_or_no_room(exc, self.path) from exc
 
     def load_state(self) -> bool:
         """Re-read manifest and reopen readers if another process wrote; True when something changed."""
@@ -686,15 +708,19 @@ class SearchIndex:
         With `verify` (doctor) every vector row is checked against its checksum and the catalog by
         sqlite's quick_check, which reads them all (a fraction of a second at 100k documents).
         """
-        problem = self._open_live()
+        try:
+            problem = self._open_live()
+        except VaultUnwritable as exc:  # a full or read-only disk: not damage, and nothing to count
+            return {"documents": None, "pending_embeddings": None, "drift": None, "model": self.model.identity,
+                    "missing": False, "damaged": None, "unavailable": str(exc)}
         if problem is None and verify:
             problem = self._verify(self.generation)  # type: ignore[arg-type]
         if problem is not None:
             missing = problem == "missing"
             # A missing index shows as every file drifting; a damaged one has no counts to trust.
             return {"documents": 0 if missing else None, "pending_embeddings": 0 if missing else None,
-                    "drift": len(self.corpus.files()) if missing else None,
-                    "model": self.model.identity, "missing": missing, "damaged": None if missing else problem}
+                    "drift": len(self.corpus.files()) if missing else None, "model": self.model.identity,
+                    "missing": missing, "damaged": None if missing else problem, "unavailable": None}
         generation = self.generation
         assert generation is not None
         generation.load_state()
@@ -717,6 +743,7 @@ class SearchIndex:
             "model": self.model.identity,
             "missing": False,
             "damaged": None,
+            "unavailable": None,
         }
 
     def _verify(self, generation: Generation) -> str | None:
