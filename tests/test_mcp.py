@@ -202,6 +202,17 @@ def test_bad_calls_are_one_line_tool_errors_and_change_nothing(server):
     assert "Traceback" not in server.stderr.read_text()  # handled, not crashes logged by the SDK
 
 
+def test_query_syntax_is_searched_as_plain_text(server):
+    """Bad input tried: 20000 open parentheses (they crashed the whole server process) and words
+    followed by `:*` (an internal error): both are searched as their words, and the server stays up."""
+    server.ok("add", text="The gopher protocol predates the web")
+    assert server.ok("search", query="(" * 20000)["hits"] == []
+    for query in ("what is gopher:* ?", "protocol:*", "(" * 3000 + "gopher" + ")" * 3000):
+        hits = server.ok("search", query=query)["hits"]
+        assert [hit["text"] for hit in hits] == ["The gopher protocol predates the web"], query[:20]
+    assert server.ok("status")["path"]
+
+
 def test_vault_errors_read_exactly_as_the_cli_says_them(server):
     """The same bad input gives the same one-line message through MCP as on the command line."""
     for tool, arguments, cli_args in [
