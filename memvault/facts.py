@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from typing import Any
 
+from memvault import jsonline
 from memvault.dates import check_plausible, parse_at
 from memvault.errors import InvalidInput
 from memvault.storage.layout import log_relpath
@@ -158,11 +159,14 @@ def read_fact_lines(text: str) -> tuple[list[dict[str, Any]], list[int]]:
 
 def _fact_line(line: str, number: int) -> dict[str, Any]:
     try:
-        value = json.loads(line)
+        value = jsonline.loads(line)
     except json.JSONDecodeError as e:
         if line.lstrip().startswith("{"):
             raise InvalidInput(f"line {number}: invalid JSON ({e.msg} at column {e.colno})") from None
         return {"text": line}
+    except jsonline.TooDeep as e:
+        # Refused even when it does not start with "{": it is a list or nothing, never a memory.
+        raise InvalidInput(f"line {number}: invalid JSON ({e})") from None
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
