@@ -204,11 +204,23 @@ def validate_text(text: object) -> str:
         raise InvalidInput("fact text contains a NUL character")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise InvalidInput(f"fact text is larger than {MAX_TEXT_BYTES // 1024} KiB")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput("fact text is not valid unicode (lone surrogate)") from None
+    check_encodable(text, "fact text")
     return text
+
+
+def check_encodable(value: str, name: str) -> None:
+    """Refuse what cannot be written as UTF-8: a lone surrogate.
+
+    Bytes that are not UTF-8 (on standard input, in an argument) reach Python as the surrogates
+    U+DC80..U+DCFF (surrogateescape), so those are called invalid UTF-8; any other one came from
+    a JSON or Python escape such as "\\ud800".
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        if all(0xDC80 <= ord(c) <= 0xDCFF for c in value[e.start:e.end]):
+            raise InvalidInput(f"{name} is not valid UTF-8") from None
+        raise InvalidInput(f"{name} is not valid unicode (lone surrogate)") from None
 
 
 def validate_category(category: object, allowed: Iterable[str]) -> str:
@@ -229,6 +241,7 @@ def validate_tags(tags: object) -> tuple[str, ...]:
     for tag in tags:
         if not isinstance(tag, str) or not _TAG.match(tag) or len(tag) > MAX_LABEL_CHARS:
             raise InvalidInput(f"invalid tag {tag!r}: tags are single words without spaces, commas or '#'")
+        check_encodable(tag, "tag")
     return tuple(tags)
 
 
@@ -238,8 +251,12 @@ def validate_label(value: object, name: str) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{name} must be a non-empty string")
-    if len(value) > MAX_LABEL_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if len(value) > MAX_LABEL_CHARS or "\n" in value or "\r" in value:
         raise InvalidInput(f"{name} must be one line of at most {MAX_LABEL_CHARS} characters")
+    control = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    if control is not None:
+        raise InvalidInput(f"{name} holds a control character ({control!r}); give printable text")
+    check_encodable(value, name)
     return value
 
 

@@ -189,3 +189,35 @@ def test_search_stdin_json_past_the_parsers_limits_fails_that_line_only(vault_di
         "line 1: invalid JSON (nested too deeply)", "line 2: limit must be a whole number from 1 to 1000",
         "line 3: min_score must be a number of 0 or more (0 keeps every match)", None]
     assert answers[3] == {"query": "fine", "hits": []}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["add", "bad \udcff byte"], "fact text is not valid UTF-8"),
+    (["add", "x", "--source", "a\udcffb"], "source is not valid UTF-8"),
+    (["add", "x", "--session", "a\udcffb"], "session is not valid UTF-8"),
+    (["add", "x", "--tag", "a\udcffb"], "tag is not valid UTF-8"),
+    (["add", "x", "--source", "\x1b[31mred"], "source holds a control character ('\\x1b'); give printable text"),
+    (["search", "a\udcffb", "--lexical"], "search query is not valid UTF-8"),
+    (["search", "x", "--tag", "a\udcffb", "--lexical"], "tag is not valid UTF-8"),
+])
+def test_bytes_that_are_not_utf8_and_control_characters_are_named(vault_dir, args, message):
+    """Bad input tried: a byte 0xFF (not UTF-8) in the fact text, source, session, tag and search
+    query, and an ESC in --source. The 0xFF ones in a label or query were an unexpected
+    UnicodeEncodeError, in the text a 'lone surrogate'; the ESC was called too long or not one line."""
+    before = snapshot(vault_dir)
+    result = run_memvault(*args, "--vault", str(vault_dir))
+    assert result.returncode == ExitCode.USAGE and result.stderr == f"memvault: {message}\n", result.stderr
+    assert snapshot(vault_dir) == before
+
+
+def test_add_stdin_bytes_that_are_not_utf8_are_called_so(vault_dir):
+    """Bad input tried: raw bytes 0xFF 0xFE on a --stdin line, and a JSON "\\ud800" escape (a lone
+    surrogate that is valid UTF-8 input)."""
+    before = snapshot(vault_dir)
+    command = [sys.executable, "-m", "memvault", "add", "--stdin", "--vault", str(vault_dir)]
+    raw = subprocess.run(command, input=b"fine\nok\xff\xfe bad\n", capture_output=True, cwd=ROOT, timeout=60)
+    assert raw.returncode == ExitCode.USAGE and raw.stderr == b"memvault: line 2: fact text is not valid UTF-8\n"
+    escaped = run_memvault("add", "--stdin", "--vault", str(vault_dir), input='{"text": "a\\ud800"}\n')
+    assert escaped.returncode == ExitCode.USAGE
+    assert escaped.stderr == "memvault: line 1: fact text is not valid unicode (lone surrogate)\n"
+    assert snapshot(vault_dir) == before
