@@ -29,6 +29,8 @@ CREDENTIALS = [
     "export OPENAI_API_KEY=sk-proj-abc123DEF456ghi789JKL012mno345PQR678stu901",
     'db password = "hunter2hunter2XyZ9!"',
     "password: correcthorsebatterystaple",
+    "DB_PASSWORD=hunter2",
+    "postgres://admin:S3cr3tP4ss@db.example.com:5432/prod",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7d2\n-----END RSA PRIVATE KEY-----",
     "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 ]

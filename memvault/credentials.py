@@ -17,9 +17,18 @@ from dataclasses import dataclass
 
 # detect-secrets costs a tenth of a second to import and about a millisecond a line: only texts
 # that could hold a credential reach it (1.4% of the LoCoMo dev texts). This gate only decides
-# what to scan; what counts as a credential is detect-secrets' call.
+# what to scan; what counts as a credential is detect-secrets' call. It lets through what its
+# plugins match: the words provider tokens come with; its keyword list (plugins/keyword.py
+# DENYLIST) anywhere in a word, as in DB_PASSWORD=; runs of 20 token characters (provider keys);
+# private key blocks; and a URL's user:password@ (Basic Auth). Not scanned: a high-entropy
+# string under 20 characters with none of these words (detect-secrets flags a quoted 10-digit hex
+# id), which is a short commit hash far more often than a secret.
 _WORTH_SCANNING = re.compile(
-    r"(?i)\b(?:api|key|token|secret|passw|pwd|auth|bearer|credential|private)|-----BEGIN|[A-Za-z0-9+/_\-]{20,}"
+    r"(?i)\b(?:api|key|token|auth|bearer|credential|private)"
+    r"|(?:api|auth|service|account|db|database|priv|private|client)_?key|(?:db|database|key)_?pass"
+    r"|passw|pwd|secret|contrase[ñn]a"
+    r"|-----BEGIN|[A-Za-z0-9+/_\-]{20,}"
+    r"|://[^\s/?#@]+:[^\s/?#@]+@"
 )
 
 

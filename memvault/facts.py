@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from typing import Any
 
+from memvault import jsonline
 from memvault.dates import check_plausible, parse_at
 from memvault.errors import InvalidInput
 from memvault.storage.layout import log_relpath
@@ -158,11 +159,14 @@ def read_fact_lines(text: str) -> tuple[list[dict[str, Any]], list[int]]:
 
 def _fact_line(line: str, number: int) -> dict[str, Any]:
     try:
-        value = json.loads(line)
+        value = jsonline.loads(line)
     except json.JSONDecodeError as e:
         if line.lstrip().startswith("{"):
             raise InvalidInput(f"line {number}: invalid JSON ({e.msg} at column {e.colno})") from None
         return {"text": line}
+    except jsonline.TooDeep as e:
+        # Refused even when it does not start with "{": it is a list or nothing, never a memory.
+        raise InvalidInput(f"line {number}: invalid JSON ({e})") from None
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
@@ -200,11 +204,23 @@ def validate_text(text: object) -> str:
         raise InvalidInput("fact text contains a NUL character")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise InvalidInput(f"fact text is larger than {MAX_TEXT_BYTES // 1024} KiB")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput("fact text is not valid unicode (lone surrogate)") from None
+    check_encodable(text, "fact text")
     return text
+
+
+def check_encodable(value: str, name: str) -> None:
+    """Refuse what cannot be written as UTF-8: a lone surrogate.
+
+    Bytes that are not UTF-8 (on standard input, in an argument) reach Python as the surrogates
+    U+DC80..U+DCFF (surrogateescape), so those are called invalid UTF-8; any other one came from
+    a JSON or Python escape such as "\\ud800".
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        if all(0xDC80 <= ord(c) <= 0xDCFF for c in value[e.start:e.end]):
+            raise InvalidInput(f"{name} is not valid UTF-8") from None
+        raise InvalidInput(f"{name} is not valid unicode (lone surrogate)") from None
 
 
 def validate_category(category: object, allowed: Iterable[str]) -> str:
@@ -225,6 +241,7 @@ def validate_tags(tags: object) -> tuple[str, ...]:
     for tag in tags:
         if not isinstance(tag, str) or not _TAG.match(tag) or len(tag) > MAX_LABEL_CHARS:
             raise InvalidInput(f"invalid tag {tag!r}: tags are single words without spaces, commas or '#'")
+        check_encodable(tag, "tag")
     return tuple(tags)
 
 
@@ -234,8 +251,12 @@ def validate_label(value: object, name: str) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{name} must be a non-empty string")
-    if len(value) > MAX_LABEL_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if len(value) > MAX_LABEL_CHARS or "\n" in value or "\r" in value:
         raise InvalidInput(f"{name} must be one line of at most {MAX_LABEL_CHARS} characters")
+    control = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    if control is not None:
+        raise InvalidInput(f"{name} holds a control character ({control!r}); give printable text")
+    check_encodable(value, name)
     return value
 
 

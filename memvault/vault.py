@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault
+from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
 from memvault.facts import Fact, FactDraft, ParseProblem, make_fact
 from memvault.storage.layout import CONFIG_FILE
 from memvault.storage.store import Storage
@@ -96,6 +96,26 @@ def _explained_if_broken(root: Path) -> Iterator[None]:
         if problem is None:
             raise
         raise BrokenRepository(root, problem) from e
+
+
+@contextmanager
+def _creating(root: Path) -> Iterator[None]:
+    """The vault's directory is looked at and made here: an OSError is one line naming the path.
+
+    Cannot write (read-only, permission, disk full) is VaultUnwritable, as for any write; any
+    other failure is a path no vault can be made at (a file where a directory should be, a
+    name too long, /proc), which is bad input.
+    """
+    try:
+        yield
+    except OSError as e:
+        clear = unwritable(e, e.filename or root, "no vault was created")
+        if clear is not None:
+            raise clear from None
+        blocker = next((p for p in root.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise InvalidInput(f"cannot create a vault at {root}: {blocker} is not a directory") from None
+        raise InvalidInput(f"cannot create a vault at {root}: {e.strerror or e}") from None
 
 
 def _git_dir_problem(root: Path) -> str | None:
@@ -181,15 +201,20 @@ class Vault:
         from memvault.gitstore import GitStore
 
         root = Path(path).expanduser().resolve()
-        if (root / CONFIG_FILE).is_file():
+        with _creating(root):
+            existing = (root / CONFIG_FILE).is_file()
+            if not existing and root.exists() and not root.is_dir():
+                raise InvalidInput(f"{root} is not a directory; choose an empty or new directory")
+            if not existing and root.exists() and any(root.iterdir()):
+                raise InvalidInput(f"{root} is not empty and is not a vault; choose an empty or new directory")
+        if existing:
             try:
                 return cls(root, notify=notify)  # idempotent: `created` stays False
             except BrokenRepository as e:
                 raise InvalidInput(f"{root} is a vault, but {e.problem}; `memvault init --adopt {root}` "
                                    "re-creates the repository from the vault's files") from None
-        if root.exists() and (not root.is_dir() or any(root.iterdir())):
-            raise InvalidInput(f"{root} is not empty and is not a vault; choose an empty or new directory")
-        root.mkdir(parents=True, exist_ok=True)
+        with _creating(root):
+            root.mkdir(parents=True, exist_ok=True)
         shutil.copytree(template_root(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
         store = GitStore.init(root)
         store.commit(["."], "init: new memvault vault")

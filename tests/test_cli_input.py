@@ -1,5 +1,6 @@
 """What the CLI accepts and refuses: --vault before the command, categories in any case, texts that
-start with '-', implausible dates, bad environment values, and the Ctrl-D hint of `add --stdin`."""
+start with '-', implausible dates, bad environment values, JSON lines past what Python's parser
+takes, and the Ctrl-D hint of `add --stdin`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from datetime import datetime
 
 import pytest
-from conftest import ROOT, Cli, commit_count, snapshot
+from conftest import ROOT, Cli, commit_count, run_memvault, snapshot
 
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput
@@ -151,3 +152,72 @@ def test_add_stdin_on_a_terminal_says_how_to_end(vault_dir):
     piped = subprocess.run(command, input="piped in\n", capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert piped.returncode == 0 and "Ctrl-D" not in piped.stderr
     assert _texts(Cli(vault_dir)) == ["piped in", "typed at the terminal"]
+
+
+DEEP = "[" * 5000 + "]" * 5000
+LONG = "1" * 5000
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"text": ' + DEEP + "}", "line 2: invalid JSON (nested too deeply)"),
+    (DEEP, "line 2: invalid JSON (nested too deeply)"),
+    ("[" * 5000, "line 2: invalid JSON (nested too deeply)"),
+    (LONG, "line 2: JSON a number is not a fact"),
+    ('{"text": "x", "importance": ' + LONG + "}", "line 2: importance must be between 0 and 1, got inf"),
+])
+def test_add_stdin_json_past_the_parsers_limits_is_a_usage_error(vault_dir, line, message):
+    """Bad input tried: 5000 nested lists inside an object and alone (closed and not), a number of
+    5000 digits as the line and as importance; Python's json raised RecursionError and ValueError.
+    The good line before the bad one is not stored either: the batch writes nothing."""
+    before = snapshot(vault_dir)
+    result = run_memvault("add", "--stdin", "--vault", str(vault_dir), input=f"fine\n{line}\n")
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert result.stderr.startswith(f"memvault: {message}") and result.stderr.count("\n") == 1
+    assert snapshot(vault_dir) == before
+
+
+def test_search_stdin_json_past_the_parsers_limits_fails_that_line_only(vault_dir):
+    """Bad input tried: 5000 nested lists as "query", 5000 digits as "limit" and as "min-score"; each
+    is its own error line, the good line after them is answered, and the exit code is 2."""
+    lines = ['{"query": ' + DEEP + "}", '{"query": "x", "limit": ' + LONG + "}",
+             '{"query": "x", "min-score": ' + LONG + "}", '{"query": "fine"}']
+    result = run_memvault("search", "--stdin", "--json", "--lexical", "--vault", str(vault_dir),
+                          input="\n".join(lines) + "\n")
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a.get("error", {}).get("message") for a in answers] == [
+        "line 1: invalid JSON (nested too deeply)", "line 2: limit must be a whole number from 1 to 1000",
+        "line 3: min_score must be a number of 0 or more (0 keeps every match)", None]
+    assert answers[3] == {"query": "fine", "hits": []}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["add", "bad \udcff byte"], "fact text is not valid UTF-8"),
+    (["add", "x", "--source", "a\udcffb"], "source is not valid UTF-8"),
+    (["add", "x", "--session", "a\udcffb"], "session is not valid UTF-8"),
+    (["add", "x", "--tag", "a\udcffb"], "tag is not valid UTF-8"),
+    (["add", "x", "--source", "\x1b[31mred"], "source holds a control character ('\\x1b'); give printable text"),
+    (["search", "a\udcffb", "--lexical"], "search query is not valid UTF-8"),
+    (["search", "x", "--tag", "a\udcffb", "--lexical"], "tag is not valid UTF-8"),
+])
+def test_bytes_that_are_not_utf8_and_control_characters_are_named(vault_dir, args, message):
+    """Bad input tried: a byte 0xFF (not UTF-8) in the fact text, source, session, tag and search
+    query, and an ESC in --source. The 0xFF ones in a label or query were an unexpected
+    UnicodeEncodeError, in the text a 'lone surrogate'; the ESC was called too long or not one line."""
+    before = snapshot(vault_dir)
+    result = run_memvault(*args, "--vault", str(vault_dir))
+    assert result.returncode == ExitCode.USAGE and result.stderr == f"memvault: {message}\n", result.stderr
+    assert snapshot(vault_dir) == before
+
+
+def test_add_stdin_bytes_that_are_not_utf8_are_called_so(vault_dir):
+    """Bad input tried: raw bytes 0xFF 0xFE on a --stdin line, and a JSON "\\ud800" escape (a lone
+    surrogate that is valid UTF-8 input)."""
+    before = snapshot(vault_dir)
+    command = [sys.executable, "-m", "memvault", "add", "--stdin", "--vault", str(vault_dir)]
+    raw = subprocess.run(command, input=b"fine\nok\xff\xfe bad\n", capture_output=True, cwd=ROOT, timeout=60)
+    assert raw.returncode == ExitCode.USAGE and raw.stderr == b"memvault: line 2: fact text is not valid UTF-8\n"
+    escaped = run_memvault("add", "--stdin", "--vault", str(vault_dir), input='{"text": "a\\ud800"}\n')
+    assert escaped.returncode == ExitCode.USAGE
+    assert escaped.stderr == "memvault: line 1: fact text is not valid unicode (lone surrogate)\n"
+    assert snapshot(vault_dir) == before

@@ -202,6 +202,17 @@ def test_bad_calls_are_one_line_tool_errors_and_change_nothing(server):
     assert "Traceback" not in server.stderr.read_text()  # handled, not crashes logged by the SDK
 
 
+def test_query_syntax_is_searched_as_plain_text(server):
+    """Bad input tried: 20000 open parentheses (they crashed the whole server process) and words
+    followed by `:*` (an internal error): both are searched as their words, and the server stays up."""
+    server.ok("add", text="The gopher protocol predates the web")
+    assert server.ok("search", query="(" * 20000)["hits"] == []
+    for query in ("what is gopher:* ?", "protocol:*", "(" * 3000 + "gopher" + ")" * 3000):
+        hits = server.ok("search", query=query)["hits"]
+        assert [hit["text"] for hit in hits] == ["The gopher protocol predates the web"], query[:20]
+    assert server.ok("status")["path"]
+
+
 def test_vault_errors_read_exactly_as_the_cli_says_them(server):
     """The same bad input gives the same one-line message through MCP as on the command line."""
     for tool, arguments, cli_args in [
@@ -340,6 +351,47 @@ def test_stdout_carries_nothing_but_the_protocol(tmp_path):
     assert all(m["jsonrpc"] == "2.0" for m in messages)
     assert stderr.count("LEAK") == 3  # the noise happened, on stderr
     assert server.returncode == 0
+
+
+def test_numbers_that_are_not_finite_are_refused_as_the_cli_refuses_them(server):
+    """Bad input tried, as raw JSON-RPC (the Python SDK's client turns NaN and infinities into null,
+    which is the default, before they leave): NaN, Infinity, -Infinity, 1e999 and -1 as min_score,
+    NaN as importance, 1e999 as limit and budget. Each is a one-line tool error with exit code 2,
+    min_score's worded as the CLI words `--min-score nan`, and nothing is written."""
+    cli = server.cli("search", "tea", "--min-score", "nan")
+    assert cli.returncode == 2
+    refused = cli.stderr.strip().removeprefix("memvault: ")
+    before = commit_count(server.vault)
+    process = subprocess.Popen([sys.executable, "-m", "memvault", "mcp", "--vault", str(server.vault)],
+                               env=server.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+
+    def call(number: int, tool: str, arguments: str) -> dict:
+        params = f'{{"name": "{tool}", "arguments": {arguments}}}'
+        process.stdin.write(f'{{"jsonrpc": "2.0", "id": {number}, "method": "tools/call", "params": {params}}}\n')
+        process.stdin.flush()
+        while (message := json.loads(process.stdout.readline())).get("id") != number:
+            pass
+        return message["result"]
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}) + "\n")
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        for number, value in enumerate(["NaN", "Infinity", "-Infinity", "1e999", "-1"], start=1):
+            result = call(number, "search", f'{{"query": "tea", "min_score": {value}}}')
+            assert result["isError"] and result["content"][0]["text"] == refused, value
+            assert result["structuredContent"]["error"]["exit_code"] == 2
+        for number, (tool, arguments) in enumerate([("add", '{"text": "x", "importance": NaN}'),
+                                                    ("search", '{"query": "tea", "limit": 1e999}'),
+                                                    ("context", '{"budget": 1e999}')], start=10):
+            result = call(number, tool, arguments)
+            assert result["isError"] and result["structuredContent"]["error"]["exit_code"] == 2, arguments
+            assert "\n" not in result["content"][0]["text"]
+    finally:
+        process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert commit_count(server.vault) == before and is_clean(server.vault)
 
 
 def free_port() -> int:

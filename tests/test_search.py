@@ -221,6 +221,33 @@ def test_cli_bad_input_exits_non_zero_and_changes_nothing(cli, vault_dir):
     assert commit_count(vault_dir) == before and is_clean(vault_dir)
 
 
+QUERY_SYNTAX = ["(" * 3000 + "protocol" + ")" * 3000, "(" * 20000, "what is http:* ?", "text:*", "tag:*",
+                "protocol NOT http", '"protocol', "http protocol^-2", "[protocol TO z]", "-protocol", "protocol~", "\\"]
+
+
+def test_query_syntax_is_searched_as_plain_text(vault_dir):
+    """Bad input tried, in real processes (a crash would take the test runner with it): 3000 and
+    20000 nested parentheses (these overflowed the query parser's stack: exit 139), words followed
+    by `:*` (an unknown field, a field that is not a fast field), an operator word, an unclosed
+    quote, a boost, a range, an exclusion, a fuzzy marker and a lone backslash. Each is searched as
+    the words it holds; in a --stdin stream a `field:*` line is answered like any other."""
+    from memvault import Vault
+
+    Vault.open(vault_dir).add("The http protocol carries text and tag lines")
+    assert run_memvault("reindex", "--vault", str(vault_dir)).returncode == 0  # no index notice below
+    for query in QUERY_SYNTAX:
+        result = run_memvault("search", "--lexical", "--json", "--vault", str(vault_dir), "--", query)
+        assert result.returncode == 0 and result.stderr == "", (query[:20], result.returncode, result.stderr)
+        hits = [h["text"] for h in json.loads(result.stdout)]
+        words = "protocol" in query or "http" in query or "text" in query or "tag" in query
+        assert hits == (["The http protocol carries text and tag lines"] if words else []), query[:20]
+    lines = '{"query": "foo:*"}\n{"query": "http:*"}\n' + "(" * 20000 + "\n"
+    result = run_memvault("search", "--stdin", "--json", "--lexical", "--vault", str(vault_dir), input=lines)
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [len(a["hits"]) for a in answers] == [0, 1, 0]
+
+
 def test_without_the_model_search_answers_by_words_with_one_notice(vault_dir, tmp_path):
     """Bad input tried: MEMVAULT_EMBED_MODEL_PATH pointing at a directory with no model."""
     from memvault import Vault

@@ -1,8 +1,10 @@
 """Credentials refused at write, and kept out of every prompt when stored on purpose.
 
-Bad inputs tried: an AWS access key, a GitHub token, a private-key block and an unquoted password
-assignment, through the CLI (one fact, and line 3 of a --stdin batch), the Python API and the MCP
-tool's library path; benign texts full of "key", "token" and "password" words. Faults looked for:
+Bad inputs tried: an AWS access key, a GitHub token, a private-key block, an unquoted password
+assignment, an environment-style DB_PASSWORD= and user:password@ in a postgres and an https URL
+(the last three once passed the pre-filter unscanned), through the CLI (one fact, and line 3 of a
+--stdin batch), the Python API and the MCP tool's library path; benign texts full of "key",
+"token" and "password" words, a URL with a port and an e-mail address. Faults looked for:
 the credential in the log, the commit subject, a dream request, a context bundle.
 """
 
@@ -21,10 +23,15 @@ AWS = "the deploy key is AKIAIOSFODNN7EXAMPLE"
 GITHUB = "CI uses ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
 PRIVATE = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7d2\n-----END RSA PRIVATE KEY-----"
 PASSWORD = "staging db\npassword: correcthorsebatterystaple"
+ENV_PASSWORD = "DB_PASSWORD=hunter2"
+POSTGRES = "postgres://admin:S3cr3tP4ss@db.example.com:5432/prod"
+GIT_URL = "clone https://bob:hunter2x@example.com/repo.git"
 
 
 @pytest.mark.parametrize("text, kind", [(AWS, "AWS Access Key"), (GITHUB, "GitHub Token"),
-                                        (PRIVATE, "Private Key"), (PASSWORD, "Secret Keyword")])
+                                        (PRIVATE, "Private Key"), (PASSWORD, "Secret Keyword"),
+                                        (ENV_PASSWORD, "Secret Keyword"), (POSTGRES, "Basic Auth Credentials"),
+                                        (GIT_URL, "Basic Auth Credentials")])
 def test_add_refuses_a_credential_in_one_line_and_writes_nothing(cli, vault_dir, text, kind):
     before = commit_count(vault_dir)
     result = cli("add", text)
@@ -50,7 +57,8 @@ def test_everyday_words_about_keys_tokens_and_passwords_are_not_credentials(vaul
     texts = ["Finding that happy medium is key for Jon", "She forgot her password again and reset it",
              "Bob keeps the house keys under the mat", "The token economy in the arcade uses brass tokens",
              "Private lessons on Tuesdays; secret ingredient is cinnamon",
-             "Visited https://en.wikipedia.org/wiki/Public-key_cryptography for the seminar"]
+             "Visited https://en.wikipedia.org/wiki/Public-key_cryptography for the seminar",
+             "The docs are at https://example.com:8080/docs; mail bob@example.com at 10:30"]
     assert [f.text for f in vault.add_many([{"text": t} for t in texts])] == texts
 
 

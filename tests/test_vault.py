@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Cli, commit_count, git, is_clean
+from conftest import Cli, commit_count, git, is_clean, run_memvault
 
 from memvault import NotAVault, Vault
 from memvault.errors import ExitCode
@@ -41,6 +41,24 @@ def test_init_refuses_a_non_empty_directory_and_is_a_no_op_on_a_vault(tmp_path):
     again = Cli(None)("init", str(tmp_path / "v"), vault=False)
     assert again.exit_code == 0 and "already a vault" in again.stderr
     assert commit_count(tmp_path / "v") == 1
+
+
+@pytest.mark.parametrize(("where", "message", "code"), [
+    ("afile/sub", "cannot create a vault at {tmp}/afile/sub: {tmp}/afile is not a directory", ExitCode.USAGE),
+    ("afile", "{tmp}/afile is not a directory; choose an empty or new directory", ExitCode.USAGE),
+    ("/dev/null/vault", "cannot create a vault at /dev/null/vault: /dev/null is not a directory", ExitCode.USAGE),
+    ("/proc/vault", "cannot create a vault at /proc/vault: No such file or directory", ExitCode.USAGE),
+    ("a" * 300, "cannot create a vault at {tmp}/" + "a" * 300 + ": File name too long", ExitCode.USAGE),
+])
+def test_init_where_no_directory_can_be_made_names_the_path(tmp_path, where, message, code):
+    """Bad input tried: a path under a regular file, a regular file, a path under /dev/null, a path in
+    /proc (mkdir there fails with ENOENT) and a name of 300 characters; each was an unexpected
+    NotADirectoryError, FileNotFoundError or OSError. Nothing is created."""
+    (tmp_path / "afile").write_text("mine")
+    result = run_memvault("init", where, cwd=tmp_path)
+    assert result.returncode == code, result.stderr
+    assert result.stderr == f"memvault: {message.format(tmp=tmp_path)}\n" and result.stdout == ""
+    assert [p.name for p in tmp_path.iterdir()] == ["afile"] and (tmp_path / "afile").read_text() == "mine"
 
 
 def test_a_vault_inside_another_repository_never_touches_it(tmp_path):

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from memvault import jsonline
 from memvault.cli.output import (
     CATEGORY,
     ID,
@@ -131,9 +132,11 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
 
 def _parse_request(line: str) -> dict:
     try:
-        item = json.loads(line)
+        item = jsonline.loads(line)
     except json.JSONDecodeError as e:
         raise InvalidInput(f"invalid JSON ({e.msg} at column {e.colno})") from None
+    except jsonline.TooDeep as e:
+        raise InvalidInput(f"invalid JSON ({e})") from None
     if not isinstance(item, dict):
         raise InvalidInput("expected a JSON object")
     unknown = sorted(set(item) - set(_STDIN_KEYS))

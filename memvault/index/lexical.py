@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,21 @@ through during before after above below to from up down in out on off over under
 once here there when where why how all any both each few more most other some such no nor not only
 own same so than too very can will just don s t d ll m re ve now nowadays currently
 """.split()
+# What Tantivy's query parser reads as syntax: every character but letters, digits, `_` and the
+# space, and the operator words. The product promises plain text only, and the syntax misfires on
+# ordinary text ("http:*" names a field that does not exist, "did NOT go" excludes "go") or crashes
+# the process outright (a few thousand nested parentheses overflow the parser's stack).
+_QUERY_SYNTAX = re.compile(r"[^\w ]|\b(?:AND|OR|NOT|IN)\b")
+
+
+def literal_query(text: str) -> str:
+    """`text` for Tantivy's query parser with every piece of syntax escaped, so it is read as words.
+
+    Each run of whitespace becomes one space first, so words apart stay apart (an escaped newline
+    would join its neighbours into one word). What the parser sees as one word is still matched as
+    a phrase when it holds several (`foo-bar`, `http://x`), as before; nothing else has meaning.
+    """
+    return _QUERY_SYNTAX.sub(lambda m: "\\" + m.group(0), " ".join(text.split()))
 
 
 @dataclass(frozen=True)
@@ -139,12 +155,12 @@ class LexicalIndex:
                context: float = 0.5) -> tuple[list[tuple[str, float]], float]:
         """(key, BM25 score) best first, and the query's ideal score (see `ideal_score`).
 
-        The query is parsed leniently so any text is accepted; it is matched against each fact's
-        text and, at weight `context`, the text of the fact before it in its thread.
+        The query is plain text (see `literal_query`); it is matched against each fact's text and,
+        at weight `context`, the text of the fact before it in its thread.
         """
         import tantivy
 
-        parsed, _errors = self.index.parse_query_lenient(query, ["text", "context"],
+        parsed, _errors = self.index.parse_query_lenient(literal_query(query), ["text", "context"],
                                                          field_boosts={"context": context})
         clauses = [(tantivy.Occur.Must, parsed)]
         clauses += [(tantivy.Occur.Must, q) for q in self._filter_queries(filters)]

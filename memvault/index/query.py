@@ -9,7 +9,7 @@ from datetime import datetime, tzinfo
 
 from memvault.dates import Bound, check_range, parse_range
 from memvault.errors import InvalidInput
-from memvault.facts import validate_category
+from memvault.facts import check_encodable, validate_category
 
 MAX_LIMIT = 1000
 
@@ -34,12 +34,15 @@ class SearchQuery:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
             raise InvalidInput("search query is empty")
+        check_encodable(self.text, "search query")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int) or not 1 <= self.limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
         for name in ("category", "tag", "source", "session"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InvalidInput(f"{name} must be a non-empty string")
+            if value is not None:
+                check_encodable(value, name)
         for name in ("include_all", "lexical_only", "explain"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be true or false")
