@@ -96,6 +96,10 @@ def test_errors_are_json_on_stderr_in_json_mode(cli):
     error = json.loads(result.stderr)["error"]
     assert error["type"] == "InvalidInput" and error["exit_code"] == 2 and "gossip" in error["message"]
 
+    # after `--`, "--json" is the text, not the flag: the error is the plain line
+    result = cli("add", "--category", "gossip", "--", "--json")
+    assert result.exit_code == ExitCode.USAGE and result.stderr.startswith("memvault: ")
+
 
 def test_add_stdin_is_one_commit_of_plain_and_json_lines(cli, vault_dir):
     lines = [

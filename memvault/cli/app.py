@@ -31,10 +31,10 @@ class MemvaultGroup(TyperGroup):
         except NoArgsIsHelpError:
             raise
         except UsageError as e:
-            _fail("UsageError", f"{e.format_message()} (see `memvault --help`)", ExitCode.USAGE, "--json" in args)
+            _fail("UsageError", f"{e.format_message()} (see `memvault --help`)", ExitCode.USAGE, _asks_json(args))
 
     def invoke(self, ctx: Context) -> Any:
-        wants_json = "--json" in [*ctx._protected_args, *ctx.args]
+        wants_json = _asks_json([*ctx._protected_args, *ctx.args])
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
         previous = None
         hook = sys.unraisablehook
@@ -93,6 +93,12 @@ def _interrupt_again(unraisable) -> None:
 
 def _raise(error: type[BaseException]) -> None:
     raise error()
+
+
+def _asks_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON: `--json` before a `--` (after it, `--json` is text:
+    `memvault search -- --json`)."""
+    return "--json" in (args[:args.index("--")] if "--" in args else args)
 
 
 def _unexpected(e: Exception, wants_json: bool) -> None:
