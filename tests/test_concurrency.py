@@ -80,10 +80,15 @@ def test_eight_processes_adding_25_facts_each_lose_nothing(vault_dir):
 def test_sigkill_at_random_points_never_loses_an_acknowledged_fact(vault_dir):
     """Fault tried: SIGKILL of `add` at 50 seeded random moments across its whole run."""
     rng = random.Random(7)
-    # Kill points spread over one whole add as measured on this machine, under its current load.
-    started = time.monotonic()
-    assert run_memvault("add", "warm-up", "--vault", str(vault_dir)).returncode == 0
-    window = (time.monotonic() - started) * 1.3
+    # Kill points spread over twice the slowest of three adds timed on this machine under its
+    # current load: a run of the parallel suite can slow the adds that follow by half again, and
+    # a window from one quick add then killed every one of the 50 before it finished.
+    took = []
+    for n in range(3):
+        started = time.monotonic()
+        assert run_memvault("add", f"warm-up {n}", "--vault", str(vault_dir)).returncode == 0
+        took.append(time.monotonic() - started)
+    window = max(took) * 2
     acknowledged: list[str] = []
     for i in range(50):
         text = f"kill test {i}"
@@ -98,7 +103,8 @@ def test_sigkill_at_random_points_never_loses_an_acknowledged_fact(vault_dir):
     texts = all_texts(vault_dir)  # the next command, which also repairs leftovers
     assert set(acknowledged) <= set(texts)
     assert len(texts) == len(set(texts)), "a fact was committed twice"
-    assert 0 < len(acknowledged) < 50, "the kill points should hit both before and after completion"
+    assert 0 < len(acknowledged) < 50, (f"the kill points should hit both before and after completion "
+                                        f"({len(acknowledged)} of 50 acknowledged, window {window:.2f} s)")
     committed = git(vault_dir, "log", "-p", "--format=")
     assert all(t in committed for t in acknowledged)
     assert_fsck_clean(vault_dir)
