@@ -296,6 +296,15 @@ def _vault_files(vault_dir: Path) -> dict[str, bytes]:
             if p.is_file() and ".memvault" not in p.relative_to(vault_dir).parts}
 
 
+def _fix_refused(vault_dir, files: dict[str, bytes], says: str) -> None:
+    """`doctor --fix` on the full disk: exit 9 in one line, every file as before, no .git set aside."""
+    result = run_memvault("doctor", "--fix", "--vault", str(vault_dir))
+    assert result.returncode == ExitCode.UNWRITABLE, result.stdout + result.stderr
+    assert one_line(result.stderr).startswith(f"memvault: {says}")
+    assert _vault_files(vault_dir) == files
+    assert list((vault_dir / ".memvault").glob("broken-git-*")) == []
+
+
 def test_on_a_full_disk_status_and_doctor_read_without_writing(small_disk):
     """Fault tried: no byte free under `status`, `doctor` and `doctor --fix` of a healthy vault (git's
     status would write .git/index.lock, and doctor took the failure for a broken repository)."""
@@ -310,11 +319,7 @@ def test_on_a_full_disk_status_and_doctor_read_without_writing(small_disk):
         assert result.returncode == 0, (args, result.stdout, result.stderr)
         assert "is broken" not in result.stdout
     # The one repair due, building the search index, cannot write: exit 9, the repository left alone.
-    result = run_memvault("doctor", "--fix", "--vault", str(vault_dir))
-    assert result.returncode == ExitCode.UNWRITABLE, result.stdout + result.stderr
-    assert one_line(result.stderr).startswith("memvault: disk full while writing .memvault")
-    assert _vault_files(vault_dir) == before
-    assert list((vault_dir / ".memvault").glob("broken-git-*")) == []
+    _fix_refused(vault_dir, before, "disk full while writing .memvault")
     filler.unlink()
     assert add(vault_dir, "after").returncode == 0
     assert texts(vault_dir) == ["Alice prefers green tea", "Bob is on call", "after"]
@@ -330,12 +335,8 @@ def test_a_repair_of_a_broken_repository_that_cannot_write_leaves_its_git_in_pla
     broken = _vault_files(vault_dir)
     filler = fill(small_disk, leave=0)
 
-    result = run_memvault("doctor", "--fix", "--vault", str(vault_dir))
-    assert result.returncode == ExitCode.UNWRITABLE, result.stdout + result.stderr
-    assert one_line(result.stderr).startswith("memvault: disk full while writing")
     # The broken .git is back where it was, as it was, and nothing half-made is left.
-    assert _vault_files(vault_dir) == broken
-    assert list((vault_dir / ".memvault").glob("broken-git-*")) == []
+    _fix_refused(vault_dir, broken, "disk full while writing")
 
     filler.unlink()
     assert run_memvault("doctor", "--fix", "--vault", str(vault_dir)).returncode == 0
