@@ -143,6 +143,10 @@ _WORDED = ((re.compile(r"\(os error (\d+)\)"), None), (re.compile(r"database or 
            (re.compile(r"readonly database"), errno.EROFS))
 
 
+# How a failure inside the search index or the embedding cache names where it happened.
+INDEX_FILES = ".memvault (the search index or its cache)"
+
+
 def unwritable_in(error: BaseException) -> VaultUnwritable | None:
     """`unwritable` for any exception: an OSError, or a library error that words one (the search
     index's Tantivy and sqlite do not raise OSError)."""
@@ -153,7 +157,7 @@ def unwritable_in(error: BaseException) -> VaultUnwritable | None:
         found = pattern.search(text)
         if found:
             number = code if code is not None else int(found.group(1))
-            return unwritable(OSError(number, text), ".memvault (the search index or its cache)")
+            return unwritable(OSError(number, text), INDEX_FILES)
     return None
 
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memvault.errors import VaultBusy, VaultUnwritable, unwritable
+from memvault.errors import INDEX_FILES, VaultBusy, VaultUnwritable, unwritable
 from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable, is_damage
@@ -69,9 +69,6 @@ class IndexDamaged(Exception):
     """The index on disk cannot be trusted; the caller rebuilds it from the files."""
 
 
-INDEX_FILES = ".memvault (the search index or its cache)"
-
-
 def _damage_or_no_room(exc: Exception, path: Path) -> Exception:
     """IndexDamaged, unless the index could not be opened for want of room or write access: sqlite
     must write its shared-memory file even to read, and says only "disk I/O error" when the disk is
@@ -84,9 +81,7 @@ def _damage_or_no_room(exc: Exception, path: Path) -> Exception:
             disk = None
         if disk is not None and (disk.f_flag & os.ST_RDONLY or disk.f_bavail == 0):
             number = errno.EROFS if disk.f_flag & os.ST_RDONLY else errno.ENOSPC
-            found = unwritable(OSError(number, str(exc)), INDEX_FILES)
-            if found is not None:
-                return found
+            return unwritable(OSError(number, str(exc)), INDEX_FILES) or IndexDamaged(str(exc))
     return IndexDamaged(str(exc))
 
 
