@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -16,7 +15,7 @@ from pathlib import Path
 from memvault.citations import pages_citing
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
-from memvault.gitstore import GitStore, git_running_in, outside_env
+from memvault.gitstore import GitStore, execute, git_running_in
 from memvault.index.search import index_status, model_spec, refill_embedding_cache, reindex
 from memvault.pages import cited_ids, list_pages, read_page
 from memvault.storage.layout import (
@@ -152,17 +151,16 @@ def repository_problem(root: Path) -> str | None:
     """
     if not (root / ".git").exists():
         return "its git repository (.git) is missing"
-    # (GIT_OPTIONAL_LOCKS=0: `status` would otherwise write the refreshed index, and a full disk
-    # would look like a broken repository)
-    env = {**outside_env(), "GIT_DIR": str(root / ".git"), "GIT_WORK_TREE": str(root),
-           "GIT_CEILING_DIRECTORIES": str(root.parent), "GIT_OPTIONAL_LOCKS": "0"}
+    # The store's environment runs git with GIT_OPTIONAL_LOCKS=0: `status` would otherwise write
+    # the refreshed index, and a full disk would look like a broken repository.
+    store = GitStore(root)
     for args in (("rev-parse", "--verify", "--quiet", "HEAD^{commit}"), ("status", "--porcelain")):
-        done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            error = GitStore(root).error(["git", *args], done.returncode, done.stderr)
+        status, _out, err = execute(["git", *args], store.env)
+        if status != 0:
+            error = store.error(["git", *args], status, err)
             if isinstance(error, VaultUnwritable):
                 raise error
-            said = [line for line in done.stderr.splitlines() if line.strip()] or ["HEAD names no readable commit"]
+            said = [line for line in err.splitlines() if line.strip()] or ["HEAD names no readable commit"]
             return f"its git repository (.git) is broken ({said[-1]})"
     return None
 
