@@ -95,6 +95,27 @@ def test_reindex_reuses_cached_embeddings(vault):
     assert texts(vault.search("kayak note number 7"))[0] == "Yusuf's note number 7 about kayaks"
 
 
+def test_a_cache_of_the_first_layout_is_moved_over_and_its_vectors_reused(vault):
+    """An embedding cache written by an earlier memvault (vectors inside a WITHOUT ROWID key tree)
+    keeps serving after the upgrade: nothing is re-embedded, and the file is in the new layout."""
+    import sqlite3
+
+    vault.add_many([{"text": f"Ines logged ferry crossing {i} to Mull"} for i in range(9)])
+    assert vault.reindex()["embedded"] == 9
+    vault.close()
+    path = vault.root / ".memvault" / "cache" / "embeddings.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE first (model TEXT, hash BLOB, vector BLOB, PRIMARY KEY (model, hash)) WITHOUT ROWID;"
+            "INSERT INTO first SELECT model, hash, vector FROM vectors; DROP TABLE vectors;"
+            "ALTER TABLE first RENAME TO vectors;")
+    again = type(vault).open(vault.root).reindex(clear=True)
+    assert again["embedded"] == 0 and again["reused"] == 9
+    with sqlite3.connect(path) as db:
+        assert "WITHOUT ROWID" not in db.execute("SELECT sql FROM sqlite_master WHERE name = 'vectors'").fetchone()[0]
+        assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == 9
+
+
 def test_changing_the_embedding_model_re_embeds_and_says_so(vault_dir, tmp_path):
     import tiny_model
 

@@ -226,10 +226,8 @@ class EmbeddingCache:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (model TEXT, hash BLOB, vector BLOB,"
-                " PRIMARY KEY (model, hash)) WITHOUT ROWID"
-            )
+            if _table_sql(db) != VECTORS_TABLE:
+                _create_vectors_table(db)
         except BaseException:
             db.close()
             raise
@@ -309,6 +307,44 @@ class EmbeddingCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+# Rows stay in rowid order and only the small (model, hash) key is indexed. The first layout kept
+# each 1.5 KB vector inside a WITHOUT ROWID key tree, where rows land at random hashes: storing
+# 100k vectors took 8.8 s instead of 3.5 s and the file grew to 469 MB instead of 215 MB.
+VECTORS_TABLE = "CREATE TABLE vectors (id INTEGER PRIMARY KEY, model TEXT NOT NULL, hash BLOB NOT NULL, vector BLOB)"
+VECTORS_KEY = "CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, hash)"
+
+
+def _table_sql(db: sqlite3.Connection) -> str | None:
+    row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vectors'").fetchone()
+    return row[0] if row else None
+
+
+def _create_vectors_table(db: sqlite3.Connection) -> None:
+    """Create the table, or move a cache of the first layout into it (once; its vectors are kept)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        existing = _table_sql(db)  # again, now that no other process can be doing the same
+        if existing == VECTORS_TABLE:
+            db.execute("COMMIT")
+            return
+        if existing is not None:
+            db.execute("ALTER TABLE vectors RENAME TO vectors_before")
+        db.execute(VECTORS_TABLE)
+        db.execute(VECTORS_KEY)
+        if existing is not None:
+            db.execute("INSERT OR REPLACE INTO vectors (model, hash, vector)"
+                       " SELECT model, hash, vector FROM vectors_before")
+            db.execute("DROP TABLE vectors_before")
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    if existing is not None:
+        db.execute("VACUUM")  # give back the old layout's pages
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def delete_cache(path: Path) -> None:
