@@ -26,7 +26,7 @@ from memvault.gitstore import GitStore
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.sync_checks import history_problem, tree_problem
+from memvault.sync_checks import remote_changes, tree_problem
 
 REMOTE = "origin"
 # A driver configured under git's built-in name takes precedence over the built-in, so vaults
@@ -50,6 +50,7 @@ class SyncReport:
     index: dict | None = None  # what the search index did afterwards (reindex report), if anything
     purged: list[str] = field(default_factory=list)    # purged ids whose text this sync removed here
     rewritten: bool = False    # the remote's old history was replaced by the purged one (with a lease)
+    edited: list[str] = field(default_factory=list)    # facts whose stored text or fields the remote changed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -286,7 +287,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         received = int(storage.git.run("rev-list", "--count", f"HEAD..{tracking}"))
         if received == 0:
             return 0, []
-        _refuse_untrusted(storage, tracking, f"{REMOTE}/{branch}")
+        edited = _refuse_untrusted(storage, tracking, f"{REMOTE}/{branch}")
         storage.git.identity()  # the merge commit needs an author even on a machine with no identity
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
         touched = storage.git.run("diff", "--name-only", f"HEAD...{tracking}").splitlines()
@@ -307,15 +308,19 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
                     f"git could not merge {REMOTE}/{branch}: {_git_reason(e)}; nothing changed") from None
         changed = storage.git.run("diff", "--name-only", before, "HEAD").splitlines()
         report.merged = report.merged or len(storage.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
+        report.edited = sorted(set(report.edited) | set(edited))
         return received, changed
 
 
-def _refuse_untrusted(storage: Storage, rev: str, name: str) -> None:
-    """Stop before merging what memvault never takes from a remote (memvault.sync_checks)."""
-    problem = tree_problem(storage.git, rev) or history_problem(storage.git, "HEAD", rev)
+def _refuse_untrusted(storage: Storage, rev: str, name: str) -> list[str]:
+    """Stop before merging what memvault never takes from a remote (memvault.sync_checks); else
+    the ids of the facts whose stored text the remote edited, which the merge takes."""
+    changes = remote_changes(storage.git, "HEAD", rev)
+    problem = tree_problem(storage.git, rev) or changes.problem
     if problem:
         raise SyncConflict(f"sync stopped: {name} {problem}; nothing was merged and the vault is as before; "
                            "fix it where it was pushed from, then sync again")
+    return changes.edited
 
 
 def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:

@@ -15,12 +15,14 @@ A shared remote may be written by someone else, so its commits are read as untru
   decide which server receives the vault's facts and this machine's API key, so they change only
   by a commit made here too (the same edit on both sides merges as one).
 
-Each check answers a one-line reason, or None.
+Each check answers a one-line reason, or None. A sync also reports the facts whose text the remote
+edited (`RemoteChanges.edited`), which it takes.
 """
 
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass, field
 
 from memvault.facts import parse_log
 from memvault.gitstore import GitStore
@@ -46,38 +48,54 @@ def tree_problem(store: GitStore, rev: str) -> str | None:
     return None
 
 
-def history_problem(store: GitStore, head: str, rev: str) -> str | None:
-    """Facts or forget records that `rev` removes since its common base with `head`, or a change
-    of dream's model or endpoint this side does not have."""
+@dataclass
+class RemoteChanges:
+    """What the remote side changed in the logs, the forget records and dream's endpoint since the
+    common base of both sides."""
+
+    removed_facts: list[str] = field(default_factory=list)  # items gone from a log (a purge's excepted)
+    unforgotten: list[str] = field(default_factory=list)    # forget records gone from tombstones.jsonl
+    edited: list[str] = field(default_factory=list)         # items whose text or fields changed
+    endpoint_move: str | None = None                        # "llm.model: 'a' -> 'b'", when only the remote moved it
+
+    @property
+    def problem(self) -> str | None:
+        """Why sync must not take these changes, or None."""
+        if self.unforgotten:
+            return (f"removes forget record(s) of {_shown(self.unforgotten)} from {TOMBSTONES_FILE}, which would "
+                    "bring forgotten facts back; forget records are append-only")
+        if self.removed_facts:
+            return (f"removes fact(s) {_shown(self.removed_facts)} from the daily logs, which are append-only "
+                    "(`memvault forget` is how a fact goes)")
+        if self.endpoint_move:
+            return (f"changes where dream sends the facts ({self.endpoint_move}) in {CONFIG_FILE}; if that change "
+                    "is yours, make the same edit here and commit it, then sync again")
+        return None
+
+
+def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
+    """What `rev` changed since its common base with `head` (nothing, for unrelated histories: two
+    vaults started apart had nothing in common to remove or edit)."""
+    changes = RemoteChanges()
     base = _merge_base(store, head, rev)
     if base is None:
-        return None  # unrelated histories (two vaults started apart): nothing was common to remove
+        return changes
     changed = store.run("diff", "--name-only", "-z", "--no-renames", base, rev, "--",
                         LOGS_DIR, TOMBSTONES_FILE, CONFIG_FILE).split("\0")
-    removed_facts: list[str] = []
-    unforgotten: list[str] = []
     theirs_tombstones = parse_tombstones(_read(store, rev, TOMBSTONES_FILE))
     for path in filter(None, changed):
         if path == TOMBSTONES_FILE:
-            unforgotten = sorted(set(parse_tombstones(_read(store, base, path))) - set(theirs_tombstones))
+            changes.unforgotten = sorted(set(parse_tombstones(_read(store, base, path))) - set(theirs_tombstones))
         elif path.startswith(LOGS_DIR + "/"):
-            before = _fact_ids(_read(store, base, path), path)
-            after = _fact_ids(_read(store, rev, path), path)
+            before = _items(_read(store, base, path), path)
+            after = _items(_read(store, rev, path), path)
             # A purge (adopted before this check) removes a fact's item with a purge record.
-            removed_facts += sorted(i for i in before - after
-                                    if not (i in theirs_tombstones and theirs_tombstones[i].purged))
-    if unforgotten:
-        return (f"removes forget record(s) of {_shown(unforgotten)} from {TOMBSTONES_FILE}, which would bring "
-                "forgotten facts back; forget records are append-only")
-    if removed_facts:
-        return (f"removes fact(s) {_shown(removed_facts)} from the daily logs, which are append-only "
-                "(`memvault forget` is how a fact goes)")
-    if CONFIG_FILE in changed:
-        moved = _llm_endpoint_change(store, base, head, rev)
-        if moved:
-            return (f"changes where dream sends the facts ({moved}) in {CONFIG_FILE}; if that change is yours, "
-                    "make the same edit here and commit it, then sync again")
-    return None
+            changes.removed_facts += sorted(i for i in before.keys() - after.keys()
+                                            if not (i in theirs_tombstones and theirs_tombstones[i].purged))
+            changes.edited += sorted(i for i in before.keys() & after.keys() if before[i] != after[i])
+        elif path == CONFIG_FILE:
+            changes.endpoint_move = _llm_endpoint_change(store, base, head, rev)
+    return changes
 
 
 def _llm_endpoint_change(store: GitStore, base: str, head: str, rev: str) -> str | None:
@@ -96,9 +114,10 @@ def _llm_settings(text: str) -> dict:
     return llm if isinstance(llm, dict) else {}
 
 
-def _fact_ids(text: str, path: str) -> set[str]:
+def _items(text: str, path: str) -> dict[str, dict]:
+    """Each fact of a log by id, as stored (where in the file it sits left out)."""
     facts, _problems = parse_log(text, path)
-    return {fact.id for fact in facts}
+    return {fact.id: {**fact.to_dict(), "path": None} for fact in facts}
 
 
 def _read(store: GitStore, rev: str, path: str) -> str:

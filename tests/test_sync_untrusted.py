@@ -110,8 +110,9 @@ def test_a_fact_deleted_on_the_remote_is_refused_by_fast_forward_and_by_merge(tm
     assert dropped in _ids(b)
 
 
-def test_a_fact_edited_by_hand_on_another_machine_syncs(tmp_path):
-    """Allowed, as the merge driver allows a one-sided edit: a typo fixed in the log by hand."""
+def test_a_fact_edited_by_hand_on_another_machine_syncs_and_is_named(tmp_path):
+    """Allowed, as the merge driver allows a one-sided edit (a typo fixed in the log by hand), but
+    never silently: the sync names the edited fact, in text and in --json, and no other."""
     a, b, h = _shared(tmp_path)
     fixed = next(i for i, text in _ids(a).items() if "tap" in text)
     _log(h).write_text(_log(h).read_text().replace("kitchen tap", "bathroom tap"))
@@ -119,6 +120,14 @@ def test_a_fact_edited_by_hand_on_another_machine_syncs(tmp_path):
     done = run_memvault("sync", "--vault", str(b))
     assert done.returncode == 0, done.stderr
     assert _ids(b)[fixed] == "Bob fixed the bathroom tap"
+    assert f"took 1 fact(s) whose text was edited on the remote ({fixed})" in done.stdout
+    git(h, "pull", "-q", "origin", "main")
+    with _log(h).open("a") as log:  # a new fact from the remote is no edit
+        log.write('- Carol repainted the shed <!-- mv {"id":"1k0yyt0000000002","at":"2026-11-20T21:00:00+00:00"} -->\n')
+    _push(h)
+    report = json.loads(run_memvault("sync", "--json", "--vault", str(a)).stdout)
+    assert report["edited"] == [fixed] and report["received"] == 2
+    assert _ids(a)["1k0yyt0000000002"] == "Carol repainted the shed"
 
 
 def test_dream_endpoint_changed_on_the_remote_is_refused_until_made_here_too(tmp_path):
