@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -156,6 +156,30 @@ class Embedder:
             if progress:
                 progress(len(chunk))
         return _normalize(out)
+
+    def embed_ahead(self, batches: Sequence[Sequence[str]],
+                    progress: Callable[[int], None] | None = None) -> Iterator[np.ndarray]:
+        """Each batch's vectors in turn, the next batch embedding on a worker thread meanwhile.
+
+        The model's run releases the GIL, so what the caller does with a batch (writing it to the
+        cache) overlaps the model instead of leaving the cores idle. An interrupted caller gets
+        control back at once; the batch in flight finishes in the background before the process ends.
+        """
+        if len(batches) <= 1:
+            yield from (self.embed(batch, progress) for batch in batches)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(1, thread_name_prefix="memvault-embed")
+        try:
+            future = pool.submit(self.embed, batches[0], progress)
+            for following in [*batches[1:], None]:
+                vectors = future.result()
+                if following is not None:
+                    future = pool.submit(self.embed, following, progress)
+                yield vectors
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def embed_query(self, text: str) -> np.ndarray:
         import numpy as np

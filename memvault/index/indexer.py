@@ -499,9 +499,9 @@ class SearchIndex:
                     self.progress("embedding", done, len(missing))
 
             embedder = self.embedder if len(missing) > SMALL_BATCH else self.query_embedder
-            for start in range(0, len(missing), CACHE_EVERY):
-                chunk = missing[start : start + CACHE_EVERY]
-                fresh = embedder.embed([by_hash[h] for h in chunk], progress=tick)
+            chunks = [missing[start : start + CACHE_EVERY] for start in range(0, len(missing), CACHE_EVERY)]
+            batches = embedder.embed_ahead([[by_hash[h] for h in chunk] for chunk in chunks], progress=tick)
+            for chunk, fresh in zip(chunks, batches, strict=True):
                 self.cache.put_many((h, fresh[i].tobytes()) for i, h in enumerate(chunk))
                 for i, h in enumerate(chunk):
                     vectors[h] = fresh[i]
