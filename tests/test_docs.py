@@ -47,6 +47,25 @@ def test_help_prints_the_example(cli):
     assert "Example:" in result.stdout and "memvault context" in result.stdout
 
 
+@pytest.mark.parametrize("command", ["search", "add", "dream", "sync", "forget", "init"])
+def test_help_paragraphs_wrap_at_the_terminal_width(command):
+    """The docstrings are wrapped for the source; on an 80-column terminal a paragraph's lines
+    fill the width instead of breaking after a few words where the source line ended. Each
+    `Example:` keeps a line of its own."""
+    from conftest import run_memvault
+
+    out = run_memvault(command, "--help", env={"COLUMNS": "80", "NO_COLOR": "1"}).stdout
+    prose = [line.strip() for line in out.splitlines()
+             if not line.lstrip().startswith(("│", "╭", "╰", "Usage:"))]
+    paragraphs = "\n".join(prose).split("\n\n")
+    early = [line for para in paragraphs for line in para.strip().splitlines()[:-1]
+             if len(line) < 60 and not line.startswith("Example:")]
+    assert len(paragraphs) > 2 and not early, early
+    examples = [line for line in prose if "Example:" in line]
+    assert examples and all(line.startswith("Example: memvault") and line.count("Example:") == 1
+                            for line in examples), examples
+
+
 def test_generated_docs_and_completions_are_current():
     """Fails after a command or option changes until `python -m memvault.cli.docs_gen` is run."""
     assert stale_files() == [], "regenerate with: python -m memvault.cli.docs_gen"

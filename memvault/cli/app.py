@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -23,6 +25,10 @@ from memvault.errors import ExitCode, MemvaultError, Terminated, unwritable_in
 
 class MemvaultGroup(TyperGroup):
     """Turns memvault errors into one line on stderr (JSON with --json) and their exit code."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _reflow_help(self)
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         # `memvault --bogus` fails here, before `invoke`: one line as well, not a framed box.
@@ -123,6 +129,20 @@ def _fail(kind: str, message: str, code: int, wants_json: bool) -> None:
 
         sys.stderr.write(f"memvault: {visible(message) if sys.stderr.isatty() else message}\n")
     raise typer.Exit(int(code))
+
+
+def _reflow_help(command: Any) -> None:
+    """Join the lines of each help paragraph, so the terminal wraps it at its own width.
+
+    The docstrings are wrapped for the source, and Typer keeps every line break of the paragraphs
+    after the first: at 80 columns a line ran on for a few words, then broke. Only an `Example:`
+    line keeps its own line; nothing else in a help text is laid out by lines.
+    """
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(re.sub(r"\s*\n(?!Example:)\s*", " ", part.strip()) for part in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_help(sub)
 
 
 app = typer.Typer(
