@@ -82,13 +82,17 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
         return changes
     changed = store.run("diff", "--name-only", "-z", "--no-renames", base, rev, "--",
                         LOGS_DIR, TOMBSTONES_FILE, CONFIG_FILE).split("\0")
-    theirs_tombstones = parse_tombstones(_read(store, rev, TOMBSTONES_FILE))
-    for path in filter(None, changed):
+    changed = [path for path in changed if path]
+    # Both versions of every changed file from one git process: a sync after months away may bring
+    # hundreds of daily logs.
+    files = _read_many(store, [(commit, path) for path in [*changed, TOMBSTONES_FILE] for commit in (base, rev)])
+    theirs_tombstones = parse_tombstones(files[rev, TOMBSTONES_FILE])
+    for path in changed:
         if path == TOMBSTONES_FILE:
-            changes.unforgotten = sorted(set(parse_tombstones(_read(store, base, path))) - set(theirs_tombstones))
+            changes.unforgotten = sorted(set(parse_tombstones(files[base, path])) - set(theirs_tombstones))
         elif path.startswith(LOGS_DIR + "/"):
-            before = _items(_read(store, base, path), path)
-            after = _items(_read(store, rev, path), path)
+            before = _items(files[base, path], path)
+            after = _items(files[rev, path], path)
             # A purge (adopted before this check) removes a fact's item with a purge record.
             changes.removed_facts += sorted(i for i in before.keys() - after.keys()
                                             if not (i in theirs_tombstones and theirs_tombstones[i].purged))
@@ -128,6 +132,41 @@ def _read(store: GitStore, rev: str, path: str) -> str:
         return store.run("show", f"{rev}:{path}")
     except git.GitCommandError:  # not in that commit (a new day's log, a log the remote deleted)
         return ""
+
+
+def _read_many(store: GitStore, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Each (commit, path)'s file, "" where it does not exist, read by one `git cat-file --batch`."""
+    found: dict[tuple[str, str], str] = {}
+    asked = []
+    for commit, path in dict.fromkeys(wanted):
+        if "\n" in path or not path.isprintable() or not _encodes(path):
+            found[commit, path] = _read(store, commit, path)  # a name the batch's lines cannot carry
+        else:
+            asked.append((commit, path))
+    if not asked:
+        return found
+    answer = store.run("cat-file", "--batch", input="".join(f"{commit}:{path}\n" for commit, path in asked))
+    data = (answer + "\n").encode("utf-8", "surrogateescape")  # run() dropped the final newline
+    at = 0
+    for key in asked:
+        end = data.index(b"\n", at)
+        header = data[at:end]
+        at = end + 1
+        if header.endswith((b" missing", b" ambiguous")):
+            found[key] = ""
+            continue
+        _sha, kind, size = header.split(b" ")  # then `size` bytes and a newline
+        found[key] = data[at : at + int(size)].decode("utf-8", "surrogateescape") if kind == b"blob" else ""
+        at += int(size) + 1
+    return found
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _merge_base(store: GitStore, head: str, rev: str) -> str | None:
