@@ -139,8 +139,8 @@ def _read_many(store: GitStore, wanted: list[tuple[str, str]]) -> dict[tuple[str
     found: dict[tuple[str, str], str] = {}
     asked = []
     for commit, path in dict.fromkeys(wanted):
-        if "\n" in path or not path.isprintable() or not _encodes(path):
-            found[commit, path] = _read(store, commit, path)  # a name the batch's lines cannot carry
+        if not path.isprintable():  # a newline, or bytes that are no UTF-8: the batch's lines cannot carry it
+            found[commit, path] = _read(store, commit, path)
         else:
             asked.append((commit, path))
     if not asked:
@@ -159,14 +159,6 @@ def _read_many(store: GitStore, wanted: list[tuple[str, str]]) -> dict[tuple[str
         found[key] = data[at : at + int(size)].decode("utf-8", "surrogateescape") if kind == b"blob" else ""
         at += int(size) + 1
     return found
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _merge_base(store: GitStore, head: str, rev: str) -> str | None:
