@@ -437,10 +437,15 @@ def test_http_serves_the_same_tools_on_localhost(tmp_path, tiny_model_path):
         "Address already in use\n"
 
 
-def test_a_missing_vault_fails_at_start_with_one_line(tmp_path):
-    """A path that is not a vault: exit 3, one line on stderr, nothing on stdout, nothing created."""
-    result = run_memvault("mcp", "--vault", str(tmp_path / "nowhere"))
-    assert result.returncode == 3
+@pytest.mark.parametrize("before", [False, True], ids=["after the command", "before the command"])
+def test_a_missing_vault_fails_at_start_with_one_line(tmp_path, before):
+    """A path that is not a vault: exit 3, one line on stderr, nothing on stdout, nothing created;
+    `memvault --vault PATH mcp` too, never serving the default vault instead."""
+    (tmp_path / "home").mkdir()
+    env = server_env(tmp_path / "home", "")
+    where = ["--vault", str(tmp_path / "nowhere")]
+    result = run_memvault(*(where + ["mcp"] if before else ["mcp"] + where), env=env, input="")
+    assert result.returncode == 3, result.stderr
     assert result.stdout == ""
     assert result.stderr.startswith("memvault: ") and result.stderr.count("\n") == 1
-    assert not (tmp_path / "nowhere").exists()
+    assert not (tmp_path / "nowhere").exists() and not (tmp_path / "home" / "data").exists()

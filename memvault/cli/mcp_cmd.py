@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.output import VaultOption
+from memvault.cli.output import VaultOption, root_vault
 
 
 def mcp(
@@ -25,7 +25,7 @@ def mcp(
     """
     from memvault.mcp.worker import VaultWorker
 
-    worker = VaultWorker(vault_path)  # a bad --vault fails here, before the SDK loads
+    worker = VaultWorker(vault_path or root_vault())  # a bad --vault fails here, before the SDK loads
     from memvault.mcp.server import serve
 
     serve(worker, port if http else None)
