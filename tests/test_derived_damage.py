@@ -4,7 +4,8 @@ with a notice, and never gives an unexpected error or silently wrong scores.
 Damages tried, each on a real index built by `memvault reindex` (vault files never touched):
 
 - embedding cache overwritten with random bytes; truncated to a third of its size; one cached
-  vector (a sound sqlite row) overwritten with same-length garbage
+  vector (a sound sqlite row) overwritten with same-length garbage; replaced by sound sqlite whose
+  `vectors` table has other columns
 - vector file overwritten with same-size random bytes; with same-size random *unit* vectors (they
   pass a norm check, only the checksum finds them); truncated
 - `.memvault/index` replaced by a regular file
@@ -63,6 +64,15 @@ def cache_truncated(vault_dir: Path) -> None:
     path = vault_dir / ".memvault" / "cache" / "embeddings.sqlite"
     with open(path, "r+b") as handle:
         handle.truncate(path.stat().st_size // 3)
+
+
+def cache_foreign_table(vault_dir: Path) -> None:
+    """Sound sqlite, but a `vectors` table memvault never wrote (another tool's, an old experiment)."""
+    path = vault_dir / ".memvault" / "cache" / "embeddings.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with sqlite3.connect(path) as db:
+        db.executescript("CREATE TABLE vectors (a, b); INSERT INTO vectors VALUES (1, 2);")
 
 
 def cache_row(vault_dir: Path) -> None:
@@ -132,6 +142,7 @@ DAMAGES = {
     "cache-garbage": (cache_garbage, "embedding cache was damaged", "embedding cache"),
     "cache-truncated": (cache_truncated, "embedding cache was damaged", "embedding cache"),
     "cache-row": (cache_row, "", None),
+    "cache-foreign-table": (cache_foreign_table, "embedding cache was damaged", "embedding cache"),
     "vectors-garbage": (vectors_garbage, "recomputing its vectors", "search index"),
     "vectors-unit": (vectors_unit, "recomputing its vectors", "search index"),
     "vectors-truncated": (vectors_truncated, "recomputing its vectors", "search index"),
@@ -230,6 +241,7 @@ def test_same_size_garbage_over_the_vectors_never_changes_scores_with_the_real_m
 
 
 REINDEX_NOTICES = {"cache-garbage": "embedding cache was damaged", "cache-truncated": "embedding cache was damaged",
+                   "cache-foreign-table": "embedding cache was damaged (its vectors table has columns a, b)",
                    "cache-row": f"embedding cache held {len(FACTS)} damaged vector(s)",
                    "index-is-a-file": "not a directory"}
 

@@ -244,6 +244,9 @@ class EmbeddingCache:
                 raise
             self._discard(_one_line(exc))
             return self._connect()
+        except UnknownLayout as exc:
+            self._discard(str(exc))
+            return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
@@ -340,6 +343,13 @@ VECTORS_TABLE = "CREATE TABLE vectors (id INTEGER PRIMARY KEY, model TEXT NOT NU
 VECTORS_KEY = "CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, hash)"
 
 
+FIRST_LAYOUT_COLUMNS = ["model", "hash", "vector"]
+
+
+class UnknownLayout(Exception):
+    """The cache file is sound sqlite, but its `vectors` table is not one memvault wrote."""
+
+
 def _table_sql(db: sqlite3.Connection) -> str | None:
     row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vectors'").fetchone()
     return row[0] if row else None
@@ -354,12 +364,16 @@ def _create_vectors_table(db: sqlite3.Connection) -> None:
             db.execute("COMMIT")
             return
         if existing is not None:
+            columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
+            if columns != FIRST_LAYOUT_COLUMNS:
+                raise UnknownLayout(f"its vectors table has columns {', '.join(columns) or 'none'}")
             db.execute("ALTER TABLE vectors RENAME TO vectors_before")
         db.execute(VECTORS_TABLE)
         db.execute(VECTORS_KEY)
         if existing is not None:
-            db.execute("INSERT OR REPLACE INTO vectors (model, hash, vector)"
-                       " SELECT model, hash, vector FROM vectors_before")
+            # (Rows without a model or hash cannot be looked up: they are left behind.)
+            db.execute("INSERT OR REPLACE INTO vectors (model, hash, vector) SELECT model, hash, vector"
+                       " FROM vectors_before WHERE model IS NOT NULL AND hash IS NOT NULL")
             db.execute("DROP TABLE vectors_before")
         db.execute("COMMIT")
     except BaseException:
@@ -404,8 +418,11 @@ def cache_problem(path: Path) -> str | None:
         said = [row[0] for row in db.execute("PRAGMA quick_check")]
         if said != ["ok"]:
             return f"sqlite quick_check: {said[0]}"
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "vectors" in tables:
+        existing = _table_sql(db)
+        if existing is not None:
+            columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
+            if existing != VECTORS_TABLE and columns != FIRST_LAYOUT_COLUMNS:
+                return f"its vectors table has columns {', '.join(columns) or 'none'}"
             wrong = db.execute("SELECT count(*) FROM vectors WHERE length(vector) != ?",
                                (DIMENSIONS * 4,)).fetchone()[0]
             if wrong:
