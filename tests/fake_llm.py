@@ -2,7 +2,7 @@
 
 Each request consumes the next step of `script` (then `default`). A step is the answer text, a
 dict {"content", "delay", "status", "body"}, or a callable(request_body) returning either of
-those; "body" is sent verbatim (a recorded response, tests/data/llm-transcripts).
+those; "body" is sent verbatim (a recorded response, tests/data/llm-transcripts; bytes as they are).
 
 It behaves like the real servers do where memvault depends on it:
 - it counts the prompt with its own tokenizer: cl100k_base times `ratio` (a model tokenizer less
@@ -11,7 +11,8 @@ It behaves like the real servers do where memvault depends on it:
   llama-cpp-python's server (`flavor="openai"`), or a prompt alone over it the text of llama.cpp's
   own server (`flavor="llama.cpp"`), which litellm maps onto ContextWindowExceededError;
 - an answer longer than max_tokens is cut there, with finish_reason "length";
-- error statuses come with the provider's usual error body.
+- error statuses come with the provider's usual error body;
+- with `trickle` set, an answer comes a byte at a time after its headers, as from a stuck proxy.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class FakeLLM:
         self.window = window
         self.ratio = ratio
         self.flavor = flavor
+        self.trickle = 0.0  # seconds between the bytes of an answer (a stuck proxy, an overloaded model)
         self.requests: list[dict] = []
         self.refused: list[int] = []   # prompt tokens of each request refused as too long
         self._lock = threading.Lock()
@@ -78,13 +80,19 @@ class FakeLLM:
                 status, payload, delay = fake._respond(body)
                 if delay:
                     time.sleep(delay)
-                raw = json.dumps(payload).encode()
+                raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(raw)))
                     self.end_headers()
-                    self.wfile.write(raw)
+                    if fake.trickle:  # a byte at a time, each well within any read timeout
+                        for byte in raw:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(fake.trickle)
+                    else:
+                        self.wfile.write(raw)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
 

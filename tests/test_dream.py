@@ -245,11 +245,43 @@ def test_429_is_retried_and_a_timeout_fails_cleanly_with_a_log_line(vault, fake)
     add(vault, "Ken ran Berlin", "2026-11-02")
     fake.script = [{"delay": 1.5, "content": "{}"}, {"delay": 1.5, "content": "{}"}]
     report = dream(vault, fake, llm={"timeout": 0.3, "attempts": 2})
-    assert not report.ok and "after 2 attempt(s)" in report.error
+    assert not report.ok and "after 2 attempt(s): timed out" in report.error
+    assert "Error" not in report.error and report.error.count("timed out") == 2, report.error  # no litellm echo
     last = log_lines(vault)[-1]
     assert " dream error " in last and "watermark=" not in last
     assert vault.watermark == date(2026, 11, 1) and vault.dream_status()["failed_attempts"] == 0
     assert fact.id in (vault.root / "wiki/people/ken.md").read_text()
+
+
+def test_a_proxy_page_instead_of_json_is_an_outage_named_in_one_plain_line(vault, fake):
+    """HTTP 200 with an HTML body (a reverse proxy's page): litellm's message about it carries the
+    SDK's response object and class names; dream's says what happened, once."""
+    add(vault, "Lea keeps bees", "2026-11-01")
+    fake.default = {"body": b"<html><body>502 Bad Gateway</body></html>"}
+    report = dream(vault, fake, llm={"attempts": 1})
+    assert not report.ok and report.error.count("\n") == 0, report.error
+    assert "Expecting value" in report.error
+    assert not any(word in report.error for word in ("APIResponse", "<class", "Received response", "openai.")), \
+        report.error
+    assert vault.watermark is None
+
+
+def test_an_answer_sent_a_byte_at_a_time_times_out_as_a_whole(vault, fake):
+    """The server answers at once but sends one byte every 0.2 s (each read is quick, the answer
+    never ends in time): dream gives up after [llm] timeout per attempt, not never, and the lock is
+    free for the next run."""
+    import time
+
+    add(vault, "Lea keeps bees", "2026-11-01")
+    fake.trickle = 0.2
+    fake.default = consolidate_everything("wiki/people/lea.md", "Lea")
+    started = time.monotonic()
+    report = dream(vault, fake, llm={"timeout": 1, "attempts": 2, "backoff": 0})
+    assert time.monotonic() - started < 15
+    assert not report.ok and "after 2 attempt(s)" in report.error and "within 1 s" in report.error
+    assert vault.watermark is None and not (vault.root / "wiki/people/lea.md").exists()
+    fake.trickle = 0
+    assert dream(vault, fake).ok and vault.watermark == date(2026, 11, 1)
 
 
 def test_catch_up_over_40_pending_days_runs_batch_after_batch(vault, fake):

@@ -46,7 +46,7 @@ def test_an_overloaded_server_is_retried_then_an_outage_that_never_counts(vault)
 
     assert len(fake.requests) == 6  # three calls per run: backoff between them
     assert [b.outcome for b in first.batches + second.batches] == ["error", "error"]
-    assert "no answer after 3 attempt(s): ServiceUnavailableError: The engine is currently overloaded" in first.error
+    assert "no answer after 3 attempt(s): service unavailable (503): The engine is currently overloaded" in first.error
     status = vault.dream_status()
     assert status["failed_attempts"] == 0  # an outage must not skip batches...
     failing = status["failing"]            # ...but it is not silent either

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +33,20 @@ TRANSIENT = (
 _MISSING_KEY = ("missing credentials", "api_key client option must be set", "no api key")
 # litellm reports a refused connection as APIConnectionError or, through the OpenAI SDK, a 500
 _NO_CONNECTION = ("connection error", "connection refused", "name or service not known")
-# litellm nests class names: "litellm.X: litellm.Y: Z: OpenAIException - <the provider's words>"
-_PREFIX = re.compile(r"^(?:(?:litellm\.)?\w*(?:Error|Timeout):\s*)*(?:\w+Exception\s*-\s*)?")
+# litellm nests class names: "litellm.X: litellm.Y: Z: OpenAIException - <the provider's words>",
+# "litellm.Timeout: APITimeoutError - Request timed out. Error_str: Request timed out."
+_PREFIX = re.compile(r"^(?:(?:litellm\.)?\w*(?:Error|Timeout):\s*)*(?:\w*(?:Exception|Error|error)\s+-\s*)*")
+# ...and appends its own diagnostics: the error again, or the SDK's response object and class names
+_SUFFIX = re.compile(r"(?:\s*Error_str:|,\s*Received response\s*-|\s*<class ).*$")
+# What a transient failure is, in words, by litellm's class
+_TRANSIENT_WORDS = {
+    "RateLimitError": "rate limited",
+    "Timeout": "timed out",
+    "APIConnectionError": "connection failed",
+    "InternalServerError": "server error",
+    "ServiceUnavailableError": "service unavailable",
+    "BadGatewayError": "bad gateway",
+}
 # For a model litellm does not know (local servers): a window most local setups give, and room
 # for an answer of about 20 facts. memvault.toml's [llm] context_window / max_output_tokens say better.
 DEFAULT_CONTEXT_WINDOW = 8192
@@ -159,7 +172,7 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
     last = "no attempt made"
     for attempt in range(1, max(1, settings.attempts) + 1):
         try:
-            response = litellm.completion(**kwargs)
+            response = _within(settings.timeout, litellm.completion, kwargs)
         except Exception as exc:  # noqa: BLE001 - litellm maps provider errors onto its own classes
             kind, last = classify(exc, settings)
             if kind == "context":
@@ -188,11 +201,41 @@ def ping(settings: LLMSettings) -> float:
     kwargs["max_tokens"] = 16
     start = time.monotonic()
     try:
-        litellm.completion(**kwargs)
+        _within(settings.timeout, litellm.completion, kwargs)
     except Exception as exc:  # noqa: BLE001
         kind, message = classify(exc, settings)
         raise (ProviderUnavailable if kind == "transient" else ProviderRefused)(message) from None
     return time.monotonic() - start
+
+
+class Timeout(Exception):
+    """The whole call outlasted [llm] timeout (a transient failure, as litellm's own Timeout)."""
+
+
+def _within(seconds: float, call, kwargs: dict):
+    """`call(**kwargs)`, or Timeout once `seconds` have passed.
+
+    litellm's timeout bounds each read from the connection, not the call: a server that sends its
+    answer a byte at a time (a stuck proxy, an overloaded local model) kept dream waiting, and
+    holding the dream lock, for ever. The call runs on a daemon thread; one given up on is left to
+    end with the process.
+    """
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["answer"] = call(**kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="memvault-llm", daemon=True)
+    worker.start()
+    worker.join(seconds + 1.0)  # (a second of grace: litellm's own timeout reports better when it fires)
+    if worker.is_alive():
+        raise Timeout(f"no complete answer within {seconds:g} s ([llm] timeout)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["answer"]
 
 
 def _request(settings: LLMSettings, messages: list[dict], limits: Limits | None) -> dict[str, Any]:
@@ -243,14 +286,15 @@ def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
         where = settings.api_base or "the provider"
         return "transient", f"cannot reach {where} ({text}); is the server running?"
     if name in TRANSIENT or (isinstance(status, int) and (status >= 500 or status in (408, 429))):
-        return "transient", f"{name}: {text}"
+        code = f" ({status})" if isinstance(status, int) and name != "Timeout" else ""
+        return "transient", f"{_TRANSIENT_WORDS.get(name, 'server error')}{code}: {text}"
     return "refused", f"{model}: the provider rejected the request ({name}: {text})"
 
 
 def provider_message(exc: Exception) -> str:
     """The provider's own words, without litellm's nested class prefixes, on one line."""
     lines = str(exc).strip().splitlines()
-    text = _PREFIX.sub("", lines[0] if lines else "").strip() or type(exc).__name__
+    text = _SUFFIX.sub("", _PREFIX.sub("", lines[0] if lines else "")).strip() or type(exc).__name__
     return text[:200]
 
 
