@@ -320,6 +320,12 @@ def _refuse_untrusted(storage: Storage, rev: str, name: str) -> list[str]:
     if problem:
         raise SyncConflict(f"sync stopped: {name} {problem}; nothing was merged and the vault is as before; "
                            "fix it where it was pushed from, then sync again")
+    if changes.edited_both:
+        shown = ", ".join(changes.edited_both[:10]) + (" …" if len(changes.edited_both) > 10 else "")
+        raise SyncConflict(
+            f"sync stopped: fact(s) {shown} edited differently here and on {name}; nothing was merged and the "
+            f"vault is as before. To resolve: in {storage.root} run `git merge {name}` (it keeps this side's text), "
+            "edit each fact's item in its log to the text to keep, `git commit -a`, and `memvault sync`")
     return changes.edited
 
 

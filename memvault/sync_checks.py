@@ -16,7 +16,9 @@ A shared remote may be written by someone else, so its commits are read as untru
   by a commit made here too (the same edit on both sides merges as one).
 
 Each check answers a one-line reason, or None. A sync also reports the facts whose text the remote
-edited (`RemoteChanges.edited`), which it takes.
+edited (`RemoteChanges.edited`), which it takes, and stops at a fact edited differently on both
+sides (`edited_both`), as at a wiki page changed on both: the merge driver would keep this side's
+text, and the remote's would silently leave the tree.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ class RemoteChanges:
 
     removed_facts: list[str] = field(default_factory=list)  # items gone from a log (a purge's excepted)
     unforgotten: list[str] = field(default_factory=list)    # forget records gone from tombstones.jsonl
-    edited: list[str] = field(default_factory=list)         # items whose text or fields changed
+    edited: list[str] = field(default_factory=list)         # items changed there and not here: taken
+    edited_both: list[str] = field(default_factory=list)    # items changed there and here, differently
     endpoint_move: str | None = None                        # "llm.model: 'a' -> 'b'", when only the remote moved it
 
     @property
@@ -85,7 +88,7 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
     changed = [path for path in changed if path]
     # Both versions of every changed file from one git process: a sync after months away may bring
     # hundreds of daily logs.
-    files = _read_many(store, [(commit, path) for path in [*changed, TOMBSTONES_FILE] for commit in (base, rev)])
+    files = _read_many(store, [(commit, path) for path in [*changed, TOMBSTONES_FILE] for commit in (base, head, rev)])
     theirs_tombstones = parse_tombstones(files[rev, TOMBSTONES_FILE])
     for path in changed:
         if path == TOMBSTONES_FILE:
@@ -96,7 +99,11 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
             # A purge (adopted before this check) removes a fact's item with a purge record.
             changes.removed_facts += sorted(i for i in before.keys() - after.keys()
                                             if not (i in theirs_tombstones and theirs_tombstones[i].purged))
-            changes.edited += sorted(i for i in before.keys() & after.keys() if before[i] != after[i])
+            ours = _items(files[head, path], path)
+            for i in sorted(before.keys() & after.keys()):
+                if before[i] == after[i] or ours.get(i, before[i]) == after[i]:
+                    continue  # not edited there, or the same edit made here too
+                (changes.edited if ours.get(i, before[i]) == before[i] else changes.edited_both).append(i)
         elif path == CONFIG_FILE:
             changes.endpoint_move = _llm_endpoint_change(store, base, head, rev)
     return changes

@@ -5,7 +5,8 @@ machine: files planted under `.memvault/` (a write-queue request carrying an AWS
 the forget records emptied, a fact's item deleted from its log (by fast-forward, and inside a real
 merge where this machine changed another file), dream's `api_base` and `model` pointed at another
 server. Each stops with exit 7 and one line, the vault exactly as before and still usable. Allowed
-on purpose, and checked: a fact's text edited by hand, an endpoint change made on both sides.
+on purpose, and checked: a fact's text edited by hand (named in the report), an endpoint change
+made on both sides. A fact edited differently on both sides stops the sync until resolved.
 """
 
 from __future__ import annotations
@@ -128,6 +129,36 @@ def test_a_fact_edited_by_hand_on_another_machine_syncs_and_is_named(tmp_path):
     report = json.loads(run_memvault("sync", "--json", "--vault", str(a)).stdout)
     assert report["edited"] == [fixed] and report["received"] == 2
     assert _ids(a)["1k0yyt0000000002"] == "Carol repainted the shed"
+
+
+def test_a_fact_edited_differently_on_both_sides_stops_the_sync_until_resolved(tmp_path):
+    """The merge driver would keep this side's text and drop the remote's from the tree: a conflict
+    (exit 7), resolved as a wiki page conflict is. The same edit on both sides is no conflict."""
+    a, b, h = _shared(tmp_path)
+    fact = next(i for i, text in _ids(a).items() if "tap" in text)
+    _log(h).write_text(_log(h).read_text().replace("kitchen tap", "bathroom tap"))
+    _push(h)
+    _log(b).write_text(_log(b).read_text().replace("kitchen tap", "garden tap"))
+    git(b, *HOSTILE, "commit", "-qam", "local fix")
+    _refused(b, fact, "edited differently here and on origin/main", "git merge origin/main")
+    assert _ids(b)[fact] == "Bob fixed the garden tap"
+
+    git(b, *HOSTILE, "merge", "-q", "--no-edit", "origin/main")  # the documented way out
+    _log(b).write_text(_log(b).read_text().replace("garden tap", "bathroom and garden taps"))
+    git(b, *HOSTILE, "commit", "-qam", "keep both")
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert _ids(a)[fact] == _ids(b)[fact] == "Bob fixed the bathroom and garden taps"
+
+    git(h, "pull", "-q", "origin", "main")
+    for machine in (h, a):  # one edit, made on both sides
+        _log(machine).write_text(_log(machine).read_text().replace("and garden taps", "tap"))
+        git(machine, *HOSTILE, "commit", "-qam", f"same fix, made on {machine.name}")
+    git(h, "push", "-q", "origin", "HEAD:main")
+    report = json.loads(run_memvault("sync", "--json", "--vault", str(a)).stdout)
+    assert report["received"] == 1 and report["edited"] == [], report
+    assert _ids(a)[fact] == "Bob fixed the bathroom tap"
 
 
 def test_dream_endpoint_changed_on_the_remote_is_refused_until_made_here_too(tmp_path):
