@@ -43,7 +43,7 @@ complete -c memvault -n '__fish_use_subcommand' -a init -d 'Create a vault: temp
 complete -c memvault -n '__fish_use_subcommand' -a add -d 'Remember a fact: append it to its day\'s log and commit'
 complete -c memvault -n '__fish_use_subcommand' -a show -d 'Show one fact with all its fields'
 complete -c memvault -n '__fish_use_subcommand' -a recent -d 'List the newest facts'
-complete -c memvault -n '__fish_use_subcommand' -a history -d 'The git commits that touched a fact: when it was added, consolidated, forgotten'
+complete -c memvault -n '__fish_use_subcommand' -a history -d 'The git commits that touched a fact: when it was added, edited, consolidated, forgotten'
 complete -c memvault -n '__fish_use_subcommand' -a forget -d 'Forget a fact: a committed tombstone hides it from listing, search and dream for good'
 complete -c memvault -n '__fish_use_subcommand' -a purge -d 'Remove facts\' text from the logs and from every commit of the history, for good'
 complete -c memvault -n '__fish_use_subcommand' -a search -d 'Find facts and wiki sections by their words and their meaning, newest-aware'

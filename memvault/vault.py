@@ -437,9 +437,15 @@ class Vault:
         return list_sessions(self.storage, since=since, until=until, source=source)
 
     def history(self, fact_id: str) -> list[dict[str, str]]:
-        """The commits that touched a fact, oldest first: added, consolidated, forgotten."""
+        """The commits that touched a fact, oldest first: added, edited, consolidated, forgotten.
+
+        A commit counts when it adds or removes a line holding the fact's id where memvault writes
+        it: its log item (`"id":"…"`, an edit too), a forget record (`"id": "…"`) or a wiki citation
+        (`[^…]`). Another fact that merely mentions the id in its text does not.
+        """
         fact = self._find(fact_id)
-        return [c.to_dict() for c in self.git.log("--reverse", f"-S{fact.id}", "--", ".")]
+        where = f'"id": ?"{fact.id}"|\\[\\^{fact.id}\\]'
+        return [c.to_dict() for c in self.git.log("--reverse", "-E", f"-G{where}", "--", ".")]
 
     # -- search (memvault.index) -------------------------------------------------------------
 

@@ -195,12 +195,18 @@ def test_forget_hides_the_fact_keeps_the_log_line_and_is_idempotent(cli, vault_d
     assert is_clean(vault_dir)
 
 
-def test_history_lists_the_commits_that_touched_a_fact(cli):
+def test_history_lists_the_commits_that_touched_a_fact(cli, vault_dir):
+    """Added, edited by hand (the item's text changed, the id's count did not), forgotten; not a
+    commit adding another fact whose text mentions the id."""
     fact_id = cli("add", "to be forgotten").stdout.strip()
     cli("add", "unrelated")
+    cli("add", f"Note: fact {fact_id} was wrong")
+    log = next(vault_dir.glob("logs/*/*.md"))
+    log.write_text(log.read_text().replace("to be forgotten", "soon to be forgotten"))
+    git(vault_dir, "commit", "-qam", "fix a typo by hand")
     cli("forget", fact_id, "--reason", "test")
     history = json.loads(cli("history", fact_id, "--json").stdout)
-    assert [h["message"].split(":")[0] for h in history] == ["add", "forget"]
+    assert [h["message"].split(":")[0] for h in history] == ["add", "fix a typo by hand", "forget"]
     assert history[0]["message"].startswith(f"add: {fact_id}")
     assert all(len(h["commit"]) == 40 for h in history)
 

@@ -154,7 +154,7 @@ def history(
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
-    """The git commits that touched a fact: when it was added, consolidated, forgotten.
+    """The git commits that touched a fact: when it was added, edited, consolidated, forgotten.
 
     Example: memvault history 01jdq5x8k2m7v3qa
     """
