@@ -15,7 +15,7 @@ from typing import Any
 from memvault import tokens
 from memvault.citations import withheld_pages, without_lines_linking
 from memvault.errors import InvalidInput
-from memvault.index.query import SearchQuery
+from memvault.index.query import MAX_LIMIT, SearchQuery
 from memvault.index.search import search
 from memvault.pages import cited_ids, clean_body
 from memvault.storage.layout import MEMORY_FILE
@@ -94,6 +94,8 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
     for name, value in (("recent", recent), ("relevant", relevant)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidInput(f"{name} must be a whole number of at least 0, got {value!r}")
+    if relevant > MAX_LIMIT:  # as many as a search returns
+        raise InvalidInput(f"relevant must be a whole number from 0 to {MAX_LIMIT}, got {relevant!r}")
     query = " ".join(query.split()) if query else None
 
     searched = bool(query) and relevant > 0

@@ -375,7 +375,17 @@ class Vault:
             reason = reason.strip() or None
             if reason and ("\n" in reason or len(reason) > 500):
                 raise InvalidInput("reason must be one line of at most 500 characters")
-        fact = self.storage.find_fact(fact_id)
+        from memvault.errors import NotFound
+
+        try:
+            fact = self.storage.find_fact(fact_id)
+        except NotFound:
+            from memvault.purge import purged_tombstone
+
+            gone = purged_tombstone(self.storage, fact_id)
+            if gone is None:
+                raise
+            return Forgotten(gone, True, [])  # purged: forgotten already, and its text gone too
         tombstone, already = self.storage.add_tombstone(fact, reason)
         return Forgotten(tombstone, already, sorted(pages_citing(self.storage, [fact.id])))
 

@@ -150,10 +150,12 @@ def test_python_api(stocked):
     (["--budget", "-5"], "budget must be"),
     (["--budget", "2000000"], "budget must be"),
     (["--recent", "-1"], "recent must be"),
+    (["--relevant", "5000"], "relevant must be a whole number from 0 to 1000"),
     (["--json", "--markdown"], "not both"),
 ])
 def test_bad_input_is_refused(vault, cli, args, message):
-    """Bad inputs tried: zero, negative and huge budgets, negative --recent, --json with --markdown."""
+    """Bad inputs tried: zero, negative and huge budgets, negative --recent, --relevant over what a
+    search returns (named as itself, not as a search's limit), --json with --markdown."""
     before = commit_count(vault.root)
     result = cli("context", "q", *args)
     assert result.exit_code == 2

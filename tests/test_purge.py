@@ -105,6 +105,10 @@ def test_purge_removes_text_from_logs_every_commit_pages_index_and_cache(tmp_pat
     again = vault.purge([ids["secret"]])
     assert again.purged == [] and again.already_purged == [ids["secret"]]
     assert git(root, "rev-parse", "HEAD") == before
+    # forgetting a purged fact: already done, as `show` says, not an unknown id
+    forgot = run_memvault("forget", ids["secret"], "--vault", str(root))
+    assert forgot.returncode == 0 and f"fact {ids['secret']} was already purged at" in forgot.stderr
+    assert git(root, "rev-parse", "HEAD") == before and is_clean(root)
 
 
 def test_cli_refuses_without_yes_off_a_terminal_and_unknown_ids_change_nothing(tmp_path):

@@ -184,7 +184,8 @@ def forget(
     if json_:
         emit_json(result.to_dict())
     elif result.already_forgotten:
-        notice(f"fact {tombstone.id} was already forgotten at {tombstone.at}; nothing changed")
+        notice(f"fact {tombstone.id} was already {'purged' if tombstone.purged else 'forgotten'} at {tombstone.at}; "
+               "nothing changed")
     else:
         echo(f"forgot {tombstone.id}")
         if result.cited_by:
