@@ -226,6 +226,27 @@ def test_vault_errors_read_exactly_as_the_cli_says_them(server):
         assert server.call(tool, **arguments).content[0].text == cli.stderr.strip().removeprefix("memvault: ")
 
 
+def test_memory_md_that_cannot_be_read_says_why_in_one_line(tmp_path, tiny_model_path):
+    """Fault tried: MEMORY.md replaced by a symlink to a file outside the vault (a hostile pull).
+    The client hears memvault's reason, as the CLI words it; the server logs no traceback."""
+    from mcp.shared.exceptions import MCPError
+
+    env = server_env(tmp_path, tiny_model_path)
+    vault = new_vault(tmp_path / "vault", env)
+    (tmp_path / "elsewhere.md").write_text("not the vault's")
+    (vault / "MEMORY.md").unlink()
+    (vault / "MEMORY.md").symlink_to(tmp_path / "elsewhere.md")
+    stderr = tmp_path / "server.stderr"
+    with open(stderr, "w") as errlog, start_blocking_portal() as portal, \
+            portal.wrap_async_context_manager(connect(["--vault", str(vault)], env, errlog)) as session:
+        with pytest.raises(MCPError) as refused:
+            portal.call(session.read_resource, "memvault://vault/MEMORY.md")
+        cli = run_memvault("context", "--vault", str(vault), env=env)
+    assert "symlink" in str(refused.value) and "\n" not in str(refused.value)
+    assert cli.returncode != 0 and str(refused.value) == cli.stderr.strip().removeprefix("memvault: ")
+    assert "Traceback" not in stderr.read_text()
+
+
 def test_sees_what_other_processes_write_without_a_restart(server):
     """A CLI add and a CLI forget in another process, and a hand-committed edit, are seen by the
     warm server's next search and listing."""

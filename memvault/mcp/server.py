@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -234,7 +234,11 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
     @server.resource(MEMORY_URI, name="MEMORY.md", title="What the vault remembers", mime_type="text/markdown",
                      description="The vault's bounded summary for prompts, rewritten by the nightly dream.")
     async def memory() -> str:
-        text, _ = await worker.run(lambda vault: vault.storage.read_text(MEMORY_FILE))
+        try:
+            text, _ = await worker.run(lambda vault: vault.storage.read_text(MEMORY_FILE))
+        except MemvaultError as e:
+            # The reason, in the one line the CLI would print; anything else the SDK reports as a crash.
+            raise ResourceError(" ".join(str(e).split())) from None
         return text
 
     return server
