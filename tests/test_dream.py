@@ -101,7 +101,8 @@ def test_state_change_keeps_history_with_a_section_edit(vault, fake):
 
 
 def test_duplicates_are_settled_in_log_md_and_not_fed_again(vault, fake):
-    """Bad input: a duplicate of an unknown fact, every turn; then of a real one."""
+    """Bad input: a duplicate of an unknown fact, every turn; a fact a duplicate of (and in conflict
+    with) itself; then a duplicate of a real one."""
     first = add(vault, "Carol's birthday is 3 May", "2026-11-01")
     again = add(vault, "Carol was born on May 3rd", "2026-11-02")
     path = "wiki/people/carol.md"
@@ -111,6 +112,15 @@ def test_duplicates_are_settled_in_log_md_and_not_fed_again(vault, fake):
                {"id": again.id, "disposition": "duplicate", "duplicate_of": "zzzzzzzzzzzzzzzz"}])
     bad = dream(vault, fake)
     assert not bad.ok and "unknown fact" in bad.error and vault.watermark is None
+    fake.default = answer(  # each pointing at itself: said as such, not as an unknown fact
+        facts=[{"id": first.id, "disposition": "conflict", "conflicts_with": [first.id]},
+               {"id": again.id, "disposition": "duplicate", "duplicate_of": again.id}])
+    selfish = dream(vault, fake)
+    assert not selfish.ok and vault.watermark is None
+    told = fake.requests[-1]["messages"][-1]["content"]  # the repair turn lists every problem (by handle)
+    assert "is marked a duplicate of itself" in told
+    assert "is marked conflicting without naming another fact" in told
+    assert "unknown fact" not in told and "fact(s) none" not in told
     fake.default = answer(
         pages=[{"action": "create", "path": path, "title": "Carol", "body": f"Born 3 May [^{first.id}]."}],
         facts=[consolidated(first.id, path), {"id": again.id, "disposition": "duplicate", "duplicate_of": first.id}])

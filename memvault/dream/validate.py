@@ -218,7 +218,10 @@ def build_proposal(
             elif d.id not in cited_ids(target.body):
                 problems.append(f"fact {d.id} is consolidated into {d.page!r} but not cited there")
         elif d.disposition == "duplicate":
-            if d.duplicate_of == d.id or d.duplicate_of not in known_ids or d.duplicate_of in tombstoned:
+            if d.duplicate_of == d.id:
+                problems.append(f"fact {d.id} is marked a duplicate of itself; name the other fact that says "
+                                "the same, or consolidate it")
+            elif d.duplicate_of not in known_ids or d.duplicate_of in tombstoned:
                 problems.append(f"fact {d.id} is a duplicate of unknown fact {d.duplicate_of!r}")
             else:
                 duplicates[d.id] = d.duplicate_of
@@ -230,8 +233,10 @@ def build_proposal(
         else:
             others = [o for o in d.conflicts_with if o != d.id]
             bad = [o for o in others if o not in known_ids or o in tombstoned]
-            if not others or bad:
-                problems.append(f"fact {d.id} conflicts with unknown fact(s) {_short(bad) or 'none'}")
+            if bad:
+                problems.append(f"fact {d.id} conflicts with unknown fact(s) {_short(bad)}")
+            elif not others:
+                problems.append(f"fact {d.id} is marked conflicting without naming another fact it conflicts with")
             else:
                 prop.conflicts.append({"id": d.id, "with": others, "note": d.note or ""})
 
