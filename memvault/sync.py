@@ -26,7 +26,7 @@ from memvault.gitstore import GitStore
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.sync_checks import remote_changes, tree_problem
+from memvault.sync_checks import RemoteChanges, remote_changes, shown, tree_problem
 
 REMOTE = "origin"
 # A driver configured under git's built-in name takes precedence over the built-in, so vaults
@@ -251,7 +251,7 @@ def _adopt_purges(storage: Storage, branch: str) -> list[str]:
 def _refuse_uncommitted(storage: Storage) -> None:
     dirty, _temp, _foreign = storage.uncommitted()  # files not memvault's are never synced: no reason to stop
     if dirty:
-        paths = ", ".join(dirty[:5]) + (" …" if len(dirty) > 5 else "")
+        paths = shown(dirty)
         raise InvalidInput(
             f"uncommitted changes in the vault ({paths}) would not be synced; commit them "
             "(`memvault doctor --fix`) and sync again"
@@ -315,27 +315,29 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
 def _refuse_untrusted(storage: Storage, rev: str, name: str) -> list[str]:
     """Stop before merging what memvault never takes from a remote (memvault.sync_checks); else
     the ids of the facts whose stored text the remote edited, which the merge takes."""
-    changes = remote_changes(storage.git, "HEAD", rev)
-    problem = tree_problem(storage.git, rev) or changes.problem
+    problem = tree_problem(storage.git, rev)  # first: nothing else of such a tree is read
+    changes = remote_changes(storage.git, "HEAD", rev) if problem is None else RemoteChanges()
+    problem = problem or changes.problem
     if problem:
         raise SyncConflict(f"sync stopped: {name} {problem}; nothing was merged and the vault is as before; "
                            "fix it where it was pushed from, then sync again")
     if changes.edited_both:
-        shown = ", ".join(changes.edited_both[:10]) + (" …" if len(changes.edited_both) > 10 else "")
+        logs = sorted(changes.edited_logs)
         raise SyncConflict(
-            f"sync stopped: fact(s) {shown} edited differently here and on {name}; nothing was merged and the "
-            f"vault is as before. To resolve: in {storage.root} run `git merge {name}` (it keeps this side's text), "
-            "edit each fact's item in its log to the text to keep, `git commit -a`, and `memvault sync`")
+            f"sync stopped: fact(s) {shown(changes.edited_both)} edited differently here and on {name}; nothing "
+            f"was merged and the vault is as before. To resolve: in {storage.root} run `git merge {name}` (it keeps "
+            f"this side's items), edit each item to the text to keep (the remote's: `git show {name}:{logs[0]}`), "
+            "`git commit -a`, and `memvault sync`")
     return changes.edited
 
 
 def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:
-    shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    named = shown(paths, 10)
     if any(p.startswith(LOGS_DIR + "/") or p == TOMBSTONES_FILE for p in paths):
         # these merge by union unless the driver is broken (a moved Python, say)
-        shown += " (append-only files: run `memvault doctor --fix` to repair the merge driver, then sync)"
+        named += " (append-only files: run `memvault doctor --fix` to repair the merge driver, then sync)"
     error = SyncConflict(
-        f"sync stopped: {shown} changed differently here and on {REMOTE}/{branch}; nothing was merged and "
+        f"sync stopped: {named} changed differently here and on {REMOTE}/{branch}; nothing was merged and "
         f"the vault is as before. To resolve: let only one machine run `memvault dream`; then in {storage.root} "
         f"run `git merge {REMOTE}/{branch}`, edit the conflicting pages, `git commit -a`, and `memvault sync` "
         f"(or keep the remote's pages: `git checkout {REMOTE}/{branch} -- <page>`, commit, sync)"

@@ -30,6 +30,7 @@ from memvault.facts import parse_log
 from memvault.gitstore import GitStore
 from memvault.storage.layout import CONFIG_FILE, LOGS_DIR, STATE_DIR, TOMBSTONES_FILE
 from memvault.tombstones import parse_tombstones
+from memvault.union_merge import blocks
 
 SHOWN = 5
 LLM_ENDPOINT_KEYS = ("model", "api_base")
@@ -40,12 +41,12 @@ def tree_problem(store: GitStore, rev: str) -> str | None:
     listing = [line for line in store.run("ls-tree", "-r", "-z", "--full-tree", rev).split("\0") if line]
     symlinks = sorted(line.split("\t", 1)[1] for line in listing if line.startswith("120000 "))
     if symlinks:
-        return (f"holds symlink(s) ({_shown(symlinks)}); memvault never reads or writes through a symlink; "
+        return (f"holds symlink(s) ({shown(symlinks)}); memvault never reads or writes through a symlink; "
                 "replace them with regular files")
     state = sorted(path for path in (line.split("\t", 1)[1] for line in listing)
                    if path == STATE_DIR or path.startswith(STATE_DIR + "/"))
     if state:
-        return (f"holds files under {STATE_DIR}/ ({_shown(state)}), which is each machine's own local state and "
+        return (f"holds files under {STATE_DIR}/ ({shown(state)}), which is each machine's own local state and "
                 "never committed; remove them from the repository (git rm --cached)")
     return None
 
@@ -59,16 +60,17 @@ class RemoteChanges:
     unforgotten: list[str] = field(default_factory=list)    # forget records gone from tombstones.jsonl
     edited: list[str] = field(default_factory=list)         # items changed there and not here: taken
     edited_both: list[str] = field(default_factory=list)    # items changed there and here, differently
+    edited_logs: set[str] = field(default_factory=set)      # the logs holding them
     endpoint_move: str | None = None                        # "llm.model: 'a' -> 'b'", when only the remote moved it
 
     @property
     def problem(self) -> str | None:
         """Why sync must not take these changes, or None."""
         if self.unforgotten:
-            return (f"removes forget record(s) of {_shown(self.unforgotten)} from {TOMBSTONES_FILE}, which would "
+            return (f"removes forget record(s) of {shown(self.unforgotten)} from {TOMBSTONES_FILE}, which would "
                     "bring forgotten facts back; forget records are append-only")
         if self.removed_facts:
-            return (f"removes fact(s) {_shown(self.removed_facts)} from the daily logs, which are append-only "
+            return (f"removes fact(s) {shown(self.removed_facts)} from the daily logs, which are append-only "
                     "(`memvault forget` is how a fact goes)")
         if self.endpoint_move:
             return (f"changes where dream sends the facts ({self.endpoint_move}) in {CONFIG_FILE}; if that change "
@@ -100,18 +102,40 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
             changes.removed_facts += sorted(i for i in before.keys() - after.keys()
                                             if not (i in theirs_tombstones and theirs_tombstones[i].purged))
             ours = _items(files[head, path], path)
+            raw = [_stored_items(files[commit, path], path) for commit in (base, head, rev)]
             for i in sorted(before.keys() & after.keys()):
-                if before[i] == after[i] or ours.get(i, before[i]) == after[i]:
-                    continue  # not edited there, or the same edit made here too
-                (changes.edited if ours.get(i, before[i]) == before[i] else changes.edited_both).append(i)
+                kind = _edit(raw[0].get(i), raw[1].get(i), raw[2].get(i), before[i], ours.get(i), after[i])
+                if kind == "taken":
+                    changes.edited.append(i)
+                elif kind == "conflict":
+                    changes.edited_both.append(i)
+                    changes.edited_logs.add(path)
         elif path == CONFIG_FILE:
-            changes.endpoint_move = _llm_endpoint_change(store, base, head, rev)
+            changes.endpoint_move = _llm_endpoint_change(*(files[commit, path] for commit in (base, head, rev)))
     return changes
 
 
-def _llm_endpoint_change(store: GitStore, base: str, head: str, rev: str) -> str | None:
-    settings = [_llm_settings(_read(store, commit, CONFIG_FILE)) for commit in (base, head, rev)]
-    old, ours, theirs = settings
+def _edit(base_raw, ours_raw, theirs_raw, base, ours, theirs) -> str | None:
+    """What the merge will do with a fact's item the remote stored differently: "taken" (its text
+    or fields changed and this side's item did not), "conflict" (this side's item changed too, so
+    the merge driver keeps it, and the remote's different text or fields would leave the tree),
+    or None (nothing a reader would see changes, or this side already says the same).
+
+    The driver compares the stored items byte for byte (memvault.union_merge), so that is what
+    decides which side it keeps; whether the result differs is judged on the parsed fact, so that
+    line ends or key order (a log saved with CRLF) are no edit.
+    """
+    if theirs_raw == base_raw:
+        return None
+    if ours_raw is None or ours_raw == base_raw:
+        return "taken" if theirs != base else None
+    return "conflict" if ours != theirs else None
+
+
+def _llm_endpoint_change(base_toml: str, ours_toml: str, theirs_toml: str) -> str | None:
+    """Dream's model or endpoint as the remote changed it (memvault.toml's texts at the common base,
+    here and there), when this side did not make the same change."""
+    old, ours, theirs = (_llm_settings(text) for text in (base_toml, ours_toml, theirs_toml))
     moved = [f"llm.{key}: {ours.get(key)!r} -> {theirs.get(key)!r}" for key in LLM_ENDPOINT_KEYS
              if theirs.get(key) != old.get(key) and theirs.get(key) != ours.get(key)]
     return ", ".join(moved) or None
@@ -123,6 +147,11 @@ def _llm_settings(text: str) -> dict:
     except tomllib.TOMLDecodeError:
         return {}  # loading the settings reports the file
     return llm if isinstance(llm, dict) else {}
+
+
+def _stored_items(text: str, path: str) -> dict[str, str]:
+    """Each fact's item of a log by id, as the merge driver sees it: its stored text."""
+    return {key[1]: block for key, block in blocks(text, path) if isinstance(key, tuple) and key[0] == "fact"}
 
 
 def _items(text: str, path: str) -> dict[str, dict]:
@@ -177,5 +206,6 @@ def _merge_base(store: GitStore, head: str, rev: str) -> str | None:
         return None
 
 
-def _shown(items: list[str]) -> str:
-    return ", ".join(items[:SHOWN]) + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+def shown(items: list[str], limit: int = SHOWN) -> str:
+    """The first few of a list of ids or paths for a one-line message, and how many more."""
+    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")

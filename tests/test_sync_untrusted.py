@@ -121,7 +121,7 @@ def test_a_fact_edited_by_hand_on_another_machine_syncs_and_is_named(tmp_path):
     done = run_memvault("sync", "--vault", str(b))
     assert done.returncode == 0, done.stderr
     assert _ids(b)[fixed] == "Bob fixed the bathroom tap"
-    assert f"took 1 fact(s) whose text was edited on the remote ({fixed})" in done.stdout
+    assert f"took 1 fact(s) edited on the remote ({fixed})" in done.stdout
     git(h, "pull", "-q", "origin", "main")
     with _log(h).open("a") as log:  # a new fact from the remote is no edit
         log.write('- Carol repainted the shed <!-- mv {"id":"1k0yyt0000000002","at":"2026-11-20T21:00:00+00:00"} -->\n')
@@ -159,6 +159,20 @@ def test_a_fact_edited_differently_on_both_sides_stops_the_sync_until_resolved(t
     report = json.loads(run_memvault("sync", "--json", "--vault", str(a)).stdout)
     assert report["received"] == 1 and report["edited"] == [], report
     assert _ids(a)[fact] == "Bob fixed the bathroom tap"
+
+
+def test_a_remote_edit_against_a_log_saved_here_with_crlf_is_never_reported_taken_and_dropped(tmp_path):
+    """This side only re-saved the log with CRLF line ends (no fact reads differently), the remote
+    fixed a fact's text. The merge driver keeps this side's stored item, so the remote's text would
+    leave the tree: a conflict, never `took … edited` with the edit gone."""
+    a, b, h = _shared(tmp_path)
+    fact = next(i for i, text in _ids(a).items() if "tap" in text)
+    _log(h).write_text(_log(h).read_text().replace("kitchen tap", "bathroom tap"))
+    _push(h)
+    _log(b).write_bytes(_log(b).read_bytes().replace(b"\n", b"\r\n"))
+    git(b, *HOSTILE, "commit", "-qam", "saved on windows")
+    assert _ids(b)[fact] == "Bob fixed the kitchen tap"  # the same facts
+    _refused(b, fact, "edited differently here and on origin/main", "git show origin/main:logs/2026/2026-11-20.md")
 
 
 def test_dream_endpoint_changed_on_the_remote_is_refused_until_made_here_too(tmp_path):

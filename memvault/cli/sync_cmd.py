@@ -81,8 +81,9 @@ def sync(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
         echo(f"received {report.received} commit(s) from {report.remote}/{report.branch} ({how}, "
              f"{len(report.changed)} file(s) changed)")
     if report.edited:
-        shown = ", ".join(report.edited[:10]) + (" …" if len(report.edited) > 10 else "")
-        echo(f"took {len(report.edited)} fact(s) whose text was edited on the remote ({shown}); "
+        from memvault.sync_checks import shown
+
+        echo(f"took {len(report.edited)} fact(s) edited on the remote ({shown(report.edited, 10)}); "
              "`memvault history ID` shows each change")
     if report.sent:
         echo(f"sent {report.sent} commit(s) to {report.url}")
