@@ -450,11 +450,14 @@ class Vault:
         """The commits that touched a fact, oldest first: added, edited, consolidated, forgotten.
 
         A commit counts when it adds or removes a line holding the fact's id where memvault writes
-        it: its log item (`"id":"…"`, an edit too), a forget record (`"id": "…"`) or a wiki citation
-        (`[^…]`). Another fact that merely mentions the id in its text does not.
+        it: its log item (`"id":"…"`, an edit too), a forget record (`"id": "…"`), a wiki citation
+        (`[^…]`) or dream's record in log.md (`  settled: …`, `kept`, `unconsolidated`). Another
+        fact that merely mentions the id in its text does not.
         """
         fact = self._find(fact_id)
-        where = f'"id": ?"{fact.id}"|\\[\\^{fact.id}\\]'
+        found = re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", fact.id)  # hand-written ids may hold any character
+        where = (f'"id": ?"{found}"|\\[\\^{found}\\]'
+                 f"|^  (settled|kept|unconsolidated): (.* )?{found}( |$)")
         return [c.to_dict() for c in self.git.log("--reverse", "-E", f"-G{where}", "--", ".")]
 
     # -- search (memvault.index) -------------------------------------------------------------

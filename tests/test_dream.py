@@ -127,6 +127,7 @@ def test_duplicates_are_settled_in_log_md_and_not_fed_again(vault, fake):
     good = dream(vault, fake)
     assert good.ok and good.batches[0].duplicates == 1
     assert f"settled: {again.id}" in (vault.root / "log.md").read_text()  # its original is on a page
+    assert [h["message"].split(":")[0] for h in vault.history(again.id)] == ["add", "dream"]  # cited nowhere
     assert again.id not in (vault.root / path).read_text()
     assert vault.dream_status()["late_facts"] == 0 and vault.dream_status()["pending_facts"] == 0
 
