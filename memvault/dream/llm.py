@@ -41,7 +41,6 @@ _SUFFIX = re.compile(r"(?:\s*Error_str:|,\s*Received response\s*-|\s*<class ).*$
 # What a transient failure is, in words, by litellm's class
 _TRANSIENT_WORDS = {
     "RateLimitError": "rate limited",
-    "Timeout": "timed out",
     "APIConnectionError": "connection failed",
     "InternalServerError": "server error",
     "ServiceUnavailableError": "service unavailable",
@@ -173,6 +172,10 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
     for attempt in range(1, max(1, settings.attempts) + 1):
         try:
             response = _within(settings.timeout, litellm.completion, kwargs)
+        except Timeout as exc:
+            # The call given up on may still hold the server (a one-slot local model): asking again
+            # now would queue behind it, or run beside it and be billed twice. Next run.
+            raise ProviderUnavailable(f"{settings.model}: {exc}; dream tries again next run") from None
         except Exception as exc:  # noqa: BLE001 - litellm maps provider errors onto its own classes
             kind, last = classify(exc, settings)
             if kind == "context":
@@ -209,7 +212,7 @@ def ping(settings: LLMSettings) -> float:
 
 
 class Timeout(Exception):
-    """The whole call outlasted [llm] timeout (a transient failure, as litellm's own Timeout)."""
+    """The whole call outlasted [llm] timeout: an outage, not retried within the run."""
 
 
 def _within(seconds: float, call, kwargs: dict):
@@ -286,8 +289,10 @@ def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
         where = settings.api_base or "the provider"
         return "transient", f"cannot reach {where} ({text}); is the server running?"
     if name in TRANSIENT or (isinstance(status, int) and (status >= 500 or status in (408, 429))):
-        code = f" ({status})" if isinstance(status, int) and name != "Timeout" else ""
-        return "transient", f"{_TRANSIENT_WORDS.get(name, 'server error')}{code}: {text}"
+        if name == "Timeout" or status == 408:
+            return "transient", f"timed out: {text}"
+        words = "rate limited" if status == 429 else _TRANSIENT_WORDS.get(name, "server error")
+        return "transient", f"{words}{f' ({status})' if isinstance(status, int) else ''}: {text}"
     return "refused", f"{model}: the provider rejected the request ({name}: {text})"
 
 
