@@ -66,6 +66,14 @@ def test_help_paragraphs_wrap_at_the_terminal_width(command):
                             for line in examples), examples
 
 
+def test_help_lines_that_start_with_a_label_keep_their_line():
+    from conftest import run_memvault
+
+    out = run_memvault("completions", "--help", env={"COLUMNS": "80", "NO_COLOR": "1"}).stdout
+    starts = [line.strip().split(":")[0] for line in out.splitlines()]
+    assert {"bash", "zsh", "fish", "Example"} <= set(starts), out
+
+
 def test_generated_docs_and_completions_are_current():
     """Fails after a command or option changes until `python -m memvault.cli.docs_gen` is run."""
     assert stale_files() == [], "regenerate with: python -m memvault.cli.docs_gen"

@@ -135,12 +135,12 @@ def _reflow_help(command: Any) -> None:
     """Join the lines of each help paragraph, so the terminal wraps it at its own width.
 
     The docstrings are wrapped for the source, and Typer keeps every line break of the paragraphs
-    after the first: at 80 columns a line ran on for a few words, then broke. Only an `Example:`
-    line keeps its own line; nothing else in a help text is laid out by lines.
+    after the first: at 80 columns a line ran on for a few words, then broke. A line that starts
+    with a label (`Example:`, `bash:`) keeps its own line; nothing else is laid out by lines.
     """
     if command.help:
         paragraphs = inspect.cleandoc(command.help).split("\n\n")
-        command.help = "\n\n".join(re.sub(r"\s*\n(?!Example:)\s*", " ", part.strip()) for part in paragraphs)
+        command.help = "\n\n".join(re.sub(r"\s*\n(?!\w+: )\s*", " ", part.strip()) for part in paragraphs)
     for sub in getattr(command, "commands", {}).values():
         _reflow_help(sub)
 
