@@ -369,3 +369,29 @@ def test_on_a_full_disk_a_built_index_is_not_taken_for_damage(small_disk):
     filler.unlink()
     result = run_memvault("search", "tea", "--lexical", "--vault", str(vault_dir))
     assert result.returncode == 0 and "Alice prefers green tea" in result.stdout and result.stderr == ""
+
+
+def test_a_cache_of_the_first_layout_on_a_full_disk_is_dropped_not_an_error_on_every_open(small_disk):
+    """Fault tried: an embedding cache in the first layout (vectors inside a WITHOUT ROWID key
+    tree) on a disk with no room to copy it into the current one. It is only a cache: dropped with
+    one notice (freeing its room), and the cache opened after works, instead of the move failing
+    again on every open."""
+    import sqlite3
+
+    from memvault.index.embedder import EmbeddingCache
+
+    path = small_disk / "cache" / "embeddings.sqlite"
+    path.parent.mkdir()
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE vectors (model TEXT, hash BLOB, vector BLOB, PRIMARY KEY (model, hash)) WITHOUT ROWID")
+    rows = [("m", os.urandom(32), os.urandom(1536)) for _ in range(300)]
+    db.executemany("INSERT INTO vectors VALUES (?, ?, ?)", rows)
+    db.commit()
+    db.close()
+    fill(small_disk, 64 * 1024)
+    told: list[str] = []
+    cache = EmbeddingCache(path, "m", notify=told.append)
+    assert len(told) == 1 and "embedding cache could not be kept (no room on the disk" in told[0], told
+    cache.put_many([(b"h" * 32, b"\0" * 1536)])
+    assert list(cache.get_many([b"h" * 32])) == [b"h" * 32]
+    cache.close()

@@ -245,7 +245,7 @@ class EmbeddingCache:
             self._discard(_one_line(exc))
             return self._connect()
         except UnknownLayout as exc:
-            self._discard(str(exc))
+            self._discard(str(exc), "could not be kept" if isinstance(exc, NoRoomToMove) else "was damaged")
             return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
@@ -260,11 +260,11 @@ class EmbeddingCache:
             raise
         return db
 
-    def _discard(self, problem: str) -> None:
+    def _discard(self, problem: str, what: str = "was damaged") -> None:
         """Delete the damaged cache (and its sqlite side files) and say so once."""
         delete_cache(self.path)
         if self.notify is not None:
-            self.notify(f"embedding cache was damaged ({problem}); started it again empty "
+            self.notify(f"embedding cache {what} ({problem}); started it again empty "
                         "(vectors it held are recomputed when next needed)")
 
     def _reset(self, exc: sqlite3.DatabaseError) -> None:
@@ -350,6 +350,10 @@ class UnknownLayout(Exception):
     """The cache file is sound sqlite, but its `vectors` table is not one memvault wrote."""
 
 
+class NoRoomToMove(UnknownLayout):
+    """A cache of the first layout, and no room on the disk to copy it into the current one."""
+
+
 def _table_sql(db: sqlite3.Connection) -> str | None:
     row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vectors'").fetchone()
     return row[0] if row else None
@@ -376,13 +380,17 @@ def _create_vectors_table(db: sqlite3.Connection) -> None:
                        " FROM vectors_before WHERE model IS NOT NULL AND hash IS NOT NULL")
             db.execute("DROP TABLE vectors_before")
         db.execute("COMMIT")
-    except BaseException:
+    except BaseException as exc:
         if db.in_transaction:
             db.execute("ROLLBACK")
+        if existing is not None and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            # It is only a cache: dropping it frees the room, rather than every search failing here.
+            raise NoRoomToMove("no room on the disk to move it to the current layout") from None
         raise
     if existing is not None:
-        db.execute("VACUUM")  # give back the old layout's pages
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with contextlib.suppress(sqlite3.OperationalError):  # no room to compact: the file stays larger
+            db.execute("VACUUM")  # give back the old layout's pages
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def delete_cache(path: Path) -> None:
