@@ -380,9 +380,7 @@ class Vault:
         try:
             fact = self.storage.find_fact(fact_id)
         except NotFound:
-            from memvault.purge import purged_tombstone
-
-            gone = purged_tombstone(self.storage, fact_id)
+            gone = self._purged(fact_id)
             if gone is None:
                 raise
             return Forgotten(gone, True, [])  # purged: forgotten already, and its text gone too
@@ -415,12 +413,16 @@ class Vault:
         try:
             return self.storage.find_fact(fact_id)
         except NotFound:
-            from memvault.purge import purged_tombstone
-
-            gone = purged_tombstone(self.storage, fact_id)
+            gone = self._purged(fact_id)
             if gone is None:
                 raise
             raise NotFound(f"fact {gone.id} was purged at {gone.at}: its text is gone from this vault") from None
+
+    def _purged(self, fact_id: str) -> Tombstone | None:
+        """The purge record of a fact no log holds any more, if it was purged."""
+        from memvault.purge import purged_tombstone
+
+        return purged_tombstone(self.storage, fact_id)
 
     def show(self, fact_id: str) -> FactView:
         fact = self._find(fact_id)

@@ -9,6 +9,7 @@ generation aside and swaps the `current` pointer, so searches keep answering mea
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -501,11 +502,13 @@ class SearchIndex:
             embedder = self.embedder if len(missing) > SMALL_BATCH else self.query_embedder
             chunks = [missing[start : start + CACHE_EVERY] for start in range(0, len(missing), CACHE_EVERY)]
             batches = embedder.embed_ahead([[by_hash[h] for h in chunk] for chunk in chunks], progress=tick)
-            for chunk, fresh in zip(chunks, batches, strict=True):
-                self.cache.put_many((h, fresh[i].tobytes()) for i, h in enumerate(chunk))
-                for i, h in enumerate(chunk):
-                    vectors[h] = fresh[i]
-                report.embedded += len(chunk)
+            # closing: a failed cache write stops the worker after the batch in flight, not later
+            with contextlib.closing(batches):
+                for chunk, fresh in zip(chunks, batches, strict=True):
+                    self.cache.put_many((h, fresh[i].tobytes()) for i, h in enumerate(chunk))
+                    for i, h in enumerate(chunk):
+                        vectors[h] = fresh[i]
+                    report.embedded += len(chunk)
         if not vectors:
             return report
         with self.lock():
