@@ -168,17 +168,26 @@ class Embedder:
         if len(batches) <= 1:
             yield from (self.embed(batch, progress) for batch in batches)
             return
+        import threading
         from concurrent.futures import ThreadPoolExecutor
+
+        given_up = threading.Event()
+
+        def report(count: int) -> None:
+            # Not once the caller has stopped: a notice after its error line would read as the last word.
+            if progress is not None and not given_up.is_set():
+                progress(count)
 
         pool = ThreadPoolExecutor(1, thread_name_prefix="memvault-embed")
         try:
-            future = pool.submit(self.embed, batches[0], progress)
+            future = pool.submit(self.embed, batches[0], report)
             for following in [*batches[1:], None]:
                 vectors = future.result()
                 if following is not None:
-                    future = pool.submit(self.embed, following, progress)
+                    future = pool.submit(self.embed, following, report)
                 yield vectors
         finally:
+            given_up.set()
             pool.shutdown(wait=False, cancel_futures=True)
 
     def embed_query(self, text: str) -> np.ndarray:
