@@ -252,3 +252,29 @@ def test_search_reports_its_long_index_work_to_a_progress_callback(vault):
     calls.clear()
     vault.search("diary gliders", progress=lambda *a: calls.append(a))
     assert calls == []
+
+
+def test_embedding_ahead_hands_the_callers_batches_in_order_and_a_worker_failure_back():
+    """The rebuild embeds the next batch on a worker thread: its vectors come back in order, and
+    a failure there (a model that errors on a batch) reaches the caller at that batch, not later."""
+    import threading
+
+    from memvault.index.embedder import Embedder, ModelSpec
+
+    class Counting(Embedder):
+        threads: set[str] = set()
+
+        def embed(self, texts, progress=None):
+            Counting.threads.add(threading.current_thread().name)
+            if texts[0] == "broken":
+                raise RuntimeError("the model failed on this batch")
+            progress(len(texts))
+            return [f"vectors of {texts[0]}"]
+
+    told: list[int] = []
+    batches = Counting(ModelSpec()).embed_ahead([["a", "b"], ["c"], ["broken"], ["d"]], progress=told.append)
+    assert [next(batches), next(batches)] == [["vectors of a"], ["vectors of c"]]
+    with pytest.raises(RuntimeError, match="failed on this batch"):
+        next(batches)
+    batches.close()
+    assert told == [2, 1] and Counting.threads == {"memvault-embed_0"}
