@@ -368,6 +368,14 @@ def _table_sql(db: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
+def _unknown_layout(db: sqlite3.Connection, table_sql: str) -> str | None:
+    """What is wrong with a `vectors` table that is neither the current layout nor the first."""
+    if table_sql == VECTORS_TABLE:
+        return None
+    columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
+    return None if columns == FIRST_LAYOUT_COLUMNS else f"its vectors table has columns {', '.join(columns) or 'none'}"
+
+
 def _create_vectors_table(db: sqlite3.Connection) -> None:
     """Create the table, or move a cache of the first layout into it (once; its vectors are kept)."""
     db.execute("BEGIN IMMEDIATE")
@@ -377,9 +385,9 @@ def _create_vectors_table(db: sqlite3.Connection) -> None:
             db.execute("COMMIT")
             return
         if existing is not None:
-            columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
-            if columns != FIRST_LAYOUT_COLUMNS:
-                raise UnknownLayout(f"its vectors table has columns {', '.join(columns) or 'none'}")
+            unknown = _unknown_layout(db, existing)
+            if unknown:
+                raise UnknownLayout(unknown)
             db.execute("ALTER TABLE vectors RENAME TO vectors_before")
         db.execute(VECTORS_TABLE)
         db.execute(VECTORS_KEY)
@@ -437,9 +445,9 @@ def cache_problem(path: Path) -> str | None:
             return f"sqlite quick_check: {said[0]}"
         existing = _table_sql(db)
         if existing is not None:
-            columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
-            if existing != VECTORS_TABLE and columns != FIRST_LAYOUT_COLUMNS:
-                return f"its vectors table has columns {', '.join(columns) or 'none'}"
+            unknown = _unknown_layout(db, existing)
+            if unknown:
+                return unknown
             wrong = db.execute("SELECT count(*) FROM vectors WHERE length(vector) != ?",
                                (DIMENSIONS * 4,)).fetchone()[0]
             if wrong:
