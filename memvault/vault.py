@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memvault import dreamlog
 from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
 from memvault.facts import Fact, FactDraft, ParseProblem, make_fact
 from memvault.storage.layout import CONFIG_FILE
@@ -459,7 +460,7 @@ class Vault:
         fact = self._find(fact_id)
         found = re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", fact.id)  # hand-written ids may hold any character
         where = (f'"id": ?"{found}"|\\[\\^{found}\\]'
-                 f"|^  (settled|kept|unconsolidated): (.* )?{found}( |$)")
+                 f"|^  ({'|'.join(dreamlog.ID_KEYS)}): (.* )?{found}( |$)")
         return [c.to_dict() for c in self.git.log("--reverse", "-E", f"-G{where}", "--", ".")]
 
     # -- search (memvault.index) -------------------------------------------------------------
