@@ -56,6 +56,19 @@ def one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def free_text_start(line: str) -> int:
+    """Where the free text of a journal line starts (a reason, a problem, a note): what comes
+    before it (time, outcome, batch, watermark, the record names and their ids) is structure a
+    purge must not edit. len(line) for a line with no free text."""
+    entry = _ENTRY.match(line.rstrip("\r\n"))
+    if entry:
+        return entry.start("detail") if entry.group("detail") is not None else len(line)
+    if _IDS.match(line.rstrip("\r\n")):
+        return len(line)
+    record = re.match(r"^  \w+: ", line)
+    return record.end() if record else 0
+
+
 def format_entry(
     at: str,
     outcome: str,

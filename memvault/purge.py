@@ -4,9 +4,11 @@
 all (a credential, someone else's private data). Under the write lock and the dream lock:
 
 1. git-filter-repo rewrites every ref (branches, remote-tracking refs, tags, stash): in every
-   blob the purged facts' log items go, their tombstone lines lose the text's hash, page
-   statements citing them go, and so does any line holding the text verbatim; commit messages
-   keep the id but lose the words (memvault.purge_filter). Commits left empty are dropped.
+   commit the purged facts' log items go, their tombstone lines lose the text's hash, page
+   statements citing them go, a line that is a copy of the text goes, and the text anywhere else
+   in the vault's markdown and tombstones (inside another fact, say) becomes "[purged]"; commit
+   messages keep the id but lose the words (memvault.purge_filter). Configuration files and the
+   structure of logs, tombstones and log.md are never edited. Commits left empty are dropped.
 2. tombstones.jsonl gets a purge record (id, time, "purged": true; no text, no hash) in one commit.
 3. Reflogs are expired and unreachable objects pruned (`git gc --prune=now`), so the old commits
    are gone from this repository; ORIG_HEAD, FETCH_HEAD, COMMIT_EDITMSG and filter-repo's own
@@ -58,6 +60,8 @@ class PurgePlan:
     commits: int                          # commits the rewrite changes (and all their descendants)
     pages: list[str]                      # pages citing the facts now
     remote: str | None                    # the remote's URL, if one is set
+    # other facts whose text holds a purged text: they stay, with those words as "[purged]"
+    quoting: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -182,12 +186,16 @@ def plan(storage: Storage, ids: Iterable[str]) -> PurgePlan:
 
 def _plan(storage: Storage, facts: list[Fact], done: list[str]) -> PurgePlan:
     ids = [f.id for f in facts]
+    needles = needles_of(f.text for f in facts)
+    quoting = [f.id for f in storage.iter_facts(include_forgotten=True)
+               if f.id not in ids and any(n in f.text for n in needles)] if needles else []
     return PurgePlan(
         facts=[PurgeItem(f.id, _words(f), f.path) for f in facts],
         already_purged=done,
         commits=commits_touching(storage, ids, [f.text for f in facts]),
         pages=sorted(pages_citing(storage, ids)),
         remote=_remote_url(storage),
+        quoting=quoting,
     )
 
 

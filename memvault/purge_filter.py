@@ -17,7 +17,9 @@ import sys
 from collections.abc import Iterable
 
 from memvault.citations import strip_forgotten_statements
+from memvault.dreamlog import free_text_start
 from memvault.facts import META_OPEN, split_log
+from memvault.storage.layout import DREAM_LOG, LOGS_DIR, TOMBSTONES_FILE
 
 PURGED_MARK = "[purged]"
 PURGE_SUBJECT = "purge: "       # the purge commit's own message is left as it is
@@ -25,15 +27,15 @@ MIN_NEEDLE_CHARS = 12           # shorter texts (or lines of a text) are removed
 
 
 def needles_of(texts: Iterable[str]) -> list[str]:
-    """The verbatim strings whose lines are removed wherever they appear: each text whole, and
-    each line of a multi-line text, when at least MIN_NEEDLE_CHARS long (shorter ones are too
-    common to delete blindly: "yes", "ok")."""
+    """The verbatim strings that become PURGED_MARK wherever the vault's text holds them: each
+    text whole, and each line of a multi-line text, when at least MIN_NEEDLE_CHARS long (shorter
+    ones are too common to replace blindly: "yes", "ok")."""
     found: list[str] = []
     for text in texts:
         for candidate in [text.strip(), *(line.strip() for line in text.split("\n"))]:
             if len(candidate) >= MIN_NEEDLE_CHARS and candidate not in found:
                 found.append(candidate)
-    return found
+    return sorted(found, key=len, reverse=True)  # a text goes before its own lines
 
 
 def _id_token(fact_id: str) -> str:
@@ -41,45 +43,91 @@ def _id_token(fact_id: str) -> str:
     return json.dumps({"id": fact_id}, separators=(",", ":"))[1:-1]
 
 
-def scrub_text(text: str, ids: set[str], needles: list[str]) -> str:
-    """The text without the purged facts' log items (the item and its indented lines), with
-    their tombstone lines' hashes blanked, without page statements citing them, and without
-    any line holding a needle. Text mentioning none of them comes back identical."""
-    tokens = {fact_id: _id_token(fact_id) for fact_id in ids}
+def scrub_text(text: str, ids: set[str], needles: list[str], path: str) -> str:
+    """A file of the vault at `path` without the purged facts: in a daily log their items, in
+    tombstones.jsonl their hashes, in a page the statements citing them; and the purged texts
+    (`needles`) wherever else the vault's markdown or tombstones hold them, as PURGED_MARK.
+
+    Only words change: a log item's metadata comment, a tombstone's JSON, log.md's records and
+    configuration files are never edited, so a purged text shaped like a piece of the vault's
+    structure (one a hostile clone chose) cannot take anything else with it. Text mentioning
+    none of the ids or needles comes back identical."""
     if not any(fact_id in text for fact_id in ids) and not any(n in text for n in needles):
         return text
+    if path == TOMBSTONES_FILE:
+        return "".join(_scrub_tombstone(line, ids, needles) for line in text.splitlines(keepends=True))
+    if not path.endswith(".md"):
+        return text  # memvault.toml, .gitattributes, .gitignore: configuration, never edited
+    if path.startswith(LOGS_DIR + "/"):
+        return _scrub_log(text, ids, needles)
+    if path == DREAM_LOG:
+        return "".join(line[:free_text_start(line)] + _replace(line[free_text_start(line):], needles)
+                       for line in text.splitlines(keepends=True))
+    text = strip_forgotten_statements(text, ids)
+    return "".join(_scrub_line(line, needles) for line in text.splitlines(keepends=True))
+
+
+def _scrub_log(text: str, ids: set[str], needles: list[str]) -> str:
+    """A daily log without the purged facts' items (the item line and its indented lines); in the
+    other items only the words of the text change, never their metadata comment, so no other fact
+    is lost, whatever the purged text was."""
+    tokens = [_id_token(fact_id) for fact_id in ids]
     out = []
     for chunk in split_log(text):
-        first = chunk.text.split("\n", 1)[0]
-        if chunk.is_item and META_OPEN in first and any(t in first for t in tokens.values()):
+        first, _newline, rest = chunk.text.partition("\n")
+        meta = first.rfind(META_OPEN) if chunk.is_item else -1
+        if meta >= 0 and any(t in first[meta:] for t in tokens):
             continue  # the canonical copy: a daily-log item of a purged fact
-        out.append(chunk.text)
-    text = "".join(out)
-    text = "".join(_blank_hash(line, ids) for line in text.splitlines(keepends=True))
-    text = strip_forgotten_statements(text, ids)
-    if needles:
-        text = "".join(line for line in text.splitlines(keepends=True) if not any(n in line for n in needles))
+        if meta < 0:
+            out.append(_replace(chunk.text, needles))
+            continue
+        out.append(_replace(first[:meta], needles) + first[meta:] + _newline + _replace(rest, needles))
+    return "".join(out)
+
+
+def _scrub_line(line: str, needles: list[str]) -> str:
+    """A line of a page, MEMORY.md or another markdown file: gone when it is a copy of a purged
+    text (a list item or a line holding just it), else the text becomes PURGED_MARK within it."""
+    if not any(n in line for n in needles):
+        return line
+    bare = line.strip().removeprefix("- ").removeprefix("* ").strip()
+    if bare in needles:
+        return ""
+    return _replace(line, needles)
+
+
+def _replace(text: str, needles: list[str]) -> str:
+    for needle in needles:  # longest first (needles_of), so a whole text goes before its lines
+        text = text.replace(needle, PURGED_MARK)
     return text
 
 
-def _blank_hash(line: str, ids: set[str]) -> str:
-    """A tombstone line of a purged fact keeps its id (the fact stays dead) but not the text's hash."""
-    if not line.startswith("{") or '"hash"' not in line:
+def _scrub_tombstone(line: str, ids: set[str], needles: list[str]) -> str:
+    """A tombstone line: a purged fact's keeps its id (the fact stays dead) but not the text's
+    hash, and a purged text in a reason becomes PURGED_MARK; the JSON stays valid."""
+    if not line.startswith("{"):
         return line
     try:
         record = json.loads(line)
     except ValueError:
         return line
-    if not isinstance(record, dict) or record.get("id") not in ids or not record.get("hash"):
+    if not isinstance(record, dict):
         return line
-    record["hash"] = ""
+    changed = dict(record)
+    if changed.get("id") in ids and changed.get("hash"):
+        changed["hash"] = ""
+    for key, value in changed.items():
+        if isinstance(value, str):
+            changed[key] = _replace(value, needles)
+    if changed == record:
+        return line
     end = line[len(line.rstrip("\r\n")):]
-    return json.dumps(record, ensure_ascii=False, sort_keys=True) + end
+    return json.dumps(changed, ensure_ascii=False, sort_keys=True) + end
 
 
-def scrub_blob(data: bytes, ids: set[str], needles: list[str]) -> bytes:
-    """scrub_text for a blob; a blob that is not UTF-8 text is left alone unless it holds a needle's
-    bytes, whose lines are then dropped byte-wise."""
+def scrub_blob(data: bytes, ids: set[str], needles: list[str], path: str) -> bytes:
+    """scrub_text for the blob of a file at `path`; in a markdown file that is not UTF-8 text, the
+    needles' bytes become PURGED_MARK."""
     raw_ids = [i.encode() for i in ids]
     raw_needles = [n.encode() for n in needles]
     if not any(i in data for i in raw_ids) and not any(n in data for n in raw_needles):
@@ -87,8 +135,12 @@ def scrub_blob(data: bytes, ids: set[str], needles: list[str]) -> bytes:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return b"".join(line for line in data.splitlines(keepends=True) if not any(n in line for n in raw_needles))
-    return scrub_text(text, ids, needles).encode("utf-8")
+        if not path.endswith(".md"):
+            return data
+        for needle in raw_needles:
+            data = data.replace(needle, PURGED_MARK.encode())
+        return data
+    return scrub_text(text, ids, needles, path).encode("utf-8")
 
 
 def scrub_message(message: bytes, ids: set[str], needles: list[str]) -> bytes:
@@ -129,14 +181,23 @@ def main() -> None:
     ids = set(spec["ids"])
     needles = list(spec["needles"])
 
-    def blob(blob, _metadata) -> None:
-        blob.data = scrub_blob(blob.data, ids, needles)
+    scrubbed: dict[tuple[bytes, bytes], bytes] = {}  # (path, blob) -> new blob: a blob recurs
+
+    def file_info(filename: bytes, mode: bytes, blob_id: bytes, value):
+        if mode not in (b"100644", b"100755"):
+            return filename, mode, blob_id  # a symlink or submodule holds no text of a fact
+        key = (filename, blob_id)
+        if key not in scrubbed:
+            data = value.get_contents_by_identifier(blob_id)
+            new = scrub_blob(data, ids, needles, filename.decode("utf-8", "replace"))
+            scrubbed[key] = blob_id if new == data else value.insert_file_with_contents(new)
+        return filename, mode, scrubbed[key]
 
     def message(text: bytes) -> bytes:
         return scrub_message(text, ids, needles)
 
     args = fr.FilteringOptions.parse_args(_FILTER_ARGS)
-    fr.RepoFilter(args, blob_callback=blob, message_callback=message).run()
+    fr.RepoFilter(args, file_info_callback=file_info, message_callback=message).run()
 
 
 if __name__ == "__main__":

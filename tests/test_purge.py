@@ -264,9 +264,10 @@ def test_filter_units():
     fid, keep = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
     log = (f'# 2026-11-02\n\n- secret words here <!-- mv {{"id":"{fid}","at":"x"}} -->\n  more secret\n'
            f'- kept <!-- mv {{"id":"{keep}","at":"x"}} -->\n')
-    assert scrub_text(log, {fid}, []) == f'# 2026-11-02\n\n- kept <!-- mv {{"id":"{keep}","at":"x"}} -->\n'
+    path = "logs/2026/2026-11-02.md"
+    assert scrub_text(log, {fid}, [], path) == f'# 2026-11-02\n\n- kept <!-- mv {{"id":"{keep}","at":"x"}} -->\n'
     tomb = json.dumps({"at": "t", "hash": "sha256:ab", "id": fid, "reason": None}, sort_keys=True) + "\n"
-    assert '"hash": ""' in scrub_text(tomb, {fid}, [])
+    assert '"hash": ""' in scrub_text(tomb, {fid}, [], "tombstones.jsonl")
     assert needles_of(["yes", "a much longer secret text"]) == ["a much longer secret text"]
     message = f"add: 2 facts from 2 writers ({fid}..{keep})\n\n{fid} secret words here\n{keep} kept"
     scrubbed = scrub_message(message.encode(), {fid}, []).decode()
@@ -275,7 +276,36 @@ def test_filter_units():
     assert scrub_message(f"forget: {fid} (secret words)".encode(), {fid}, []) == f"forget: {fid} [purged]".encode()
     purge_message = f"purge: 1 fact removed from the history\n\n{fid}".encode()
     assert scrub_message(purge_message, {fid}, []) == purge_message
-    assert scrub_text("nothing to see\n", {fid}, ["needle text long"]) == "nothing to see\n"
+    assert scrub_text("nothing to see\n", {fid}, ["needle text long"], "MEMORY.md") == "nothing to see\n"
+
+
+def test_filter_never_takes_another_fact_or_the_vaults_structure_with_a_purged_text():
+    """A purged text also held inside other facts, a config line, a metadata comment or dream's
+    journal: only its words become [purged]; no other fact, line or record goes."""
+    fid, bob, notes, trap = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "cccccccccccccccc", "dddddddddddddddd"
+    needles = needles_of(["Alice moved to Lyon", 'logs/** merge=union', ',"category":"fact"} -->'])
+    log = (f'# 2026-11-02\n\n- Alice moved to Lyon <!-- mv {{"id":"{fid}","category":"fact"}} -->\n'
+           f'- Bob said Alice moved to Lyon last spring <!-- mv {{"id":"{bob}","category":"fact"}} -->\n'
+           f'  and other stuff\n'
+           f'- Meeting notes <!-- mv {{"id":"{notes}","category":"fact"}} -->\n'
+           f'  Alice moved to Lyon\n  keep this line\n'
+           f'- ,"category":"fact"}} --> <!-- mv {{"id":"{trap}","category":"fact"}} -->\n')
+    scrubbed = scrub_text(log, {fid, trap}, needles, "logs/2026/2026-11-02.md")
+    assert scrubbed == (f'# 2026-11-02\n\n'
+                        f'- Bob said [purged] last spring <!-- mv {{"id":"{bob}","category":"fact"}} -->\n'
+                        f'  and other stuff\n'
+                        f'- Meeting notes <!-- mv {{"id":"{notes}","category":"fact"}} -->\n'
+                        f'  [purged]\n  keep this line\n')
+    attributes = "logs/** merge=union\n"
+    assert scrub_text(attributes, {fid}, needles, ".gitattributes") == attributes
+    memory = "# Memory\n\n- Alice moved to Lyon\n- Bob said Alice moved to Lyon last spring\n- tea\n"
+    assert scrub_text(memory, {fid}, needles, "MEMORY.md") == "# Memory\n\n- Bob said [purged] last spring\n- tea\n"
+    journal = ("- 2026-11-22T03:00:05+01:00 dream ok 2026-11-01..2026-11-14 watermark=2026-11-14 · "
+               "dropped Alice moved to Lyon\n  settled: bbbbbbbbbbbbbbbb\n")
+    hostile = needles_of(["dream ok 2026-11-01..2026-11-14 watermark=2026-11-14"]) + needles
+    assert scrub_text(journal, {fid}, hostile, "log.md") == journal.replace("Alice moved to Lyon", "[purged]")
+    tomb = json.dumps({"at": "t", "hash": "", "id": bob, "reason": "Alice moved to Lyon, not Bob"}) + "\n"
+    assert json.loads(scrub_text(tomb, {fid}, needles, "tombstones.jsonl"))["reason"] == "[purged], not Bob"
 
 
 def _on_a_terminal(args: list[str], answer: str) -> tuple[int, str]:
@@ -371,3 +401,34 @@ def test_a_purge_killed_at_any_moment_is_finished_by_running_it_again(tmp_path):
                 ["checks"]}["purge"]["status"] == "ok"
     assert KEPT in {f.text for f in Vault(root).iter_facts()}
     assert interrupted, "no kill landed while the purge was under way"
+
+
+def test_a_purge_from_another_clone_of_a_text_shaped_like_the_logs_structure_takes_nothing_else(tmp_path):
+    """Hostile remote: a clone adds a fact whose text is a piece of every log item's metadata
+    comment, and another that is a line of .gitattributes, purges them and pushes. This clone's
+    sync adopts the purge: every other fact, its metadata and the merge rule are still there, and
+    a fact quoting a purged text keeps its other words."""
+    remote, a, b, _ids = _machines(tmp_path)
+    before = {f.id: f.text for f in Vault(a).iter_facts()}
+    quoting = Vault(a).add("Bob wrote logs/** merge=union into the wrong file", at="2026-11-04")
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    traps = [Vault(b).add(text, at="2026-11-04").id for text in (',"category":"fact"} -->', "logs/** merge=union")]
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0   # a now holds the traps too
+    done = run_memvault("purge", *traps, "--yes", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    attributes = (a / ".gitattributes").read_text()
+
+    synced = run_memvault("sync", "--json", "--vault", str(a))
+    assert synced.returncode == 0, synced.stderr
+    assert sorted(json.loads(synced.stdout)["purged"]) == sorted(traps)
+    after = {f.id: f.text for f in Vault(a).iter_facts()}
+    assert {k: v for k, v in after.items() if k != quoting.id} == before
+    assert all(f.category for f in Vault(a).iter_facts())
+    assert after[quoting.id] == "Bob wrote [purged] into the wrong file"
+    assert (a / ".gitattributes").read_text() == attributes
+    doctor = run_memvault("doctor", "--vault", str(a))
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert is_clean(a)

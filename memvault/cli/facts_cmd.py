@@ -194,7 +194,7 @@ def forget(
 
 
 def purge(
-    fact_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The fact ids (short or alias forms as for forget).", show_default=False)],
+    fact_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The fact ids, in any case (O reads as 0, I and L as 1), as for forget.", show_default=False)],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (scripts); required without a terminal.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
@@ -242,6 +242,9 @@ def _ask(plan) -> bool:
         typer.echo(f"  {item.id}  {item.words}", err=True)
     typer.echo(f"  {plan.commits} commit(s) to rewrite" + (f"; pages citing them: {', '.join(plan.pages)}"
                                                          if plan.pages else ""), err=True)
+    if plan.quoting:
+        typer.echo(f"  {len(plan.quoting)} other fact(s) quote the text and keep their other words "
+                   f"(the text becomes [purged] in them): {', '.join(plan.quoting)}", err=True)
     if plan.remote:
         typer.echo(f"  the remote ({plan.remote}) is rewritten by the next `memvault sync`", err=True)
     return typer.confirm("purge?", default=False, err=True)
