@@ -26,7 +26,7 @@ from memvault.gitstore import GitStore
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.sync_checks import RemoteChanges, remote_changes, shown, tree_problem
+from memvault.sync_checks import RemoteChanges, common_base, remote_changes, shown, tree_problem
 
 REMOTE = "origin"
 # A driver configured under git's built-in name takes precedence over the built-in, so vaults
@@ -290,7 +290,8 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         edited = _refuse_untrusted(storage, tracking, f"{REMOTE}/{branch}")
         storage.git.identity()  # the merge commit needs an author even on a machine with no identity
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
-        touched = storage.git.run("diff", "--name-only", f"HEAD...{tracking}").splitlines()
+        touched = storage.git.run("diff", "--name-only", common_base(storage.git, "HEAD", tracking),
+                                  tracking).splitlines()
         # Journaled: a sync killed mid-merge is aborted by the next command, not left half-merged.
         with storage.transaction(MERGE, touched, message):
             try:

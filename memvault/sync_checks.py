@@ -79,12 +79,10 @@ class RemoteChanges:
 
 
 def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
-    """What `rev` changed since its common base with `head` (nothing, for unrelated histories: two
-    vaults started apart had nothing in common to remove or edit)."""
+    """What `rev` changed since its common base with `head` (for unrelated histories, since
+    nothing: no fact to remove or edit, but an endpoint set there is still a move)."""
     changes = RemoteChanges()
-    base = _merge_base(store, head, rev)
-    if base is None:
-        return changes
+    base = common_base(store, head, rev)
     changed = store.run("diff", "--name-only", "-z", "--no-renames", base, rev, "--",
                         LOGS_DIR, TOMBSTONES_FILE, CONFIG_FILE).split("\0")
     changed = [path for path in changed if path]
@@ -197,13 +195,15 @@ def _read_many(store: GitStore, wanted: list[tuple[str, str]]) -> dict[tuple[str
     return found
 
 
-def _merge_base(store: GitStore, head: str, rev: str) -> str | None:
+def common_base(store: GitStore, head: str, rev: str) -> str:
+    """The commit `head` and `rev` have in common, or the empty tree when they have none (two
+    vaults started apart): then all of `rev` is new here, and all of it is checked."""
     import git
 
     try:
         return store.run("merge-base", head, rev)
     except git.GitCommandError:  # exit 1: no common commit
-        return None
+        return store.run("hash-object", "-t", "tree", "/dev/null")
 
 
 def shown(items: list[str], limit: int = SHOWN) -> str:

@@ -243,3 +243,25 @@ def test_sync_neither_stops_for_nor_pushes_files_that_are_not_the_vaults(tmp_pat
         f.write("- edited by hand\n")
     stopped = run_memvault("sync", "--vault", str(a))
     assert stopped.returncode == ExitCode.USAGE and "MEMORY.md" in stopped.stderr
+
+
+def test_two_vaults_created_apart_merge_through_one_remote(tmp_path):
+    """Unrelated histories: A publishes, B (a separate `memvault init` with its own facts) syncs
+    with the same remote and gets A's facts; A's next sync gets B's. Nothing is lost either way."""
+    remote = _remote(tmp_path)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root, text in ((a, "from A: Alice drinks green tea"), (b, "from B: Bob fixed the kitchen tap")):
+        # created on different days: two first commits that are not the same commit
+        when = "2026-11-01T09:00:00" if root == a else "2026-11-02T09:00:00"
+        dates = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+        assert run_memvault("init", str(root), env=dates).returncode == 0
+        assert run_memvault("add", text, "--at", "2026-11-20T10:00:00", "--vault", str(root)).returncode == 0
+        assert run_memvault("remote", "set", str(remote), "--vault", str(root)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert len(git(a, "rev-list", "--max-parents=0", "HEAD").split()) == 2  # the two histories, joined
+    for root in (a, b):
+        assert sorted(_facts(root).values()) == ["from A: Alice drinks green tea", "from B: Bob fixed the kitchen tap"]
+        assert is_clean(root)

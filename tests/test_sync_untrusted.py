@@ -192,3 +192,16 @@ def test_dream_endpoint_changed_on_the_remote_is_refused_until_made_here_too(tmp
     done = run_memvault("sync", "--vault", str(b))
     assert done.returncode == 0, done.stderr
     assert 'model = "openai/gpt-4o-mini"' in (b / "memvault.toml").read_text()
+
+
+def test_an_orphan_history_force_pushed_with_an_endpoint_is_refused_like_any_other(tmp_path):
+    """A remote replaced by a history unrelated to this one (a force-push of a fresh `git init`)
+    still has its dream endpoint checked: there is no common commit, so all of it is new."""
+    _a, b, h = _shared(tmp_path)
+    orphan = tmp_path / "orphan"
+    assert run_memvault("init", str(orphan)).returncode == 0
+    config = (orphan / "memvault.toml").read_text().replace("# api_base = ", "api_base = ")
+    (orphan / "memvault.toml").write_text(config)
+    git(orphan, *HOSTILE, "commit", "-qam", "point dream elsewhere")
+    git(orphan, "push", "-q", "--force", str(h / ".." / "remote.git"), "HEAD:main")
+    _refused(b, "llm.api_base")
