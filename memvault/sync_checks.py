@@ -11,9 +11,14 @@ A shared remote may be written by someone else, so its commits are read as untru
   (or a file changed on the remote side only) would take a removal as it is, un-forgetting a fact
   or dropping one, where memvault's merge driver never drops an item. Edits of an item stay
   allowed, as the driver allows them (a typo fixed by hand on another machine);
+- a submodule, or a folder where the vault keeps a file (a daily log, tombstones.jsonl): every
+  read of it would fail;
+- an item added under the id of a fact another daily log holds: readers take one of two items with
+  one id, so a forged copy would stand in for the fact;
 - a change of where dream sends the facts (`[llm] model` or `api_base` in memvault.toml): those
   decide which server receives the vault's facts and this machine's API key, so they change only
-  by a commit made here too (the same edit on both sides merges as one).
+  by a commit made here too (the same edit on both sides merges as one); `.gitattributes` alike,
+  which decides how git converts and merges the vault's files.
 
 Each check answers a one-line reason, or None. A sync also reports the facts whose text the remote
 edited (`RemoteChanges.edited`), which it takes, and stops at a fact edited differently on both
@@ -28,7 +33,14 @@ from dataclasses import dataclass, field
 
 from memvault.facts import parse_log
 from memvault.gitstore import GitStore
-from memvault.storage.layout import CONFIG_FILE, LOGS_DIR, STATE_DIR, TOMBSTONES_FILE
+from memvault.storage.layout import (
+    CONFIG_FILE,
+    GITATTRIBUTES,
+    LOGS_DIR,
+    STATE_DIR,
+    TOMBSTONES_FILE,
+    is_vault_file,
+)
 from memvault.tombstones import parse_tombstones
 from memvault.union_merge import blocks
 
@@ -37,12 +49,21 @@ LLM_ENDPOINT_KEYS = ("model", "api_base")
 
 
 def tree_problem(store: GitStore, rev: str) -> str | None:
-    """Symlinks or this machine's state folder in the tree of `rev`."""
+    """Symlinks, submodules, folders where the vault's files belong, or this machine's state
+    folder in the tree of `rev`."""
     listing = [line for line in store.run("ls-tree", "-r", "-z", "--full-tree", rev).split("\0") if line]
     symlinks = sorted(line.split("\t", 1)[1] for line in listing if line.startswith("120000 "))
     if symlinks:
         return (f"holds symlink(s) ({shown(symlinks)}); memvault never reads or writes through a symlink; "
                 "replace them with regular files")
+    submodules = sorted(line.split("\t", 1)[1] for line in listing if line.startswith("160000 "))
+    if submodules:
+        return f"holds submodule(s) ({shown(submodules)}), which a vault never has; remove them"
+    folders = sorted({folder for path in (line.split("\t", 1)[1] for line in listing)
+                      for folder in _parents(path) if is_vault_file(folder)})
+    if folders:
+        return (f"holds folder(s) where the vault keeps a file ({shown(folders)}); memvault would fail on "
+                "every read of them; replace them with the files")
     state = sorted(path for path in (line.split("\t", 1)[1] for line in listing)
                    if path == STATE_DIR or path.startswith(STATE_DIR + "/"))
     if state:
@@ -51,17 +72,24 @@ def tree_problem(store: GitStore, rev: str) -> str | None:
     return None
 
 
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
 @dataclass
 class RemoteChanges:
-    """What the remote side changed in the logs, the forget records and dream's endpoint since the
-    common base of both sides."""
+    """What the remote side changed in the logs, the forget records, dream's endpoint and
+    .gitattributes since the common base of both sides."""
 
     removed_facts: list[str] = field(default_factory=list)  # items gone from a log (a purge's excepted)
     unforgotten: list[str] = field(default_factory=list)    # forget records gone from tombstones.jsonl
     edited: list[str] = field(default_factory=list)         # items changed there and not here: taken
     edited_both: list[str] = field(default_factory=list)    # items changed there and here, differently
     edited_logs: set[str] = field(default_factory=set)      # the logs holding them
+    reused: list[str] = field(default_factory=list)         # ids added there that another log holds
     endpoint_move: str | None = None                        # "llm.model: 'a' -> 'b'", when only the remote moved it
+    attributes_move: bool = False                           # .gitattributes changed there, not here
 
     @property
     def problem(self) -> str | None:
@@ -69,9 +97,15 @@ class RemoteChanges:
         if self.unforgotten:
             return (f"removes forget record(s) of {shown(self.unforgotten)} from {TOMBSTONES_FILE}, which would "
                     "bring forgotten facts back; forget records are append-only")
+        if self.reused:
+            return (f"adds item(s) under the id(s) of fact(s) another daily log already holds "
+                    f"({shown(self.reused)}), which would be read in place of those facts; remove the copies")
         if self.removed_facts:
             return (f"removes fact(s) {shown(self.removed_facts)} from the daily logs, which are append-only "
                     "(`memvault forget` is how a fact goes)")
+        if self.attributes_move:
+            return (f"changes {GITATTRIBUTES}, which tells git how to read, convert and merge the vault's files; "
+                    "if that change is yours, make the same edit here and commit it, then sync again")
         if self.endpoint_move:
             return (f"changes where dream sends the facts ({self.endpoint_move}) in {CONFIG_FILE}; if that change "
                     "is yours, make the same edit here and commit it, then sync again")
@@ -84,18 +118,21 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
     changes = RemoteChanges()
     base = common_base(store, head, rev)
     changed = store.run("diff", "--name-only", "-z", "--no-renames", base, rev, "--",
-                        LOGS_DIR, TOMBSTONES_FILE, CONFIG_FILE).split("\0")
+                        LOGS_DIR, TOMBSTONES_FILE, CONFIG_FILE, GITATTRIBUTES).split("\0")
     changed = [path for path in changed if path]
     # Both versions of every changed file from one git process: a sync after months away may bring
     # hundreds of daily logs.
     files = _read_many(store, [(commit, path) for path in [*changed, TOMBSTONES_FILE] for commit in (base, head, rev)])
     theirs_tombstones = parse_tombstones(files[rev, TOMBSTONES_FILE])
+    added: dict[str, set[str]] = {}  # id -> the logs the remote added an item of it to
     for path in changed:
         if path == TOMBSTONES_FILE:
             changes.unforgotten = sorted(set(parse_tombstones(files[base, path])) - set(theirs_tombstones))
         elif path.startswith(LOGS_DIR + "/"):
             before = _items(files[base, path], path)
             after = _items(files[rev, path], path)
+            for i in after.keys() - before.keys():
+                added.setdefault(i, set()).add(path)
             # A purge (adopted before this check) removes a fact's item with a purge record.
             changes.removed_facts += sorted(i for i in before.keys() - after.keys()
                                             if not (i in theirs_tombstones and theirs_tombstones[i].purged))
@@ -110,7 +147,31 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
                     changes.edited_logs.add(path)
         elif path == CONFIG_FILE:
             changes.endpoint_move = _llm_endpoint_change(*(files[commit, path] for commit in (base, head, rev)))
+        elif path == GITATTRIBUTES:
+            changes.attributes_move = files[rev, path] != files[head, path]
+    changes.reused = _reused(store, head, added)
     return changes
+
+
+def _reused(store: GitStore, head: str, added: dict[str, set[str]]) -> list[str]:
+    """The ids the remote added an item of to a log other than the one `head` (or another log of
+    the remote) holds it in: two items with one id, where readers take one of them."""
+    import git
+
+    reused = {i for i, paths in added.items() if len(paths) > 1}
+    ours: list[str] = []
+    if added:
+        # Only the logs naming one of the ids are read: memvault writes an id as it is.
+        patterns = [arg for fact_id in sorted(added) for arg in ("-e", fact_id)]
+        try:
+            hits = store.run("grep", "-l", "-F", "-z", *patterns, head, "--", LOGS_DIR).split("\0")
+        except git.GitCommandError:  # exit 1: no log names any of them
+            hits = []
+        ours = [hit.split(":", 1)[1] for hit in hits if hit]
+    files = _read_many(store, [(head, path) for path in ours])
+    for path in ours:
+        reused.update(i for i in _items(files[head, path], path) if i in added and path not in added[i])
+    return sorted(reused)
 
 
 def _edit(base_raw, ours_raw, theirs_raw, base, ours, theirs) -> str | None:

@@ -4,9 +4,11 @@ Faults tried, each pushed with plain git by a "hostile" clone, then `memvault sy
 machine: files planted under `.memvault/` (a write-queue request carrying an AWS key, a journal),
 the forget records emptied, a fact's item deleted from its log (by fast-forward, and inside a real
 merge where this machine changed another file), dream's `api_base` and `model` pointed at another
-server. Each stops with exit 7 and one line, the vault exactly as before and still usable. Allowed
-on purpose, and checked: a fact's text edited by hand (named in the report), an endpoint change
-made on both sides. A fact edited differently on both sides stops the sync until resolved.
+server, an orphan history force-pushed with such an endpoint, a forged item under an existing fact's
+id in another day's log, a folder or a submodule where a daily log belongs. Each stops with exit 7
+and one line, the vault exactly as before and still usable. Allowed on purpose, and checked: a
+fact's text edited by hand (named in the report), an endpoint change made on both sides. A fact
+edited differently on both sides stops the sync until resolved.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import git, run_memvault
 
 from memvault import Vault
@@ -205,3 +208,51 @@ def test_an_orphan_history_force_pushed_with_an_endpoint_is_refused_like_any_oth
     git(orphan, *HOSTILE, "commit", "-qam", "point dream elsewhere")
     git(orphan, "push", "-q", "--force", str(h / ".." / "remote.git"), "HEAD:main")
     _refused(b, "llm.api_base")
+
+
+def test_a_copy_of_an_existing_fact_id_in_another_log_is_refused(tmp_path):
+    """A forged item carrying the id of a fact this vault holds in another day's log would be read
+    in its place by search and dream (readers take one of two items with one id)."""
+    _a, b, h = _shared(tmp_path)
+    victim = next(i for i, text in _ids(b).items() if text == "Alice drinks green tea")
+    forged = h / "logs" / "2026" / "2026-11-01.md"
+    forged.write_text(f'# 2026-11-01\n\n- Alice wires money to account 666 <!-- mv {{"id":"{victim}",'
+                      f'"at":"2026-11-01T10:00:00+00:00"}} -->\n')
+    git(h, "add", str(forged))
+    _push(h, "forge")
+    _refused(b, victim, "another daily log already holds")
+    assert _ids(b)[victim] == "Alice drinks green tea"
+
+
+@pytest.mark.parametrize("kind", ["folder", "submodule"])
+def test_a_folder_or_submodule_where_a_log_belongs_is_refused_by_sync_and_clone(tmp_path, kind):
+    """Checked out, a folder (or a submodule) named like a daily log made every command that reads
+    the logs fail, doctor included."""
+    _a, b, h = _shared(tmp_path)
+    path = "logs/2026/2026-11-22.md"
+    if kind == "folder":
+        (h / path).mkdir(parents=True)
+        (h / path / "x").write_text("hi\n")
+        git(h, "add", path)
+    else:
+        sha = git(h, "rev-parse", "HEAD").strip()
+        git(h, "update-index", "--add", "--cacheinfo", f"160000,{sha},{path}")
+    git(h, *HOSTILE, "commit", "-qm", "plant")  # what is staged (a gitlink has no checkout for -a)
+    git(h, "push", "-q", "origin", "HEAD:main")
+    _refused(b, path)
+    c = tmp_path / "c"
+    done = run_memvault("clone", str(tmp_path / "remote.git"), str(c))
+    assert done.returncode == ExitCode.SYNC_CONFLICT and path in done.stderr, done.stderr
+    assert not c.exists()
+
+
+def test_gitattributes_changed_on_the_remote_is_refused_until_made_here_too(tmp_path):
+    """A `working-tree-encoding` added to the logs' rule made every later `add` fail in git."""
+    _a, b, h = _shared(tmp_path)
+    attributes = h / ".gitattributes"
+    attributes.write_text(attributes.read_text().replace("logs/** merge=union",
+                                                          "logs/** merge=union working-tree-encoding=UTF-16LE"))
+    git(h, "add", ".gitattributes")
+    git(h, *HOSTILE, "commit", "-qm", "tidy")
+    git(h, "push", "-q", "origin", "HEAD:main")
+    _refused(b, ".gitattributes", "make the same edit here")
