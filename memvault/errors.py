@@ -122,6 +122,7 @@ UNWRITABLE_ERRNOS = {
     errno.EROFS: "read-only file system: cannot write",
     errno.EACCES: "permission denied writing",
     errno.EPERM: "permission denied writing",
+    errno.EISDIR: "a folder stands where memvault writes the file",
 }
 
 

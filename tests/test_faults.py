@@ -203,6 +203,21 @@ def test_permission_denied_is_one_clear_line(vault_dir):
     assert texts(vault_dir) == ["mine"] and is_clean(vault_dir)
 
 
+def test_a_folder_where_a_daily_log_belongs_is_one_clear_line(vault_dir):
+    """Fault tried: a folder named like a daily log (made by hand, or by a tool gone wrong): reads
+    name it, an add to that day is refused with exit 9, an add to another day still works."""
+    assert add(vault_dir, "mine").returncode == 0
+    (vault_dir / "logs" / "2026" / "2026-11-22.md").mkdir(parents=True)
+    for command in (["recent"], ["status"], ["add", "that day", "--at", "2026-11-22"]):
+        result = run_memvault(*command, "--vault", str(vault_dir))
+        assert result.returncode != 0 and "logs/2026/2026-11-22.md" in one_line(result.stderr), result.stderr
+        assert "unexpected error" not in result.stderr
+    assert result.returncode == ExitCode.UNWRITABLE
+    assert add(vault_dir, "another day", "--at", "2026-11-23").returncode == 0
+    (vault_dir / "logs" / "2026" / "2026-11-22.md").rmdir()
+    assert texts(vault_dir) == ["another day", "mine"] and is_clean(vault_dir)
+
+
 def test_a_log_with_a_torn_or_hand_edited_end_never_glues_the_next_item(vault_dir):
     """Bad inputs tried: a day's log ending mid-line, once after a hand edit that dropped the final
     newline, once with an item torn in the middle of its metadata (as a crashed tool might leave)."""

@@ -8,6 +8,7 @@ lock taken are queued and group-committed by its next holder (storage/queue.py).
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from memvault import dreamlog
 from memvault.config import Config, load_config
-from memvault.errors import DreamRunning, InvalidInput, NotFound, SyncConflict, VaultBusy
+from memvault.errors import DreamRunning, InvalidInput, MemvaultError, NotFound, SyncConflict, VaultBusy, unwritable
 from memvault.facts import Fact, ParseProblem, log_header, normalize_id, parse_log
 from memvault.storage import lock
 from memvault.storage.files import (
@@ -121,7 +122,8 @@ class Storage:
         return inside(self.root, log_relpath(day))
 
     def log_files(self) -> list[Path]:
-        """Daily logs, oldest day first; UnsafePath if a log, a year folder or logs/ is a symlink."""
+        """Daily logs, oldest day first; UnsafePath if a log, a year folder or logs/ is a symlink,
+        MemvaultError if a folder stands where a log belongs."""
         found = []
         logs = inside(self.root, LOGS_DIR)
         for year in _entries(logs):  # os.scandir: the symlink test costs no system call
@@ -132,6 +134,9 @@ class Storage:
                     if is_log_name(entry.name):
                         if entry.is_symlink():
                             inside(self.root, f"{LOGS_DIR}/{year.name}/{entry.name}")
+                        if entry.is_dir():
+                            raise MemvaultError(f"{LOGS_DIR}/{year.name}/{entry.name} is a folder where a daily log "
+                                                "belongs; move it out of the vault; nothing was read or written")
                         found.append(Path(entry.path))
         return sorted(found, key=lambda p: p.name)
 
@@ -182,6 +187,9 @@ class Storage:
         """
         paths = sorted(paths)
         self.refuse_during_merge()  # a merge in progress cannot take a commit of a few paths
+        for rel in paths:
+            if (self.root / rel).is_dir():  # (a journal would record a folder's size to cut back to)
+                raise unwritable(IsADirectoryError(errno.EISDIR, "Is a directory"), rel, "nothing was changed")
         sizes = {rel: size_of(self.root / rel) for rel in paths} if kind == APPEND else None
         entry = Entry(kind, paths, message, self.git.head(), sizes, list(claims), writer=os.getpid())
         with writing(JOURNAL_FILE, "nothing was changed"):
