@@ -149,6 +149,23 @@ def template_root() -> Path:
     raise FileNotFoundError("memvault's vault template is missing from this installation")
 
 
+def _refuse_credentials_in_labels(facts: list[Fact]) -> None:
+    """A fact's source, session and tags are shown, committed and sent to dream's LLM even for a
+    secret fact (only its text is withheld): a credential there is refused, --allow-secret or not."""
+    from memvault.credentials import find_credentials
+
+    labels = [(number, name, value) for number, fact in enumerate(facts, start=1)
+              for name, value in (("source", fact.source), ("session", fact.session),
+                                  *(("tag", tag) for tag in fact.tags)) if value]
+    found = find_credentials([value for _n, _name, value in labels])
+    if found:
+        at = min(found)
+        number, name, _value = labels[at]
+        kinds = ", ".join(f.kind for f in found[at])
+        raise InvalidItem(number, f"the {name} holds a credential ({kinds}); nothing was stored: labels are "
+                                  "committed and shown as they are, so leave it out")
+
+
 def _ids(fact_ids: Iterable[str]) -> list[str]:
     if isinstance(fact_ids, str):
         return [fact_ids]
@@ -364,6 +381,7 @@ class Vault:
             raise InvalidItem(number + 1, f"the text holds a credential ({', '.join(map(str, findings))}); nothing "
                                           "was stored: remove it, or pass --allow-secret (allow_secret=True) to "
                                           "store it anyway, never to be sent to an LLM")
+        _refuse_credentials_in_labels(new)
         new = [replace(fact, secret=True) if i in found else fact for i, fact in enumerate(new)]
         self.storage.append_facts(new)
         return new
@@ -376,6 +394,14 @@ class Vault:
             reason = reason.strip() or None
             if reason and ("\n" in reason or len(reason) > 500):
                 raise InvalidInput("reason must be one line of at most 500 characters")
+            if reason:
+                from memvault.credentials import find_credentials
+
+                found = find_credentials([reason])
+                if found:
+                    kinds = ", ".join(f.kind for f in found[0])
+                    raise InvalidInput(f"the reason holds a credential ({kinds}); it would be committed and synced "
+                                       "as it is; nothing was forgotten: leave it out")
         from memvault.errors import NotFound
 
         try:

@@ -3,7 +3,8 @@
 Bad inputs tried: an AWS access key, a GitHub token, a private-key block, an unquoted password
 assignment, an environment-style DB_PASSWORD= and user:password@ in a postgres and an https URL
 (the last three once passed the pre-filter unscanned), through the CLI (one fact, and line 3 of a
---stdin batch), the Python API and the MCP tool's library path; benign texts full of "key",
+--stdin batch), the Python API and the MCP tool's library path; the same in a fact's source, tag or
+session and in a forget reason (refused even with --allow-secret); benign texts full of "key",
 "token" and "password" words, a URL with a port and an e-mail address. Faults looked for:
 the credential in the log, the commit subject, a dream request, a context bundle.
 """
@@ -39,6 +40,27 @@ def test_add_refuses_a_credential_in_one_line_and_writes_nothing(cli, vault_dir,
     assert result.stderr.count("\n") == 1 and kind in result.stderr and "--allow-secret" in result.stderr
     assert commit_count(vault_dir) == before
     assert list((vault_dir / "logs").rglob("*.md")) == [] and is_clean(vault_dir)
+
+
+@pytest.mark.parametrize("option, value, kind", [
+    ("--source", "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "GitHub Token"),
+    ("--tag", "AKIAIOSFODNN7EXAMPLE", "AWS Access Key"),
+    ("--session", "password=hunter2xyz", "Secret Keyword"),
+])
+def test_a_credential_in_a_label_is_refused_even_with_allow_secret(cli, vault_dir, vault, option, value, kind):
+    """Labels are committed, shown and sent to dream's model even for a secret fact; everyday
+    labels (a UUID session, an agent name with a version) are not credentials."""
+    before = commit_count(vault_dir)
+    for extra in ((), ("--allow-secret",)):
+        result = cli("add", "deploy happened", option, value, *extra)
+        assert result.exit_code == ExitCode.USAGE and result.stdout == "", result.stderr
+        assert result.stderr.count("\n") == 1 and kind in result.stderr and option[2:] in result.stderr
+    assert commit_count(vault_dir) == before and value not in git(vault_dir, "log", "-p")
+    fine = vault.add("deploy happened", source="my-agent/v2.3.1", session="123e4567-e89b-12d3-a456-426614174000",
+                     tags=["ops", "api-docs"])
+    with pytest.raises(InvalidInput, match="reason holds a credential"):
+        vault.forget(fine.id, reason=f"leaked {value}")
+    assert not vault.tombstones() and value not in git(vault_dir, "log", "-p")
 
 
 def test_a_credential_on_any_line_of_a_batch_refuses_the_whole_batch(cli, vault_dir, vault):
