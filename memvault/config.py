@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -124,11 +125,11 @@ def load_config(path: Path) -> Config:
             max_retries=_positive_int(dream.get("max_retries", 3), "dream.max_retries"),
             memory_max_lines=_positive_int(dream.get("memory_max_lines", 200), "dream.memory_max_lines"),
             memory_max_bytes=_positive_int(dream.get("memory_max_bytes", 16_000), "dream.memory_max_bytes"),
-            zones=tuple(dream.get("zones", DEFAULT_ZONES)),
+            zones=_names(dream.get("zones", DEFAULT_ZONES), "dream.zones", _ZONE),
         )
         config = Config(
             timezone=str(vault.get("timezone", "local")),
-            categories=tuple(vault.get("categories", CATEGORIES)),
+            categories=_names(vault.get("categories", CATEGORIES), "vault.categories", _CATEGORY),
             lock_timeout=_lock_timeout(vault),
             embed_model=os.environ.get("MEMVAULT_EMBED_MODEL") or embedding.get("model") or DEFAULT_EMBED_MODEL,
             embed_model_path=os.environ.get("MEMVAULT_EMBED_MODEL_PATH") or embedding.get("path") or None,
@@ -158,6 +159,25 @@ def _lock_timeout(vault: dict) -> float:
             # Raised outside load_config's handler, which would blame memvault.toml.
             raise InvalidInput(f"MEMVAULT_LOCK_TIMEOUT must be a positive number of seconds, got {raw!r}") from None
     return _positive_number(vault.get("lock_timeout", 10.0), "vault.lock_timeout")
+
+
+# A category is one word (it is typed after --category and shown in columns); a zone is a folder of
+# wiki/, so never a path of its own.
+_CATEGORY = re.compile(r"^[^\s,#\x00-\x1f\x7f]{1,40}$")
+_ZONE = re.compile(r"^[^./\\\s\x00-\x1f\x7f][^/\\\x00-\x1f\x7f]{0,63}$")
+
+
+def _names(value: object, name: str, shape: re.Pattern) -> tuple[str, ...]:
+    """A non-empty list of distinct names of the given shape ("fact" alone is not a list of letters)."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValueError(f"{name} must be a non-empty list of names, got {value!r}")
+    bad = [item for item in value if not isinstance(item, str) or not shape.match(item)]
+    if bad:
+        raise ValueError(f"{name} holds {bad[0]!r}, which is not a valid name")
+    folded = [item.casefold() for item in value]
+    if len(set(folded)) < len(folded):
+        raise ValueError(f"{name} names one of them twice: {value!r}")
+    return tuple(value)
 
 
 def _positive_number(value: object, name: str) -> float:

@@ -130,6 +130,27 @@ def test_a_bad_lock_timeout_in_the_settings_is_refused(cli, vault_dir, value):
     assert commit_count(vault_dir) == commits
 
 
+@pytest.mark.parametrize("section, line, words", [
+    ("vault", "categories = [5]", "vault.categories holds 5"),
+    ("vault", 'categories = "fact"', "vault.categories must be a non-empty list"),
+    ("vault", 'categories = ["fact", "Fact"]', "names one of them twice"),
+    ("dream", 'zones = ["people", "../outside"]', "dream.zones holds '../outside'"),
+])
+def test_bad_category_and_zone_lists_in_the_settings_are_refused(cli, vault_dir, section, line, words):
+    """Bad input tried: a number, a bare string (once read as its letters), a name twice, a zone
+    that climbs out of wiki/. Each is one line naming the key, for doctor too; nothing is added."""
+    config = vault_dir / "memvault.toml"
+    text = "".join(kept for kept in config.read_text().splitlines(keepends=True)
+                   if not kept.startswith(line.split(" = ")[0] + " = "))  # the template's own zones line
+    config.write_text(text.replace(f"[{section}]\n", f"[{section}]\n{line}\n", 1))
+    commits = commit_count(vault_dir)
+    for command in (("add", "x", "--category", "f"), ("doctor",)):
+        result = cli(*command)
+        assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1, result.stderr
+        assert words in result.stderr and "memvault.toml" in result.stderr
+    assert commit_count(vault_dir) == commits
+
+
 def test_a_json_string_line_is_a_fact_text(cli):
     result = cli("add", "--stdin", "--json", input='"a quoted fact"\n[not json at all\n')
     assert [f["text"] for f in json.loads(result.stdout)] == ["a quoted fact", "[not json at all"]
