@@ -92,6 +92,10 @@ def test_piped_output_is_plain_tab_separated_rows_with_nothing_cut(cli, facts, m
     assert rows[2][2:] == ["preference", "Alice prefers green tea", "#alice"]
     hit = cli("search", "green tea", "--lexical").stdout.splitlines()[0].split("\t")
     assert float(hit[0]) > 0 and hit[2:] == ["preference", "Alice prefers green tea", facts["Alice"]]
+    # a tab in a text (bad input tried) is a space in its field: the tags stay in their column
+    tabbed = cli("add", "tab\there", "--tag", "x").stdout.strip()
+    row = next(row for row in (line.split("\t") for line in cli("recent").stdout.splitlines()) if row[1] == tabbed)
+    assert row[3:] == ["tab here", "#x"]
 
 
 def test_json_is_unchanged_on_a_terminal(cli, facts, terminal):

@@ -122,7 +122,8 @@ def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, full: boo
     console = terminal()
     if console is None:
         for row in rows:
-            echo("\t".join(row).rstrip("\t"))
+            # a tab inside a field (a fact's text may hold one) would shift the fields after it
+            echo("\t".join(cell.replace("\t", " ") for cell in row).rstrip("\t"))
         return
     _draw(console, list(columns), [[visible(cell) for cell in row] for row in rows], full)
 
