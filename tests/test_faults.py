@@ -410,3 +410,20 @@ def test_a_cache_of_the_first_layout_on_a_full_disk_is_dropped_not_an_error_on_e
     cache.put_many([(b"h" * 32, b"\0" * 1536)])
     assert list(cache.get_many([b"h" * 32])) == [b"h" * 32]
     cache.close()
+
+
+def test_a_failed_multi_file_write_leaves_no_new_file_behind_even_once_staged(vault_dir):
+    """Fault tried: a dream's or purge's write failing after git staged a file it created (a full
+    disk during the commit): the undo must remove it too, or doctor and sync find it uncommitted."""
+    from memvault.storage.journal import REPLACE
+
+    storage = Vault.open(vault_dir).storage
+    with storage.write_lock(), pytest.raises(OSError, match="disk full"):
+        with storage.transaction(REPLACE, ["wiki/topics/new.md", "MEMORY.md"], "dream: x"):
+            (vault_dir / "wiki" / "topics").mkdir(parents=True, exist_ok=True)
+            (vault_dir / "wiki" / "topics" / "new.md").write_text("# New\n")
+            (vault_dir / "MEMORY.md").write_text("changed\n")
+            git(vault_dir, "add", "wiki/topics/new.md", "MEMORY.md")
+            raise OSError(28, "disk full (simulated at the commit)")
+    assert not (vault_dir / "wiki" / "topics" / "new.md").exists()
+    assert is_clean(vault_dir) and git(vault_dir, "status", "--porcelain") == ""

@@ -318,6 +318,7 @@ class Storage:
     def restore_from_head(self, paths: list[str]) -> None:
         if not paths:
             return  # (no pathspec would mean the whole tree)
+        self.git.run("reset", "-q", "--", *paths)  # unstaged first: `git clean` leaves a staged new file
         tracked = set(self.git.run("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines())
         if tracked:
             self.git.run("checkout", "HEAD", "--", *sorted(tracked))
