@@ -21,6 +21,7 @@ memvault.sync); other clones adopt it on their next sync (`adopt_purges`).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -31,15 +32,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from memvault.citations import pages_citing
-from memvault.errors import InvalidInput, MemvaultError, NotFound
+from memvault.errors import InvalidInput, MemvaultError, NotFound, unwritable
 from memvault.facts import Fact, parse_log
 from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
-from memvault.storage.layout import EMBEDDING_CACHE, LOGS_DIR, STATE_DIR, TOMBSTONES_FILE
+from memvault.storage.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
 from memvault.storage.store import Storage
 from memvault.tombstones import Tombstone, parse_tombstones
 
-PURGE_STATE = f"{STATE_DIR}/purge.json"   # ids this clone's history is clean of; a push still owed
 REMOTE = "origin"
 WORDS = 8
 
@@ -122,7 +122,7 @@ def _unfinished(storage: Storage, fact_id: str) -> Fact:
 def unfinished_purge(storage: Storage) -> list[str]:
     """Ids of a purge that was interrupted (killed, a full disk) before it finished: run `purge`
     with them again to finish it."""
-    return list(_state(storage).get("pending") or [])
+    return storage.unfinished_purge()
 
 
 def purged_tombstone(storage: Storage, typed: str, tombstones: dict[str, Tombstone] | None = None) -> Tombstone | None:
@@ -268,11 +268,14 @@ def rewrite_history(storage: Storage, ids: list[str], texts: list[str]) -> int:
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     with writing(".git", "the history may be partly rewritten; run the purge again"):
         done = subprocess.run([sys.executable, "-m", "memvault.purge_filter"], cwd=storage.root, env=env,
-                              input=spec.encode("utf-8"), capture_output=True)
+                              input=spec.encode("utf-8"), capture_output=True, preexec_fn=_die_with_parent)
     try:
         if done.returncode != 0:
             lines = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
             reason = lines[-1] if lines else f"exit status {done.returncode}"
+            if _disk_full(storage, "\n".join(lines)):  # git fast-import died of it: a broken pipe, an OSError
+                raise unwritable(OSError(errno.ENOSPC, reason), ".git",
+                                 "the history may be partly rewritten; free some space and run the purge again")
             raise MemvaultError(f"rewriting the history failed: {reason}")
         changed = 0
         with suppress(OSError):
@@ -282,6 +285,23 @@ def rewrite_history(storage: Storage, ids: list[str], texts: list[str]) -> int:
         return changed
     finally:
         _remove_tree(metadata)
+
+
+def _disk_full(storage: Storage, stderr: str) -> bool:
+    if "No space left on device" in stderr or "[Errno 28]" in stderr:
+        return True
+    disk = os.statvfs(storage.root)
+    return disk.f_bavail * disk.f_frsize < 1024 * 1024
+
+
+def _die_with_parent() -> None:
+    """In the filter's process, before it runs: be killed when the purge is (Linux). Left running
+    without the purge's locks, it would move the branch under the writes that come next."""
+    import ctypes
+    import signal
+
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _write_tombstones(storage: Storage, ids: list[str]) -> list[Tombstone]:

@@ -249,6 +249,10 @@ def _adopt_purges(storage: Storage, branch: str) -> list[str]:
 
 
 def _refuse_uncommitted(storage: Storage) -> None:
+    pending = storage.unfinished_purge()
+    if pending:  # the history may still hold the text, or be half rewritten: never pushed like that
+        raise InvalidInput(f"a purge of {shown(pending)} was interrupted; finish it with `memvault purge "
+                           f"{' '.join(pending)} --yes`, then sync; nothing was synced")
     dirty, _temp, _foreign = storage.uncommitted()  # files not memvault's are never synced: no reason to stop
     if dirty:
         paths = shown(dirty)

@@ -427,3 +427,30 @@ def test_a_failed_multi_file_write_leaves_no_new_file_behind_even_once_staged(va
             raise OSError(28, "disk full (simulated at the commit)")
     assert not (vault_dir / "wiki" / "topics" / "new.md").exists()
     assert is_clean(vault_dir) and git(vault_dir, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("leave_kb", [20, 50])
+def test_a_purge_on_a_full_disk_is_one_line_and_finished_once_there_is_room(small_disk, leave_kb):
+    """Fault tried: `purge` with 20 and 50 KB free (git fast-import dies of it: a broken pipe, an
+    OSError). Exit 9 in one line; an add meanwhile does not commit the text again; with room
+    again, the same purge finishes and the text is gone from every commit."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    secret = "the alarm code is 4471-bravo-tango"
+    fact_id = add(vault_dir, secret, "--at", "2026-11-02").stdout.strip()
+    for i in range(20):
+        assert add(vault_dir, f"padding fact {i}", "--at", "2026-11-02").returncode == 0
+    filler = fill(small_disk, leave=leave_kb * 1024)
+    result = run_memvault("purge", fact_id, "--yes", "--vault", str(vault_dir))
+    if result.returncode == 0:
+        pytest.skip(f"the purge fitted in {leave_kb} KB on this machine")
+    assert result.returncode == ExitCode.UNWRITABLE, result.stderr
+    assert one_line(result.stderr).startswith("memvault: disk full while writing")
+    filler.unlink()
+    head = git(vault_dir, "rev-parse", "HEAD").strip()
+    assert add(vault_dir, "after the full disk", "--at", "2026-11-02").returncode == 0
+    assert not [line for line in git(vault_dir, "log", "-p", f"{head}..HEAD").splitlines()
+                if line.startswith("+") and secret in line]
+    done = run_memvault("purge", fact_id, "--yes", "--vault", str(vault_dir))
+    assert done.returncode == 0, done.stderr
+    assert secret not in git(vault_dir, "log", "--all", "-p")
+    assert "after the full disk" in texts(vault_dir) and is_clean(vault_dir)

@@ -32,6 +32,7 @@ INDEX_DIR = f"{STATE_DIR}/index"
 CACHE_DIR = f"{STATE_DIR}/cache"
 EMBEDDING_CACHE = f"{CACHE_DIR}/embeddings.sqlite"   # vectors by (model, text hash); survives rebuilds
 JOURNAL_FILE = f"{STATE_DIR}/journal.json"
+PURGE_STATE = f"{STATE_DIR}/purge.json"   # purged ids this clone is clean of; a purge under way; a push owed
 QUEUE_DIR = f"{STATE_DIR}/queue"   # facts of writers waiting for the write lock (storage/queue.py)
 WRITE_LOCK = "write.lock"          # in LOCKS_DIR: one writer of the vault at a time
 DREAM_LOCK = "dream.lock"          # one dream at a time

@@ -43,6 +43,7 @@ from memvault.storage.layout import (
     JOURNAL_FILE,
     LOCKS_DIR,
     LOGS_DIR,
+    PURGE_STATE,
     QUEUE_DIR,
     STATE_DIR,
     TOMBSTONES_FILE,
@@ -253,7 +254,7 @@ class Storage:
     def recover(self) -> list[str]:
         """Repair what an interrupted command left behind; returns what was done (for a notice)."""
         done = [f"removed {rel}, left behind by a killed git process" for rel in self.git.clear_stale_locks()]
-        if not self.journal.exists() and not self.queue.has_claims():
+        if not self.journal.exists() and not self.queue.has_claims() and not self.unfinished_purge():
             return done
         write_lock = lock.OsLock(self.lock_path(WRITE_LOCK))
         try:
@@ -281,8 +282,29 @@ class Storage:
         # Claimed without a journal: their committer died before writing anything.
         for name in self.queue.claimed():
             self.queue.give_back(name)
+        pending = self.unfinished_purge()
+        if pending:
+            # A purge killed midway: the history may be rewritten while the files still hold the old
+            # text, which the next write would commit again (and sync push). The purge began on a
+            # clean tree, so what differs from HEAD in the vault's files is its own half-done checkout.
+            ours, _temp, _foreign = self.uncommitted()
+            if ours:
+                self.restore_from_head(ours)
+                done.append(f"undid the half-written files of an interrupted purge ({', '.join(ours[:3])}"
+                            f"{' …' if len(ours) > 3 else ''}); run `memvault purge {' '.join(pending)} --yes` "
+                            "to finish it")
         remove_temp_files(self.journal.path)  # a journal whose writer was killed while writing it
         return done
+
+    def unfinished_purge(self) -> list[str]:
+        """Ids of a purge that was interrupted (killed, a full disk) before it finished: running
+        `purge` with them again finishes it."""
+        try:
+            state = json.loads((self.root / PURGE_STATE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        pending = state.get("pending") if isinstance(state, dict) else None
+        return [str(i) for i in pending] if isinstance(pending, list) else []
 
     def refuse_during_merge(self) -> None:
         """A commit of a few paths is impossible mid-merge; refuse before anything is written."""
