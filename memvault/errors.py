@@ -139,6 +139,18 @@ def unwritable(error: OSError, path: os.PathLike[str] | str | None = None, outco
     return VaultUnwritable(reason, str(where), outcome)
 
 
+def no_room(path: os.PathLike[str] | str, margin: int = 0) -> int | None:
+    """EROFS or ENOSPC when the file system holding `path` is read-only or has at most `margin`
+    bytes free, else None: what a library that failed without an errno most likely ran into."""
+    try:
+        disk = os.statvfs(path)
+    except OSError:
+        return None
+    if disk.f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    return errno.ENOSPC if disk.f_bavail * disk.f_frsize <= margin else None
+
+
 # How libraries below memvault (Tantivy's Rust I/O, sqlite) word the same OSErrors.
 _WORDED = ((re.compile(r"\(os error (\d+)\)"), None), (re.compile(r"database or disk is full"), errno.ENOSPC),
            (re.compile(r"readonly database"), errno.EROFS))

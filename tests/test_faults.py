@@ -454,3 +454,21 @@ def test_a_purge_on_a_full_disk_is_one_line_and_finished_once_there_is_room(smal
     assert done.returncode == 0, done.stderr
     assert secret not in git(vault_dir, "log", "--all", "-p")
     assert "after the full disk" in texts(vault_dir) and is_clean(vault_dir)
+
+
+def test_a_rebuild_on_a_full_disk_is_exit_9_and_leaves_no_half_built_index(small_disk):
+    """Fault tried: `reindex --clear` twice with 128 KB free (Tantivy says only that "an index
+    writer was killed"). Each is exit 9 in one line and removes what it half built; with room
+    again, search builds the index and finds the facts."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    batch = [{"text": f"fact number {i} about kiwi and other fruit"} for i in range(50)]
+    assert add_stdin(vault_dir, *batch).returncode == 0
+    filler = fill(small_disk, leave=128 * 1024)
+    for _attempt in range(2):
+        result = run_memvault("reindex", "--clear", "--vault", str(vault_dir))
+        assert result.returncode == ExitCode.UNWRITABLE, result.stderr
+        assert one_line(result.stderr).startswith("memvault: disk full while writing .memvault")
+        assert not list((vault_dir / ".memvault" / "index").glob("gen-*"))
+    filler.unlink()
+    found = run_memvault("search", "kiwi", "--json", "--lexical", "--vault", str(vault_dir))
+    assert found.returncode == 0 and len(json.loads(found.stdout)) == 10, found.stderr

@@ -10,7 +10,6 @@ generation aside and swaps the `current` pointer, so searches keep answering mea
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
@@ -22,7 +21,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memvault.errors import INDEX_FILES, VaultBusy, VaultUnwritable, unwritable
+from memvault.errors import INDEX_FILES, VaultBusy, VaultUnwritable, no_room, unwritable
 from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable, is_damage
@@ -76,12 +75,8 @@ def _damage_or_no_room(exc: Exception, path: Path) -> Exception:
     full. Rebuilding would fail the same way and leave a half-built generation behind, so that is
     VaultUnwritable (exit 9), the index left as it is."""
     if not (isinstance(exc, sqlite3.Error) and is_damage(exc)):
-        try:
-            disk = os.statvfs(path)
-        except OSError:
-            disk = None
-        if disk is not None and (disk.f_flag & os.ST_RDONLY or disk.f_bavail == 0):
-            number = errno.EROFS if disk.f_flag & os.ST_RDONLY else errno.ENOSPC
+        number = no_room(path)
+        if number is not None:
             return unwritable(OSError(number, str(exc)), INDEX_FILES) or IndexDamaged(str(exc))
     return IndexDamaged(str(exc))
 
@@ -641,7 +636,32 @@ class SearchIndex:
         self.root.mkdir(parents=True, exist_ok=True)
         self.clean_leftovers()
         name = f"gen-{time.time_ns()}-{os.getpid()}"
-        generation = Generation(self.root / name, create=True)
+        generation: Generation | None = None
+        live = False
+        try:
+            generation = Generation(self.root / name, create=True)
+            report = self._build(generation, name, embed)
+            live = True
+        finally:
+            with suppress(OSError):  # (swapped in, then failed: it is the index now)
+                live = live or (self.root / POINTER).read_text(encoding="utf-8").strip() == name
+            if not live:
+                # A failed build (a full disk, say) leaves no half-built generation to fill it more.
+                if generation is not None:
+                    with suppress(Exception):
+                        generation.close()
+                shutil.rmtree(self.root / name, ignore_errors=True)
+        old, self.generation = self.generation, generation
+        if old is not None:
+            old.close()
+        if embed:
+            # Documents added by the catch-up still need vectors.
+            report.merge(self.embed_pending(generation))
+        generation.catalog.compact()
+        return report
+
+    def _build(self, generation: Generation, name: str, embed: bool) -> RefreshReport:
+        """Fill a new generation aside and swap it in: the part of `rebuild` that may fail midway."""
         # Marks a generation still being filled, and by whom, so another process's prune leaves
         # it alone while its builder lives.
         (generation.path / BUILDING).write_text(json.dumps(Owner.me().to_json()), encoding="utf-8")
@@ -668,13 +688,6 @@ class SearchIndex:
             (generation.path / BUILDING).unlink()
             os.replace(tmp, pointer)
             self._prune(keep={name, replaced})
-        old, self.generation = self.generation, generation
-        if old is not None:
-            old.close()
-        if embed:
-            # Documents added by the catch-up still need vectors.
-            report.merge(self.embed_pending(generation))
-        generation.catalog.compact()
         return report
 
     def _prune(self, keep: set[str]) -> None:

@@ -8,9 +8,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from memvault.errors import INDEX_FILES, no_room, unwritable
 from memvault.index.documents import Document
 
 ANALYZER = "memvault_en"
+# Free space under which a failed Tantivy write is taken for a full disk (its segments are written
+# in pieces of up to a few MB; what it wrote is freed again by the rollback).
+NO_ROOM_MARGIN = 4 * 1024 * 1024
 # Tantivy needs at least 15 MB of writer heap per thread; one thread keeps memory predictable.
 WRITER_HEAP = 64_000_000
 # The Snowball English stop words, plus the pieces the tokenizer leaves of contractions (don't ->
@@ -140,8 +144,12 @@ class LexicalIndex:
                 writer.add_document(tantivy.Document(**fields))
             writer.commit()
             writer.wait_merging_threads()
-        except BaseException:
+        except BaseException as e:
             writer.rollback()
+            # Tantivy words a full disk as "An index writer was killed ... (io::Error most likely)".
+            number = no_room(self.path, NO_ROOM_MARGIN) if isinstance(e, ValueError) else None
+            if number is not None:
+                raise unwritable(OSError(number, str(e)), INDEX_FILES) from e
             raise
         self.index.reload()
 
