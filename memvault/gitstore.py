@@ -13,6 +13,7 @@ import errno
 import fcntl
 import os
 import re
+import shutil
 import socket
 import subprocess
 import time
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvault.errors import VaultBusy, unwritable
+from memvault.errors import MemvaultError, VaultBusy, unwritable
 from memvault.storage.layout import GIT_LOCKS_LOCK, LOCKS_DIR
 
 FALLBACK_NAME = "memvault"
@@ -335,10 +336,19 @@ def execute(command: list[str], env: dict[str, str], *, timeout: float | None = 
         done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, **stdin)
     except subprocess.TimeoutExpired as e:
         raise command_error(command, -9, f"Timeout: git ran for more than {timeout:g} seconds") from e
-    except FileNotFoundError as e:
-        raise command_error(command, 127, "git is not installed (no `git` on PATH)") from e
+    except FileNotFoundError:
+        raise MemvaultError(GIT_MISSING) from None  # (GitPython itself cannot even be imported then)
     out = done.stdout.decode("utf-8", "surrogateescape")
     return done.returncode, out[:-1] if out.endswith("\n") else out, done.stderr.decode("utf-8", "surrogateescape")
+
+
+GIT_MISSING = "git is not installed (no `git` on PATH); memvault keeps each vault in a git repository: install git"
+
+
+def require_git() -> None:
+    """MemvaultError when there is no git to run, before anything is created that would need it."""
+    if shutil.which("git") is None:
+        raise MemvaultError(GIT_MISSING)
 
 
 def command_error(command: Sequence[str], status: int, stderr: str, stdout: str = "") -> Exception:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict
-from memvault.gitstore import GitStore
+from memvault.gitstore import GitStore, require_git
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
@@ -189,6 +189,7 @@ def _ref_exists(storage: Storage, ref: str) -> bool:
 
 def sync(storage: Storage) -> SyncReport:
     """Fetch, merge the remote branch into this one under the write lock, push; retry if raced."""
+    require_git()
     url = _config_get(storage, f"remote.{REMOTE}.url")
     if url is None:
         raise RemoteError("no remote set for this vault; run `memvault remote set URL` first")
@@ -418,6 +419,7 @@ def _git_reason(error: Exception) -> str:
 
 def clone(url: str, root: Path) -> Path:
     """Set up a vault at `root` (absent or empty) from a remote that holds one; returns `root`."""
+    require_git()
     import git
 
     url = (url or "").strip()

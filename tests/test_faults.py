@@ -472,3 +472,22 @@ def test_a_rebuild_on_a_full_disk_is_exit_9_and_leaves_no_half_built_index(small
     filler.unlink()
     found = run_memvault("search", "kiwi", "--json", "--lexical", "--vault", str(vault_dir))
     assert found.returncode == 0 and len(json.loads(found.stdout)) == 10, found.stderr
+
+
+def test_without_git_on_path_every_command_says_so_in_one_line_and_init_creates_nothing(vault_dir, tmp_path):
+    """Fault tried: git missing from PATH (GitPython then refuses even to import). Writes, sync,
+    clone and remote settings say so in one line; reading the files still works; init leaves no
+    half-made vault (the template without its repository) behind."""
+    assert add(vault_dir, "written while git was there").returncode == 0
+    no_git = {"PATH": str(tmp_path / "empty")}
+    for command in (["init", str(tmp_path / "new")], ["add", "x"], ["remote", "set", str(tmp_path / "r")],
+                    ["sync"], ["clone", str(tmp_path / "r"), str(tmp_path / "c")], ["status"]):
+        vault = [] if command[0] in ("init", "clone") else ["--vault", str(vault_dir)]
+        result = run_memvault(*command, *vault, env=no_git)
+        assert result.returncode == ExitCode.ERROR, (command, result.stderr)
+        assert one_line(result.stderr) == ("memvault: git is not installed (no `git` on PATH); memvault keeps each "
+                                           "vault in a git repository: install git"), command
+    assert not (tmp_path / "new").exists() and not (tmp_path / "c").exists()
+    shown = run_memvault("recent", "--vault", str(vault_dir), env=no_git)
+    assert shown.returncode == 0 and "written while git was there" in shown.stdout
+    assert texts(vault_dir) == ["written while git was there"] and is_clean(vault_dir)

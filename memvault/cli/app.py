@@ -6,6 +6,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -21,6 +22,7 @@ from typer.exceptions import Abort, Exit
 
 from memvault import __version__
 from memvault.errors import ExitCode, MemvaultError, Terminated, unwritable_in
+from memvault.gitstore import GIT_MISSING
 
 
 class MemvaultGroup(TyperGroup):
@@ -70,6 +72,9 @@ class MemvaultGroup(TyperGroup):
         except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
             # Disk full, read-only or not ours, wherever it happened: one line naming the file.
             clear = unwritable_in(e)
+            if clear is None and isinstance(e, ImportError) and shutil.which("git") is None:
+                # GitPython refuses to import without git: any command reaching it says why.
+                _fail("MemvaultError", GIT_MISSING, ExitCode.ERROR, wants_json)
             if clear is None:
                 _unexpected(e, wants_json)
             _fail(type(clear).__name__, str(clear), clear.exit_code, wants_json)
