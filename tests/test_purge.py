@@ -482,3 +482,38 @@ def test_files_left_half_purged_by_a_kill_are_put_back_before_the_next_write(tmp
     assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(root)).returncode == 0
     _assert_gone(root, SECRET)
     assert "written after the kill" in _texts(root) and is_clean(root)
+
+
+def test_searches_running_during_purges_all_answer(tmp_path):
+    """Concurrency tried: three purges one after another (each deletes and rebuilds the index and
+    checks out rewritten logs) while searches run in other processes, as agents would: every
+    search answers, exit 0, with JSON (two in twenty used to crash on a vanished file or index)."""
+    import sys
+    import threading
+
+    root = tmp_path / "v"
+    vault = Vault.init(root)
+    doomed = [vault.add(f"purgeable note {n} about the garden shed", at="2026-11-02").id for n in range(3)]
+    vault.add_many([f"topic {n}: the garden shed needs a new roof" for n in range(40)])
+    assert vault.search("garden shed")
+    vault.close()
+    purges: list[subprocess.CompletedProcess] = []
+
+    def purge_all() -> None:
+        for fact_id in doomed:
+            purges.append(run_memvault("purge", fact_id, "--yes", "--vault", str(root), timeout=120))
+
+    purging = threading.Thread(target=purge_all)
+    purging.start()
+    searches = []
+    while purging.is_alive():
+        batch = [subprocess.Popen([sys.executable, "-m", "memvault", "search", "garden shed", "--json", "--all",
+                                   "--vault", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(3)]
+        searches += [(proc, *proc.communicate(timeout=120)) for proc in batch]
+    purging.join()
+    assert [p.returncode for p in purges] == [0, 0, 0], [p.stderr for p in purges]
+    for proc, out, err in searches:
+        assert proc.returncode == 0, err
+        assert isinstance(json.loads(out), list)
+    assert len(searches) >= 6

@@ -25,6 +25,8 @@ from memvault.storage.store import Storage
 # Each list contributes this many candidates per requested hit (at least CANDIDATES_MIN) to fusion.
 CANDIDATES_PER_HIT = 5
 CANDIDATES_MIN = 50
+# Tries of a search whose files vanished under it (a concurrent purge or checkout).
+VANISHED_ATTEMPTS = 4
 
 
 def model_spec(storage: Storage) -> ModelSpec:
@@ -72,7 +74,30 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     Hits scoring under the relevance floor (`query.min_score`, else ranking.MIN_SCORE) are left
     out, so a query nothing really matches returns []. `progress(phase, done, total)` hears about
     long index work this search triggers (the first build, embedding many new documents).
+
+    Searches never wait for writers: when files or the index vanish under one (a purge deleting
+    the index, a checkout replacing a log), it is asked again on what is there now.
     """
+    for attempt in range(1, VANISHED_ATTEMPTS + 1):
+        try:
+            return _search(storage, query, weights=weights, dense_only=dense_only, progress=progress)
+        except Exception as e:
+            if attempt == VANISHED_ATTEMPTS or not _vanished(e):
+                raise
+            storage.close()  # the generation that went away
+            time.sleep(0.05 * 2 ** attempt)
+    raise AssertionError("unreachable")
+
+
+def _vanished(error: Exception) -> bool:
+    """Did a file or folder the search was reading go away (Tantivy says it in its own words)?"""
+    if isinstance(error, (FileNotFoundError, NotADirectoryError)):
+        return True
+    return isinstance(error, ValueError) and ("NotFound" in str(error) or "No such file" in str(error))
+
+
+def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_only: bool,
+            progress: Progress | None) -> list[Hit]:
     filters = _filters(storage, query)
     lower, upper = query.since, query.until
 
