@@ -154,6 +154,10 @@ def test_context_and_status_carry_their_documented_shapes(server):
     assert problems(bundle, "Bundle", types) == []
     assert result.content[0].text == bundle["markdown"] and bundle["tokens"] <= 400
     assert "Deploys happen on Tuesdays" in bundle["markdown"]
+    # a budget nothing fits in (bad input tried): the text says why, never an empty answer
+    tiny = server.call("context", query="when do deploys happen", budget=1)
+    assert tiny.structured_content["markdown"] == "" and tiny.structured_content["omitted"] >= 1
+    assert tiny.content[0].text.startswith("nothing to show: ") and "did not fit in 1 tokens" in tiny.content[0].text
     status = server.ok("status")
     assert problems(status, "Status", types) == []
     assert status["path"] == str(server.vault.resolve()) and status["facts"]["live"] >= 1

@@ -224,7 +224,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         the query, then the latest facts, each with its id or page and date. The text is the markdown."""
         return await answer(
             lambda vault: vault.context(query, budget=budget, recent=recent, relevant=relevant).to_dict(),
-            render=lambda bundle: bundle["markdown"])
+            render=_bundle_text)
 
     @server.tool(annotations=READS)
     async def status() -> Annotated[CallToolResult, schemas.Status]:
@@ -242,6 +242,15 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         return text
 
     return server
+
+
+def _bundle_text(bundle: dict) -> str:
+    """The bundle's markdown; for an empty one, why (as the CLI says it), never an empty answer."""
+    if bundle["markdown"].strip():
+        return bundle["markdown"]
+    if bundle["omitted"]:
+        return f"nothing to show: {bundle['omitted']} item(s) did not fit in {bundle['budget']} tokens"
+    return "nothing to show"
 
 
 @asynccontextmanager
