@@ -239,7 +239,10 @@ def validate_tags(tags: object) -> tuple[str, ...]:
     if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
         raise InvalidInput("tags must be a list of strings")
     for tag in tags:
-        if not isinstance(tag, str) or not _TAG.match(tag) or len(tag) > MAX_LABEL_CHARS:
+        if isinstance(tag, str) and len(tag) > MAX_LABEL_CHARS:
+            raise InvalidInput(f"invalid tag {tag[:40]!r}… ({len(tag)} characters): a tag is at most "
+                               f"{MAX_LABEL_CHARS} characters")
+        if not isinstance(tag, str) or not _TAG.match(tag):
             raise InvalidInput(f"invalid tag {tag!r}: tags are single words without spaces, commas or '#'")
         check_encodable(tag, "tag")
     return tuple(tags)

@@ -62,6 +62,7 @@ def test_text_round_trips_exactly_through_the_cli(cli):
         (["add", "x", "--at", "last tuesday-ish"], "is not a date"),
         (["add", "x", "--at", "2999-01-01"], "in the future"),
         (["add", "x", "--tag", "two words"], "invalid tag"),
+        (["add", "x", "--tag", "t" * 5000], "(5000 characters): a tag is at most 200 characters"),
         (["add", "x", "--source", "line\nbreak"], "one line"),
         (["add"], "missing TEXT"),
         (["add", "x", "--stdin"], "either TEXT or --stdin"),
@@ -71,11 +72,12 @@ def test_text_round_trips_exactly_through_the_cli(cli):
 )
 def test_bad_input_is_one_line_a_usage_exit_and_writes_nothing(cli, vault_dir, args, expected):
     """Bad inputs tried: empty and blank text, unknown category, importance outside 0..1 and NaN,
-    unparseable and future --at, a tag with a space, a two-line source, no text, TEXT with --stdin, NUL."""
+    unparseable and future --at, a tag with a space, a 5,000-character tag (named by its start, not
+    echoed whole), a two-line source, no text, TEXT with --stdin, NUL."""
     before = snapshot(vault_dir)
     result = cli(*args)
     assert result.exit_code == ExitCode.USAGE, result.stderr
-    assert expected in result.stderr and result.stderr.count("\n") == 1
+    assert expected in result.stderr and result.stderr.count("\n") == 1 and len(result.stderr) < 400
     assert result.stdout == ""
     assert snapshot(vault_dir) == before
 
