@@ -51,6 +51,7 @@ class SyncReport:
     purged: list[str] = field(default_factory=list)    # purged ids whose text this sync removed here
     rewritten: bool = False    # the remote's old history was replaced by the purged one (with a lease)
     edited: list[str] = field(default_factory=list)    # facts whose stored text or fields the remote changed
+    forgotten: list[str] = field(default_factory=list)  # facts the remote forgot (its forget records, taken)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -292,7 +293,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         received = int(storage.git.run("rev-list", "--count", f"HEAD..{tracking}"))
         if received == 0:
             return 0, []
-        edited = _refuse_untrusted(storage, tracking, f"{REMOTE}/{branch}")
+        taken = _refuse_untrusted(storage, tracking, f"{REMOTE}/{branch}")
         storage.git.identity()  # the merge commit needs an author even on a machine with no identity
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
         touched = storage.git.run("diff", "--name-only", common_base(storage.git, "HEAD", tracking),
@@ -314,13 +315,14 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
                     f"git could not merge {REMOTE}/{branch}: {_git_reason(e)}; nothing changed") from None
         changed = storage.git.run("diff", "--name-only", before, "HEAD").splitlines()
         report.merged = report.merged or len(storage.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
-        report.edited = sorted(set(report.edited) | set(edited))
+        report.edited = sorted(set(report.edited) | set(taken.edited))
+        report.forgotten = sorted(set(report.forgotten) | set(taken.forgotten))
         return received, changed
 
 
-def _refuse_untrusted(storage: Storage, rev: str, name: str) -> list[str]:
+def _refuse_untrusted(storage: Storage, rev: str, name: str) -> RemoteChanges:
     """Stop before merging what memvault never takes from a remote (memvault.sync_checks); else
-    the ids of the facts whose stored text the remote edited, which the merge takes."""
+    what the merge takes that a user should hear of: facts the remote edited, or forgot."""
     problem = tree_problem(storage.git, rev)  # first: nothing else of such a tree is read
     changes = remote_changes(storage.git, "HEAD", rev) if problem is None else RemoteChanges()
     problem = problem or changes.problem
@@ -334,7 +336,7 @@ def _refuse_untrusted(storage: Storage, rev: str, name: str) -> list[str]:
             f"was merged and the vault is as before. To resolve: in {storage.root} run `git merge {name}` (it keeps "
             f"this side's items), edit each item to the text to keep (the remote's: `git show {name}:{logs[0]}`), "
             "`git commit -a`, and `memvault sync`")
-    return changes.edited
+    return changes
 
 
 def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:

@@ -84,6 +84,7 @@ class RemoteChanges:
 
     removed_facts: list[str] = field(default_factory=list)  # items gone from a log (a purge's excepted)
     unforgotten: list[str] = field(default_factory=list)    # forget records gone from tombstones.jsonl
+    forgotten: list[str] = field(default_factory=list)      # forget records added there and not here: taken
     edited: list[str] = field(default_factory=list)         # items changed there and not here: taken
     edited_both: list[str] = field(default_factory=list)    # items changed there and here, differently
     edited_logs: set[str] = field(default_factory=set)      # the logs holding them
@@ -127,7 +128,11 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
     added: dict[str, set[str]] = {}  # id -> the logs the remote added an item of it to
     for path in changed:
         if path == TOMBSTONES_FILE:
-            changes.unforgotten = sorted(set(parse_tombstones(files[base, path])) - set(theirs_tombstones))
+            before = parse_tombstones(files[base, path])
+            changes.unforgotten = sorted(set(before) - set(theirs_tombstones))
+            ours = parse_tombstones(files[head, path])
+            changes.forgotten = sorted(i for i, t in theirs_tombstones.items()
+                                       if i not in before and i not in ours and not t.purged)
         elif path.startswith(LOGS_DIR + "/"):
             before = _items(files[base, path], path)
             after = _items(files[rev, path], path)

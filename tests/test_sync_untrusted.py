@@ -7,8 +7,8 @@ merge where this machine changed another file), dream's `api_base` and `model` p
 server, an orphan history force-pushed with such an endpoint, a forged item under an existing fact's
 id in another day's log, a folder or a submodule where a daily log belongs. Each stops with exit 7
 and one line, the vault exactly as before and still usable. Allowed on purpose, and checked: a
-fact's text edited by hand (named in the report), an endpoint change made on both sides. A fact
-edited differently on both sides stops the sync until resolved.
+fact's text edited by hand and a forget record added (each named in the report), an endpoint change
+made on both sides. A fact edited differently on both sides stops the sync until resolved.
 """
 
 from __future__ import annotations
@@ -132,6 +132,24 @@ def test_a_fact_edited_by_hand_on_another_machine_syncs_and_is_named(tmp_path):
     report = json.loads(run_memvault("sync", "--json", "--vault", str(a)).stdout)
     assert report["edited"] == [fixed] and report["received"] == 2
     assert _ids(a)["1k0yyt0000000002"] == "Carol repainted the shed"
+
+
+def test_a_forget_record_added_on_the_remote_is_taken_and_named(tmp_path):
+    """A forget made on another machine (or written there by hand) hides a fact here too: never
+    silently. The sync names it, in text and in --json; a forget made on both sides is not named."""
+    a, b, h = _shared(tmp_path)
+    tea = next(i for i, text in _ids(b).items() if "tea" in text)
+    with (h / "tombstones.jsonl").open("a") as tombstones:
+        tombstones.write(json.dumps({"id": tea, "at": "2026-11-21T10:00:00+00:00", "reason": "x", "hash": ""}) + "\n")
+    git(h, "add", "tombstones.jsonl")
+    _push(h)
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert f"took 1 fact(s) forgotten on the remote ({tea})" in done.stdout
+    assert tea not in _ids(b)
+    assert run_memvault("forget", tea, "--vault", str(a)).returncode == 0   # a forgot it too, apart
+    report = json.loads(run_memvault("sync", "--json", "--vault", str(a)).stdout)
+    assert report["forgotten"] == [] and tea not in _ids(a)
 
 
 def test_a_fact_edited_differently_on_both_sides_stops_the_sync_until_resolved(tmp_path):

@@ -80,11 +80,14 @@ def sync(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     if report.received:
         echo(f"received {report.received} commit(s) from {report.remote}/{report.branch} ({how}, "
              f"{len(report.changed)} file(s) changed)")
-    if report.edited:
-        from memvault.sync_checks import shown
+    from memvault.sync_checks import shown
 
+    if report.edited:
         echo(f"took {len(report.edited)} fact(s) edited on the remote ({shown(report.edited, 10)}); "
              "`memvault history ID` shows each change")
+    if report.forgotten:
+        echo(f"took {len(report.forgotten)} fact(s) forgotten on the remote ({shown(report.forgotten, 10)}); "
+             "`memvault show ID` says why")
     if report.sent:
         echo(f"sent {report.sent} commit(s) to {report.url}")
 
