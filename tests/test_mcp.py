@@ -251,6 +251,28 @@ def test_memory_md_that_cannot_be_read_says_why_in_one_line(tmp_path, tiny_model
     assert "Traceback" not in stderr.read_text()
 
 
+def test_a_vault_moved_away_while_serving_is_one_line_and_nothing_is_recreated(tmp_path, tiny_model_path):
+    """Fault tried: the vault folder renamed under a running server. Every tool answers the same
+    one-line error with exit code 3 (it used to answer an empty list, or a git error), nothing
+    appears at the old path, and the vault at its new path is untouched."""
+    env = server_env(tmp_path, tiny_model_path)
+    vault = new_vault(tmp_path / "vault", env)
+    stderr = tmp_path / "server.stderr"
+    with open(stderr, "w") as errlog, start_blocking_portal() as portal, \
+            portal.wrap_async_context_manager(connect(["--vault", str(vault)], env, errlog)) as session:
+        added = portal.call(session.call_tool, "add", {"text": "Deploys happen on Tuesdays"}).structured_content
+        vault.rename(tmp_path / "moved")
+        for tool, arguments in (("recent", {}), ("search", {"query": "deploys"}), ("add", {"text": "lost?"}),
+                                ("status", {}), ("show", {"id": added["id"]})):
+            result = portal.call(session.call_tool, tool, arguments)
+            assert result.is_error, (tool, result.content[0].text)
+            assert result.content[0].text.startswith(f"{vault.resolve()} is no longer a memvault vault"), tool
+            assert result.structured_content["error"]["exit_code"] == 3
+    assert not vault.exists()
+    assert [f["text"] for f in json.loads(run_memvault("recent", "--json", "--vault", str(tmp_path / "moved"),
+                                                       env=env).stdout)] == ["Deploys happen on Tuesdays"]
+
+
 def test_sees_what_other_processes_write_without_a_restart(server):
     """A CLI add and a CLI forget in another process, and a hand-committed edit, are seen by the
     warm server's next search and listing."""

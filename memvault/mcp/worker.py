@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from memvault.vault import Vault
+from memvault.errors import NotAVault
+from memvault.vault import Vault, is_vault
 
 T = TypeVar("T")
 
@@ -45,6 +46,11 @@ class VaultWorker:
 
     def _run(self, call: Callable[[Vault], T]) -> tuple[T, list[str]]:
         self._notices = []
+        if not is_vault(self.vault.root):
+            # Moved or deleted while the server ran: answering from what is left (an empty list, a
+            # git error) or re-creating its state folder at the old path would mislead the agent.
+            raise NotAVault(f"{self.vault.root} is no longer a memvault vault (moved or deleted while the server "
+                            "ran); restart the server with the vault's path")
         return call(self.vault), self._notices
 
     def close(self) -> None:
