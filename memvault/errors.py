@@ -176,3 +176,10 @@ def unwritable_in(error: BaseException) -> VaultUnwritable | None:
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that every clean-up path runs (see memvault.cli)."""
+
+
+def worded(error: BaseException) -> str:
+    """A failure in words for a notice: "disk full while writing …" when it is one of those, else
+    its type and message."""
+    clear = unwritable_in(error)
+    return str(clear) if clear is not None else f"{type(error).__name__}: {error}"

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from memvault.citations import pages_citing
-from memvault.errors import InvalidInput, MemvaultError, NotFound, unwritable
+from memvault.errors import InvalidInput, MemvaultError, NotFound, unwritable, worded
 from memvault.facts import Fact, parse_log
 from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
@@ -352,9 +352,8 @@ def purge_derived(storage: Storage, texts: list[str], progress=None) -> dict:
     try:
         return purge_index(storage, texts, progress=progress)
     except Exception as e:  # noqa: BLE001 - the purge itself is done
-        storage.notify(f"search index not rebuilt after the purge ({type(e).__name__}: {e}); "
-                       "run `memvault reindex --clear`")
-        return {"error": f"{type(e).__name__}: {e}"}
+        storage.notify(f"search index not rebuilt after the purge ({worded(e)}); run `memvault reindex --clear`")
+        return {"error": worded(e)}
 
 
 # -- what this clone knows -----------------------------------------------------------------------

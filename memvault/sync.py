@@ -21,7 +21,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict
+from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, worded
 from memvault.gitstore import GitStore, require_git
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
@@ -404,7 +404,7 @@ def _catch_up_index(storage: Storage) -> dict | None:
     try:
         result = reindex(storage)
     except Exception as e:  # noqa: BLE001 - the sync itself succeeded; search catches up later
-        return {"error": f"{type(e).__name__}: {e}; the next search catches up"}
+        return {"error": f"{worded(e)}; the next search catches up"}
     return result if isinstance(result, dict) else {}
 
 
