@@ -188,7 +188,7 @@ class Storage:
         """
         paths = sorted(paths)
         self.refuse_during_merge()  # a merge in progress cannot take a commit of a few paths
-        for rel in paths:
+        for rel in paths if kind == APPEND else ():
             if (self.root / rel).is_dir():  # (a journal would record a folder's size to cut back to)
                 raise unwritable(IsADirectoryError(errno.EISDIR, "Is a directory"), rel, "nothing was changed")
         sizes = {rel: size_of(self.root / rel) for rel in paths} if kind == APPEND else None
