@@ -13,6 +13,7 @@ command line or in a file.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable
 
@@ -22,6 +23,8 @@ from memvault.facts import META_OPEN, split_log
 from memvault.storage.layout import DREAM_LOG, LOGS_DIR, TOMBSTONES_FILE
 
 PURGED_MARK = "[purged]"
+# A fact id standing as a word, wherever a purged text is replaced (ids are never replaced).
+FACT_ID = re.compile(r"(?<![0-9a-z])[0-9a-hjkmnp-tv-z]{16}(?![0-9a-z])")
 PURGE_SUBJECT = "purge: "       # the purge commit's own message is left as it is
 MIN_NEEDLE_CHARS = 12           # shorter texts (or lines of a text) are removed by id only
 
@@ -38,6 +41,17 @@ def needles_of(texts: Iterable[str]) -> list[str]:
     return sorted(found, key=len, reverse=True)  # a text goes before its own lines
 
 
+def _forms(needles: list[str]) -> list[str]:
+    """The needles as they may be stored: as they are, and escaped inside a JSON string (a quote
+    or a backslash in a forget reason, non-ASCII text written with \\u escapes)."""
+    forms = []
+    for needle in needles:
+        for form in (needle, json.dumps(needle)[1:-1], json.dumps(needle, ensure_ascii=False)[1:-1]):
+            if form not in forms:
+                forms.append(form)
+    return forms
+
+
 def _id_token(fact_id: str) -> str:
     """How a daily log's metadata comment names a fact: '"id":"<id>"'."""
     return json.dumps({"id": fact_id}, separators=(",", ":"))[1:-1]
@@ -52,7 +66,7 @@ def scrub_text(text: str, ids: set[str], needles: list[str], path: str) -> str:
     configuration files are never edited, so a purged text shaped like a piece of the vault's
     structure (one a hostile clone chose) cannot take anything else with it. Text mentioning
     none of the ids or needles comes back identical."""
-    if not any(fact_id in text for fact_id in ids) and not any(n in text for n in needles):
+    if not any(fact_id in text for fact_id in ids) and not any(form in text for form in _forms(needles)):
         return text
     if path == TOMBSTONES_FILE:
         return "".join(_scrub_tombstone(line, ids, needles) for line in text.splitlines(keepends=True))
@@ -97,9 +111,45 @@ def _scrub_line(line: str, needles: list[str]) -> str:
 
 
 def _replace(text: str, needles: list[str]) -> str:
-    for needle in needles:  # longest first (needles_of), so a whole text goes before its lines
-        text = text.replace(needle, PURGED_MARK)
-    return text
+    """Every occurrence of any needle becomes PURGED_MARK, all in one pass (overlapping ones merge
+    into one mark, so the result does not depend on the needles' order), except the fact ids
+    inside them: an id is the vault's structure (a citation, a forget record, a commit subject),
+    never a secret, and a purged text equal to an id must not unhook what names it."""
+    spans = sorted((at, at + len(needle)) for needle in needles if needle
+                   for at in _occurrences(text, needle))
+    if not spans:
+        return text
+    merged = [list(spans[0])]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, at = [], 0
+    for start, end in merged:
+        out.append(text[at:start])
+        kept = 0
+        for found in FACT_ID.finditer(text, start, end):
+            out += [_mark(text[start + kept:found.start()]), found.group(0)]
+            kept = found.end() - start
+        out.append(_mark(text[start + kept:end]))
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _mark(gap: str) -> str:
+    """PURGED_MARK for a piece of purged text, keeping the spaces that part it from an id."""
+    if not gap.strip():
+        return gap
+    return gap[:len(gap) - len(gap.lstrip())] + PURGED_MARK + gap[len(gap.rstrip()):]
+
+
+def _occurrences(text: str, needle: str):
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)
 
 
 def _scrub_tombstone(line: str, ids: set[str], needles: list[str]) -> str:
@@ -116,9 +166,8 @@ def _scrub_tombstone(line: str, ids: set[str], needles: list[str]) -> str:
     changed = dict(record)
     if changed.get("id") in ids and changed.get("hash"):
         changed["hash"] = ""
-    for key, value in changed.items():
-        if isinstance(value, str):
-            changed[key] = _replace(value, needles)
+    if isinstance(changed.get("reason"), str):  # the one free text; id, at, hash are structure
+        changed["reason"] = _replace(changed["reason"], needles)
     if changed == record:
         return line
     end = line[len(line.rstrip("\r\n")):]
@@ -130,7 +179,7 @@ def scrub_blob(data: bytes, ids: set[str], needles: list[str], path: str) -> byt
     needles' bytes become PURGED_MARK."""
     raw_ids = [i.encode() for i in ids]
     raw_needles = [n.encode() for n in needles]
-    if not any(i in data for i in raw_ids) and not any(n in data for n in raw_needles):
+    if not any(i in data for i in raw_ids) and not any(form.encode() in data for form in _forms(needles)):
         return data
     try:
         text = data.decode("utf-8")
@@ -146,18 +195,20 @@ def scrub_blob(data: bytes, ids: set[str], needles: list[str], path: str) -> byt
 def scrub_message(message: bytes, ids: set[str], needles: list[str]) -> bytes:
     """A commit message naming a purged fact keeps the id but not its words: in every line that
     names one, what follows the id becomes "[purged]" ("add: <id> [purged]"); a needle anywhere
-    else becomes "[purged]" too. Idempotent, and the purge commit's own message is left alone."""
+    else becomes "[purged]" too, also as a message writes another fact's first words (spaces run
+    together, cut at 60 characters with "…": the end of such a line that begins a needle goes).
+    Idempotent, and the purge commit's own message is left alone."""
     try:
         text = message.decode("utf-8")
     except UnicodeDecodeError:
         return message
-    if not any(i in text for i in ids) and not any(n in text for n in needles):
+    words = sorted({*needles, *(" ".join(n.split()) for n in needles)} - {""}, key=len, reverse=True)
+    if not any(i in text for i in ids) and not any(w in text for w in words) and "…" not in text:
         return message
     lines = []
     for line in text.split("\n"):
         if not line.startswith(PURGE_SUBJECT):
-            for needle in needles:
-                line = line.replace(needle, PURGED_MARK)
+            line = _replace(_cut_short_copy(line, words), words)
             for fact_id in ids:
                 at = line.find(fact_id)
                 if at < 0:
@@ -168,6 +219,25 @@ def scrub_message(message: bytes, ids: set[str], needles: list[str]) -> bytes:
                 break
         lines.append(line)
     return "\n".join(lines).encode("utf-8")
+
+
+def _cut_short_copy(line: str, words: list[str]) -> str:
+    """A line ending in "…" (a fact's first words, cut) whose end is the start of a needle, at
+    least MIN_NEEDLE_CHARS of it: that end becomes PURGED_MARK."""
+    if not line.endswith("…"):
+        return line
+    body = line[:-1]
+    cut = len(body)
+    for word in words:
+        at = body.find(word[:MIN_NEEDLE_CHARS])
+        while 0 <= at < cut:
+            if word.startswith(body[at:]):
+                cut = at
+                break
+            at = body.find(word[:MIN_NEEDLE_CHARS], at + 1)
+    if cut == len(body):
+        return line
+    return body[:cut] + _replace(body[cut:], [body[cut:]]) + "…"
 
 
 _FILTER_ARGS = ["--force", "--partial", "--quiet"]

@@ -517,3 +517,48 @@ def test_searches_running_during_purges_all_answer(tmp_path):
         assert proc.returncode == 0, err
         assert isinstance(json.loads(out), list)
     assert len(searches) >= 6
+
+
+def test_filter_leaves_ids_and_records_alone_and_finds_the_text_as_messages_and_json_hold_it():
+    """Second hostile pass: a purged text that is a forgotten fact's id, or a time prefix, once
+    rewrote the forget record (the fact came back); a text quoted by another fact survived in
+    that fact's commit subject (spaces run together, cut at 60 characters); a text with quotes
+    survived in a forget reason (JSON escapes it); overlapping texts gave different results in
+    a different order."""
+    forgotten, other = "cccccccccccccccc", "dddddddddddddddd"
+    tomb = json.dumps({"at": "2026-11-24T02:05:10+00:00", "hash": "sha256:ab", "id": forgotten,
+                       "reason": 'superseded by: the wifi password is "blue-otter-42"'}) + "\n"
+    needles = needles_of([f"Dana asked to drop this one, see:\n{forgotten}", "2026-11-24T02:05",
+                          'the wifi password is "blue-otter-42"'])
+    scrubbed = json.loads(scrub_text(tomb, {other}, needles, "tombstones.jsonl"))
+    assert scrubbed == {"at": "2026-11-24T02:05:10+00:00", "hash": "sha256:ab", "id": forgotten,
+                        "reason": "superseded by: [purged]"}
+    message = f"forget: {forgotten} (asked to forget)".encode()
+    assert scrub_message(message, {other}, needles) == message
+    secret = "the garage door code is 8841-2207-5531-9902-7734-1188-0045-6612"
+    quoted = f"add: {other} Bob told me that the garage door code is 8841-2207-5531-9902…".encode()
+    assert scrub_message(quoted, {"eeeeeeeeeeeeeeee"}, needles_of([secret])).decode() == \
+        f"add: {other} Bob told me that [purged]…"
+    page = f"- Dana asked to drop this one, see: [^{forgotten}]\n"
+    assert scrub_text(page, {other}, needles, "wiki/people/dana.md") == f"- [purged] [^{forgotten}]\n"
+    overlapping = ["alpha beta gamma delta", "beta gamma delta epsilon"]
+    line = "- note: alpha beta gamma delta epsilon end\n"
+    assert scrub_text(line, set(), needles_of(overlapping), "MEMORY.md") == \
+        scrub_text(line, set(), needles_of(overlapping[::-1]), "MEMORY.md") == "- note: [purged] end\n"
+
+
+def test_purging_a_text_that_names_a_forgotten_fact_keeps_that_fact_forgotten(tmp_path):
+    """End to end, the first finding of the second hostile pass: after the purge, the forgotten
+    fact stays forgotten, its forget commit still names it, and no record lost its id."""
+    vault = Vault.init(tmp_path / "v")
+    gone = vault.add("Dana's home address is 12 Elm St")
+    vault.forget(gone.id, reason="asked to forget")
+    quoting = vault.add(f"Dana asked to drop this one, see:\n{gone.id}")
+    vault.add(gone.id)  # a fact that is only the id, purged too
+    purged = [quoting.id, next(f.id for f in vault.iter_facts() if f.text == gone.id)]
+    assert vault.purge(purged).purged == purged
+    assert gone.id not in {f.id for f in vault.iter_facts()}
+    assert set(vault.tombstones()) == {gone.id, *purged}
+    assert f"forget: {gone.id} (asked to forget)" in git(vault.root, "log", "--format=%s")
+    assert "Dana asked to drop" not in git(vault.root, "log", "--all", "-p")
+    assert is_clean(vault.root)
