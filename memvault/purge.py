@@ -216,8 +216,14 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
         refuse_uncommitted(storage, "purge")
         facts, done = _resolve(storage, ids)
         if not facts:
-            if set(done) & set(unfinished_purge(storage)):
-                # killed after its tombstones were committed: the old objects may still be there
+            finishing = sorted(set(done) & set(unfinished_purge(storage)))
+            if finishing:
+                # Killed after its tombstones were committed (or a sync adopting it was killed):
+                # the rewrite may be unfinished (again: a no-op where it was done), the old objects
+                # may still be there.
+                refs = storage.git.run("for-each-ref", "--format=%(refname)").split()
+                rewrite_history(storage, finishing, texts_of(storage, set(finishing), refs))
+                storage.git.run("reset", "-q", "--hard", "HEAD")
                 clean_repository(storage)
                 storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)
                 report = PurgeReport([], done, 0, [], index=purge_derived(storage, [], progress=progress))
@@ -465,7 +471,16 @@ def adopt_purges(storage: Storage, tracking: str | None) -> list[str]:
         return []
     refuse_uncommitted(storage, "sync that adopts a purge")
     texts = texts_of(storage, ids, [r for r in ("HEAD", tracking) if r])
+    # Noted first, as `purge` does: a sync killed from here until it has pruned the old objects
+    # (`adopted`) leaves a purge to finish: the next commands put half-rewritten files back, sync
+    # waits, and `memvault purge IDS --yes` finishes it.
+    _record(storage, (), pending=sorted(ids))
     rewrite_history(storage, sorted(ids), texts)
     _record(storage, ids)
     purge_derived(storage, texts)
     return sorted(ids)
+
+
+def adopted(storage: Storage) -> None:
+    """The sync that adopted a purge has pruned the old objects: nothing is left to finish."""
+    _record(storage, (), pending=[])

@@ -198,6 +198,7 @@ def sync(storage: Storage) -> SyncReport:
     report = SyncReport(remote=REMOTE, url=url, branch=branch)
     with storage.write_lock():  # an add in flight has written but not yet committed: wait for it
         storage.recover_locked()
+        _refuse_unfinished_purge(storage)
         _refuse_uncommitted(storage)
     from memvault import purge  # (lazy: every Vault open imports this module for the merge driver)
 
@@ -227,6 +228,8 @@ def sync(storage: Storage) -> SyncReport:
             # The fetch brought the old commits back (FETCH_HEAD, the tracking ref's reflog): prune them.
             with storage.write_lock():
                 purge.clean_repository(storage)
+                if report.purged:
+                    purge.adopted(storage)
     if storage.git.head() != before and report.changed:
         report.index = _catch_up_index(storage)
     return report
@@ -250,11 +253,14 @@ def _adopt_purges(storage: Storage, branch: str) -> list[str]:
         return purge.adopt_purges(storage, tracking)
 
 
-def _refuse_uncommitted(storage: Storage) -> None:
+def _refuse_unfinished_purge(storage: Storage) -> None:
     pending = storage.unfinished_purge()
     if pending:  # the history may still hold the text, or be half rewritten: never pushed like that
         raise InvalidInput(f"a purge of {shown(pending)} was interrupted; finish it with `memvault purge "
                            f"{' '.join(pending)} --yes`, then sync; nothing was synced")
+
+
+def _refuse_uncommitted(storage: Storage) -> None:
     dirty, _temp, _foreign = storage.uncommitted()  # files not memvault's are never synced: no reason to stop
     if dirty:
         paths = shown(dirty)

@@ -562,3 +562,27 @@ def test_purging_a_text_that_names_a_forgotten_fact_keeps_that_fact_forgotten(tm
     assert f"forget: {gone.id} (asked to forget)" in git(vault.root, "log", "--format=%s")
     assert "Dana asked to drop" not in git(vault.root, "log", "--all", "-p")
     assert is_clean(vault.root)
+
+
+def test_a_sync_killed_while_adopting_a_purge_leaves_it_to_finish_never_half_done(tmp_path):
+    """Fault tried (found in 10 of 12 kills by a QA pass): a sync killed after it rewrote this
+    clone's history for a purge made elsewhere, before it pruned the old objects. It now notes the
+    purge first: the next sync refuses and names `memvault purge ID --yes`, which finishes it; no
+    object holds the text afterwards."""
+    from memvault.purge import _record, rewrite_history
+
+    _remote, a, b, ids = _machines(tmp_path)
+    assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    # b as the kill left it: noted, its history rewritten, the old objects not yet pruned
+    vault = Vault(b)
+    _record(vault.storage, (), pending=[ids["secret"]])
+    rewrite_history(vault.storage, [ids["secret"]], [SECRET])
+    assert SECRET.encode() in _objects(b)
+    refused = run_memvault("sync", "--vault", str(b))
+    assert refused.returncode == ExitCode.USAGE and f"memvault purge {ids['secret']} --yes" in refused.stderr
+    done = run_memvault("purge", ids["secret"], "--yes", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    _assert_gone(b, SECRET)
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    assert is_clean(b) and git(a, "rev-parse", "HEAD") != ""
