@@ -28,7 +28,9 @@ text, and the remote's would silently leave the tree.
 
 from __future__ import annotations
 
+import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 
 from memvault.facts import parse_log
@@ -59,17 +61,28 @@ def tree_problem(store: GitStore, rev: str) -> str | None:
     submodules = sorted(line.split("\t", 1)[1] for line in listing if line.startswith("160000 "))
     if submodules:
         return f"holds submodule(s) ({shown(submodules)}), which a vault never has; remove them"
-    folders = sorted({folder for path in (line.split("\t", 1)[1] for line in listing)
-                      for folder in _parents(path) if is_vault_file(folder)})
+    paths = [line.split("\t", 1)[1] for line in listing]
+    folders = sorted({folder for path in paths for folder in _parents(path) if is_vault_file(folder)})
+    folders += sorted(path for path in paths if _year_folder(path))
     if folders:
-        return (f"holds folder(s) where the vault keeps a file ({shown(folders)}); memvault would fail on "
-                "every read of them; replace them with the files")
+        return (f"holds a folder where the vault keeps a file, or a file where it keeps a folder "
+                f"({shown(folders)}); memvault would fail on every read of them; put them back as they were")
+    attributes = sorted(path for path in paths if path.endswith("/" + GITATTRIBUTES))
+    if attributes:
+        return (f"holds {GITATTRIBUTES} in a folder ({shown(attributes)}), which would change how git converts "
+                "and merges the vault's files; remove it")
     state = sorted(path for path in (line.split("\t", 1)[1] for line in listing)
                    if path == STATE_DIR or path.startswith(STATE_DIR + "/"))
     if state:
         return (f"holds files under {STATE_DIR}/ ({shown(state)}), which is each machine's own local state and "
                 "never committed; remove them from the repository (git rm --cached)")
     return None
+
+
+def _year_folder(path: str) -> bool:
+    """Is `path` (a file) where a year folder of the daily logs belongs (logs/2025)?"""
+    parts = path.split("/")
+    return len(parts) == 2 and parts[0] == LOGS_DIR and re.fullmatch(r"\d{4}", parts[1]) is not None
 
 
 def _parents(path: str) -> list[str]:
@@ -138,6 +151,9 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
             after = _items(files[rev, path], path)
             for i in after.keys() - before.keys():
                 added.setdefault(i, set()).add(path)
+            # an id twice in one log (readers take one of them): counted as reused unless it was so before
+            twice = _repeated(files[rev, path], path) - _repeated(files[base, path], path)
+            changes.reused += sorted(twice)
             # A purge (adopted before this check) removes a fact's item with a purge record.
             changes.removed_facts += sorted(i for i in before.keys() - after.keys()
                                             if not (i in theirs_tombstones and theirs_tombstones[i].purged))
@@ -154,7 +170,7 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
             changes.endpoint_move = _llm_endpoint_change(*(files[commit, path] for commit in (base, head, rev)))
         elif path == GITATTRIBUTES:
             changes.attributes_move = files[rev, path] != files[head, path]
-    changes.reused = _reused(store, head, added)
+    changes.reused = sorted(set(changes.reused) | set(_reused(store, head, added)))
     return changes
 
 
@@ -216,6 +232,13 @@ def _llm_settings(text: str) -> dict:
 def _stored_items(text: str, path: str) -> dict[str, str]:
     """Each fact's item of a log by id, as the merge driver sees it: its stored text."""
     return {key[1]: block for key, block in blocks(text, path) if isinstance(key, tuple) and key[0] == "fact"}
+
+
+def _repeated(text: str, path: str) -> set[str]:
+    """Ids that more than one item of a log carries."""
+    facts, _problems = parse_log(text, path)
+    counts = Counter(fact.id for fact in facts)
+    return {fact_id for fact_id, count in counts.items() if count > 1}
 
 
 def _items(text: str, path: str) -> dict[str, dict]:

@@ -274,3 +274,33 @@ def test_gitattributes_changed_on_the_remote_is_refused_until_made_here_too(tmp_
     git(h, *HOSTILE, "commit", "-qm", "tidy")
     git(h, "push", "-q", "origin", "HEAD:main")
     _refused(b, ".gitattributes", "make the same edit here")
+
+
+def test_a_second_item_under_a_fact_id_in_the_same_log_is_refused(tmp_path):
+    """A forged copy placed before the original in the same log was read as the fact everywhere,
+    and reported nowhere (after it, it passed for an edit)."""
+    _a, b, h = _shared(tmp_path)
+    victim = next(i for i, text in _ids(b).items() if text == "Alice drinks green tea")
+    log = _log(h).read_text()
+    original = next(line for line in log.splitlines() if victim in line)
+    _log(h).write_text(log.replace(original, original.replace("Alice drinks green tea", "Alice drinks only coffee")
+                                   + "\n" + original))
+    _push(h, "forge")
+    _refused(b, victim, "another daily log already holds")
+    assert _ids(b)[victim] == "Alice drinks green tea"
+
+
+@pytest.mark.parametrize("planted", ["logs/2025", "logs/.gitattributes", "wiki/people/.gitattributes"])
+def test_a_file_where_a_year_folder_belongs_or_a_nested_gitattributes_is_refused(tmp_path, planted):
+    """A file named like a year folder made adds to that year fail; a .gitattributes in a folder
+    (working-tree-encoding) turned every later log commit into mojibake, clones included."""
+    _a, b, h = _shared(tmp_path)
+    (h / planted).parent.mkdir(parents=True, exist_ok=True)
+    (h / planted).write_text("*.md working-tree-encoding=UTF-16LE-BOM\n" if "attributes" in planted else "hi\n")
+    git(h, "add", "-f", planted)
+    git(h, *HOSTILE, "commit", "-qm", "plant")
+    git(h, "push", "-q", "origin", "HEAD:main")
+    _refused(b, planted)
+    c = tmp_path / "c"
+    done = run_memvault("clone", str(tmp_path / "remote.git"), str(c))
+    assert done.returncode == ExitCode.SYNC_CONFLICT and planted in done.stderr, done.stderr
