@@ -19,12 +19,13 @@ from collections.abc import Iterable
 
 from memvault.citations import strip_forgotten_statements
 from memvault.dreamlog import free_text_start
-from memvault.facts import META_OPEN, split_log
-from memvault.storage.layout import DREAM_LOG, LOGS_DIR, TOMBSTONES_FILE
+from memvault.facts import META_CLOSE, META_OPEN, split_log
+from memvault.storage.layout import CONFIG_FILE, DREAM_LOG, GITATTRIBUTES, GITIGNORE, LOGS_DIR, TOMBSTONES_FILE
 
 PURGED_MARK = "[purged]"
-# A fact id standing as a word, wherever a purged text is replaced (ids are never replaced).
-FACT_ID = re.compile(r"(?<![0-9a-z])[0-9a-hjkmnp-tv-z]{16}(?![0-9a-z])")
+_ID = r"[0-9a-hjkmnp-tv-z]{16}"
+_CITED = re.compile(rf"\[\^({_ID})\]")
+_NAMED = re.compile(rf"^(?:[a-z]+: )?({_ID})\b|\(({_ID})\.\.({_ID})\)")
 PURGE_SUBJECT = "purge: "       # the purge commit's own message is left as it is
 MIN_NEEDLE_CHARS = 12           # shorter texts (or lines of a text) are removed by id only
 
@@ -70,15 +71,41 @@ def scrub_text(text: str, ids: set[str], needles: list[str], path: str) -> str:
         return text
     if path == TOMBSTONES_FILE:
         return "".join(_scrub_tombstone(line, ids, needles) for line in text.splitlines(keepends=True))
+    if path.rsplit("/", 1)[-1] in (CONFIG_FILE, GITATTRIBUTES, GITIGNORE):
+        return text  # configuration, never edited
     if not path.endswith(".md"):
-        return text  # memvault.toml, .gitattributes, .gitignore: configuration, never edited
+        return _replace(text, needles)  # a text file of the user's
     if path.startswith(LOGS_DIR + "/"):
         return _scrub_log(text, ids, needles)
     if path == DREAM_LOG:
         return "".join(line[:free_text_start(line)] + _replace(line[free_text_start(line):], needles)
                        for line in text.splitlines(keepends=True))
-    text = strip_forgotten_statements(text, ids)
-    return "".join(_scrub_line(line, needles) for line in text.splitlines(keepends=True))
+    lines = strip_forgotten_statements(text, ids).splitlines(keepends=True)
+    front = _frontmatter_lines(lines)
+    return "".join(_scrub_title(line, needles) if n < front else _scrub_line(line, needles)
+                   for n, line in enumerate(lines))
+
+
+def _frontmatter_lines(lines: list[str]) -> int:
+    """How many lines a page's YAML front matter takes (0 without one)."""
+    if not lines or lines[0].rstrip("\r\n") != "---":
+        return 0
+    for n, line in enumerate(lines[1:], start=2):
+        if line.rstrip("\r\n") == "---":
+            return n
+    return 0
+
+
+def _scrub_title(line: str, needles: list[str]) -> str:
+    """In front matter only a page's title is words (its sources, dates and zone are structure);
+    a title that becomes "[purged]" is quoted, or YAML would read a list."""
+    if not line.startswith("title:"):
+        return line
+    value = line[len("title:"):].strip()
+    new = _replace(value, needles)
+    if new == value:
+        return line
+    return f"title: {json.dumps(new, ensure_ascii=False)}{line[len(line.rstrip(chr(13) + chr(10))):]}"
 
 
 def _scrub_log(text: str, ids: set[str], needles: list[str]) -> str:
@@ -95,8 +122,36 @@ def _scrub_log(text: str, ids: set[str], needles: list[str]) -> str:
         if meta < 0:
             out.append(_replace(chunk.text, needles))
             continue
-        out.append(_replace(first[:meta], needles) + first[meta:] + _newline + _replace(rest, needles))
+        out.append(_replace(first[:meta], needles) + _scrub_labels(first[meta:], needles) + _newline
+                   + _replace(rest, needles))
     return "".join(out)
+
+
+def _scrub_labels(comment: str, needles: list[str]) -> str:
+    """An item's metadata comment: the purged text in its source, session or tags becomes
+    PURGED_MARK; its id, time and category are never edited, and a comment holding no needle
+    comes back byte for byte."""
+    if not any(form in comment for form in _forms(needles)):
+        return comment
+    body = comment.rstrip("\r")
+    if not (body.startswith(META_OPEN) and body.endswith(META_CLOSE)):
+        return comment
+    try:
+        meta = json.loads(body[len(META_OPEN):-len(META_CLOSE)])
+    except ValueError:
+        return comment
+    if not isinstance(meta, dict):
+        return comment
+    changed = dict(meta)
+    for key in ("source", "session"):
+        if isinstance(changed.get(key), str):
+            changed[key] = _replace(changed[key], needles)
+    if isinstance(changed.get("tags"), list):
+        changed["tags"] = [_replace(t, needles) if isinstance(t, str) else t for t in changed["tags"]]
+    if changed == meta:
+        return comment
+    encoded = json.dumps(changed, ensure_ascii=False, separators=(",", ":"))
+    return f"{META_OPEN}{encoded}{META_CLOSE}{comment[len(body):]}"
 
 
 def _scrub_line(line: str, needles: list[str]) -> str:
@@ -107,16 +162,17 @@ def _scrub_line(line: str, needles: list[str]) -> str:
     bare = line.strip().removeprefix("- ").removeprefix("* ").strip()
     if bare in needles:
         return ""
-    return _replace(line, needles)
+    return _replace(line, needles, _citations(line))
 
 
-def _replace(text: str, needles: list[str]) -> str:
+def _replace(text: str, needles: list[str], kept: list[tuple[int, int]] = ()) -> str:
     """Every occurrence of any needle becomes PURGED_MARK, all in one pass (overlapping ones merge
-    into one mark, so the result does not depend on the needles' order), except the fact ids
-    inside them: an id is the vault's structure (a citation, a forget record, a commit subject),
-    never a secret, and a purged text equal to an id must not unhook what names it."""
+    into one mark, so the result does not depend on the needles' order), but for one inside a
+    `kept` span: where the vault's structure names a fact by its id (a citation, a commit
+    subject), so a purged text equal to (a piece of) an id cannot unhook what names it."""
     spans = sorted((at, at + len(needle)) for needle in needles if needle
-                   for at in _occurrences(text, needle))
+                   for at in _occurrences(text, needle)
+                   if not any(start <= at and at + len(needle) <= end for start, end in kept))
     if not spans:
         return text
     merged = [list(spans[0])]
@@ -127,22 +183,21 @@ def _replace(text: str, needles: list[str]) -> str:
             merged.append([start, end])
     out, at = [], 0
     for start, end in merged:
-        out.append(text[at:start])
-        kept = 0
-        for found in FACT_ID.finditer(text, start, end):
-            out += [_mark(text[start + kept:found.start()]), found.group(0)]
-            kept = found.end() - start
-        out.append(_mark(text[start + kept:end]))
+        out += [text[at:start], PURGED_MARK]
         at = end
     out.append(text[at:])
     return "".join(out)
 
 
-def _mark(gap: str) -> str:
-    """PURGED_MARK for a piece of purged text, keeping the spaces that part it from an id."""
-    if not gap.strip():
-        return gap
-    return gap[:len(gap) - len(gap.lstrip())] + PURGED_MARK + gap[len(gap.rstrip()):]
+def _citations(text: str) -> list[tuple[int, int]]:
+    """The ids a page cites (`[^id]`): kept."""
+    return [m.span(1) for m in _CITED.finditer(text)]
+
+
+def _named(line: str) -> list[tuple[int, int]]:
+    """The ids a commit message names where memvault writes them: after the subject's verb
+    (`add: <id>`), at the start of a group commit's line, in an id range (`(<id>..<id>)`)."""
+    return [span for m in _NAMED.finditer(line) for span in (m.span(1), m.span(2), m.span(3)) if span != (-1, -1)]
 
 
 def _occurrences(text: str, needle: str):
@@ -175,8 +230,8 @@ def _scrub_tombstone(line: str, ids: set[str], needles: list[str]) -> str:
 
 
 def scrub_blob(data: bytes, ids: set[str], needles: list[str], path: str) -> bytes:
-    """scrub_text for the blob of a file at `path`; in a markdown file that is not UTF-8 text, the
-    needles' bytes become PURGED_MARK."""
+    """scrub_text for the blob of a file at `path`; in a file that is not UTF-8 text (and not
+    configuration), the needles' bytes become PURGED_MARK."""
     raw_ids = [i.encode() for i in ids]
     raw_needles = [n.encode() for n in needles]
     if not any(i in data for i in raw_ids) and not any(form.encode() in data for form in _forms(needles)):
@@ -184,7 +239,7 @@ def scrub_blob(data: bytes, ids: set[str], needles: list[str], path: str) -> byt
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        if not path.endswith(".md"):
+        if path.rsplit("/", 1)[-1] in (CONFIG_FILE, GITATTRIBUTES, GITIGNORE):
             return data
         for needle in raw_needles:
             data = data.replace(needle, PURGED_MARK.encode())
@@ -208,7 +263,8 @@ def scrub_message(message: bytes, ids: set[str], needles: list[str]) -> bytes:
     lines = []
     for line in text.split("\n"):
         if not line.startswith(PURGE_SUBJECT):
-            line = _replace(_cut_short_copy(line, words), words)
+            line = _cut_short_copy(line, words)
+            line = _replace(line, words, _named(line))
             for fact_id in ids:
                 at = line.find(fact_id)
                 if at < 0:

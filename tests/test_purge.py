@@ -541,6 +541,24 @@ def test_filter_leaves_ids_and_records_alone_and_finds_the_text_as_messages_and_
         f"add: {other} Bob told me that [purged]…"
     page = f"- Dana asked to drop this one, see: [^{forgotten}]\n"
     assert scrub_text(page, {other}, needles, "wiki/people/dana.md") == f"- [purged] [^{forgotten}]\n"
+    # an id-shaped token inside a secret (16 hex digits) goes like the rest of it
+    hexed = needles_of(["wifi password is 3f9a8b7c6d5e4f3a"])
+    assert scrub_text("- Bob said wifi password is 3f9a8b7c6d5e4f3a yesterday\n", set(), hexed, "MEMORY.md") == \
+        "- Bob said [purged] yesterday\n"
+    # front matter: the title is words (quoted when it becomes the mark), sources and dates are not
+    front = (f"---\ntitle: Alice moved to Lyon\nsources: [{forgotten}]\nupdated: 2026-11-24T02:05:10\n---\n"
+             f"# Alice\n- Alice moved to Lyon [^{forgotten}]\n")
+    scrubbed_page = scrub_text(front, set(), needles_of(["Alice moved to Lyon", "2026-11-24T02:05", forgotten]),
+                               "wiki/people/alice.md")
+    assert scrubbed_page == (f'---\ntitle: "[purged]"\nsources: [{forgotten}]\nupdated: 2026-11-24T02:05:10\n'
+                             f"---\n# Alice\n- [purged] [^{forgotten}]\n")
+    # labels in a metadata comment are words too, its id and time are not; a user's text file too
+    sheet = needles_of(["payroll-sheet-2026-q3.xlsx"])
+    labelled = (f'- a fact <!-- mv {{"id":"{other}","at":"2026-11-24T02:05:10+00:00","category":"fact",'
+                f'"source":"payroll-sheet-2026-q3.xlsx","tags":["payroll-sheet-2026-q3.xlsx","ok"]}} -->\n')
+    assert scrub_text(labelled, set(), sheet, "logs/2026/2026-11-24.md") == labelled.replace(
+        '"payroll-sheet-2026-q3.xlsx"', '"[purged]"')
+    assert scrub_text("see payroll-sheet-2026-q3.xlsx\n", set(), sheet, "wiki/notes.txt") == "see [purged]\n"
     overlapping = ["alpha beta gamma delta", "beta gamma delta epsilon"]
     line = "- note: alpha beta gamma delta epsilon end\n"
     assert scrub_text(line, set(), needles_of(overlapping), "MEMORY.md") == \
