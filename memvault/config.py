@@ -161,9 +161,9 @@ def _lock_timeout(vault: dict) -> float:
     return _positive_number(vault.get("lock_timeout", 10.0), "vault.lock_timeout")
 
 
-# A category is one word (it is typed after --category and shown in columns); a zone is a folder of
-# wiki/, so never a path of its own.
-_CATEGORY = re.compile(r"^[^\s,#\x00-\x1f\x7f]{1,40}$")
+# A category is a short name (typed after --category, shown in columns; inner spaces were always
+# accepted); a zone is a folder of wiki/, so never a path of its own.
+_CATEGORY = re.compile(r"^[^\s,#\x00-\x1f\x7f](?:[^,#\x00-\x1f\x7f]{0,38}[^\s,#\x00-\x1f\x7f])?$")
 _ZONE = re.compile(r"^[^./\\\s\x00-\x1f\x7f][^/\\\x00-\x1f\x7f]{0,63}$")
 
 

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from memvault.citations import pages_citing
-from memvault.errors import InvalidInput, MemvaultError, NotFound, unwritable, worded
+from memvault.errors import InvalidInput, MemvaultError, NotFound, no_room, unwritable, worded
 from memvault.facts import Fact, parse_log
 from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
@@ -94,7 +94,7 @@ def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str
     if not wanted:
         raise InvalidInput("no fact id given; nothing was purged")
     tombstones = storage.tombstones()
-    unfinished = set(_state(storage).get("pending") or [])
+    unfinished = set(storage.unfinished_purge())
     facts: dict[str, Fact] = {}
     done: list[str] = []
     for typed in wanted:
@@ -207,12 +207,8 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
     refuse (InvalidInput, nothing changed); without it the purge goes ahead."""
     ids = list(ids)
     with storage.dream_lock(), storage.write_lock():
-        storage.recover_locked()
+        storage.recover_locked()  # (puts back what an interrupted purge left half checked out)
         storage.refuse_during_merge()
-        if unfinished_purge(storage):
-            # The tree was clean when that purge began (it refuses otherwise): what differs from
-            # HEAD now is its own half-done checkout of the rewritten files.
-            storage.git.run("reset", "-q", "--hard", "HEAD")
         refuse_uncommitted(storage, "purge")
         facts, done = _resolve(storage, ids)
         if not facts:
@@ -223,7 +219,6 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
                 # may still be there.
                 refs = storage.git.run("for-each-ref", "--format=%(refname)").split()
                 rewrite_history(storage, finishing, texts_of(storage, set(finishing), refs))
-                storage.git.run("reset", "-q", "--hard", "HEAD")
                 clean_repository(storage)
                 storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)
                 report = PurgeReport([], done, 0, [], index=purge_derived(storage, [], progress=progress))
@@ -235,9 +230,7 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
             raise InvalidInput("purge not confirmed; nothing changed")
         fact_ids = [f.id for f in facts]
         texts = [f.text for f in facts if f.text]
-        # Noted first (ids only): a purge killed after the rewrite can then be named and finished.
-        _record(storage, (), pending=fact_ids)
-        rewritten = rewrite_history(storage, fact_ids, texts)
+        rewritten = _noted_rewrite(storage, fact_ids, texts)
         tombstones = _write_tombstones(storage, fact_ids)
         _record(storage, fact_ids, push_owed=the_plan.remote is not None)
         clean_repository(storage)
@@ -294,10 +287,27 @@ def rewrite_history(storage: Storage, ids: list[str], texts: list[str]) -> int:
 
 
 def _disk_full(storage: Storage, stderr: str) -> bool:
+    """Did the filter fail for want of room? git fast-import says so, or dies of it (a broken pipe)
+    with under a MiB left."""
     if "No space left on device" in stderr or "[Errno 28]" in stderr:
         return True
-    disk = os.statvfs(storage.root)
-    return disk.f_bavail * disk.f_frsize < 1024 * 1024
+    return no_room(storage.root, 1024 * 1024) is not None
+
+
+def _noted_rewrite(storage: Storage, ids: list[str], texts: list[str]) -> int:
+    """rewrite_history, noted first (the ids, never the texts, and HEAD before it): a purge killed
+    from here on is named by doctor and sync, the next commands put back only the files it left
+    half checked out (Storage.recover_locked), and running it again finishes it. A rewrite that
+    fails before moving any ref has changed nothing: the note goes again."""
+    refs = storage.git.run("for-each-ref", "--format=%(objectname) %(refname)")
+    _record(storage, (), pending=ids, before=storage.git.head())
+    try:
+        return rewrite_history(storage, ids, texts)
+    except BaseException:
+        with suppress(Exception):
+            if storage.git.run("for-each-ref", "--format=%(objectname) %(refname)") == refs:
+                _record(storage, (), pending=[])
+        raise
 
 
 def _die_with_parent() -> None:
@@ -373,11 +383,15 @@ def _state(storage: Storage) -> dict:
 
 
 def _record(storage: Storage, ids: Iterable[str], *, push_owed: bool | None = None,
-            pending: list[str] | None = None) -> None:
+            pending: list[str] | None = None, before: str | None = None) -> None:
     state = _state(storage)
     state["clean"] = sorted(set(state.get("clean") or []) | set(ids))
     if pending is not None:
         state["pending"] = sorted(set(pending))
+        if pending and before:
+            state["before"] = before  # HEAD before the rewrite (Storage.recover_locked)
+        elif not pending:
+            state.pop("before", None)
     if push_owed is not None:
         state["push_owed"] = bool(push_owed) or bool(state.get("push_owed"))
     storage.state_dir  # noqa: B018 - creates .memvault/
@@ -471,11 +485,9 @@ def adopt_purges(storage: Storage, tracking: str | None) -> list[str]:
         return []
     refuse_uncommitted(storage, "sync that adopts a purge")
     texts = texts_of(storage, ids, [r for r in ("HEAD", tracking) if r])
-    # Noted first, as `purge` does: a sync killed from here until it has pruned the old objects
-    # (`adopted`) leaves a purge to finish: the next commands put half-rewritten files back, sync
-    # waits, and `memvault purge IDS --yes` finishes it.
-    _record(storage, (), pending=sorted(ids))
-    rewrite_history(storage, sorted(ids), texts)
+    # A sync killed from here until it has pruned the old objects (`adopted`) leaves a purge to
+    # finish, as a killed `purge` does.
+    _noted_rewrite(storage, sorted(ids), texts)
     _record(storage, ids)
     purge_derived(storage, texts)
     return sorted(ids)

@@ -132,6 +132,7 @@ def test_a_bad_lock_timeout_in_the_settings_is_refused(cli, vault_dir, value):
 
 @pytest.mark.parametrize("section, line, words", [
     ("vault", "categories = [5]", "vault.categories holds 5"),
+    ("vault", "categories = [\"fact\", \" padded \"]", "vault.categories holds ' padded '"),
     ("vault", 'categories = "fact"', "vault.categories must be a non-empty list"),
     ("vault", 'categories = ["fact", "Fact"]', "names one of them twice"),
     ("dream", 'zones = ["people", "../outside"]', "dream.zones holds '../outside'"),

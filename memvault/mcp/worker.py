@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from memvault.errors import NotAVault
-from memvault.vault import Vault, is_vault
+from memvault.storage.layout import CONFIG_FILE
+from memvault.vault import Vault
 
 T = TypeVar("T")
 
@@ -46,7 +47,7 @@ class VaultWorker:
 
     def _run(self, call: Callable[[Vault], T]) -> tuple[T, list[str]]:
         self._notices = []
-        if not is_vault(self.vault.root):
+        if not (self.vault.root / CONFIG_FILE).is_file():
             # Moved or deleted while the server ran: answering from what is left (an empty list, a
             # git error) or re-creating its state folder at the old path would mislead the agent.
             raise NotAVault(f"{self.vault.root} is no longer a memvault vault (moved or deleted while the server "

@@ -284,26 +284,48 @@ class Storage:
             self.queue.give_back(name)
         pending = self.unfinished_purge()
         if pending:
-            # A purge killed midway: the history may be rewritten while the files still hold the old
-            # text, which the next write would commit again (and sync push). The purge began on a
-            # clean tree, so what differs from HEAD in the vault's files is its own half-done checkout.
-            ours, _temp, _foreign = self.uncommitted()
-            if ours:
-                self.restore_from_head(ours)
-                done.append(f"undid the half-written files of an interrupted purge ({', '.join(ours[:3])}"
-                            f"{' …' if len(ours) > 3 else ''}); run `memvault purge {' '.join(pending)} --yes` "
+            half = self._half_purged()
+            if half:
+                self.restore_from_head(half)
+                done.append(f"put back the files an interrupted purge left half checked out ({', '.join(half[:3])}"
+                            f"{' …' if len(half) > 3 else ''}); run `memvault purge {' '.join(pending)} --yes` "
                             "to finish it")
         remove_temp_files(self.journal.path)  # a journal whose writer was killed while writing it
         return done
 
-    def unfinished_purge(self) -> list[str]:
-        """Ids of a purge that was interrupted (killed, a full disk) before it finished: running
-        `purge` with them again finishes it."""
+    def _half_purged(self) -> list[str]:
+        """The files a purge killed midway left as they were before it, under a rewritten HEAD:
+        git's index and the file still hold the old text, which the next write would commit
+        again (and sync push). Only files still exactly as before the purge: a hand edit since
+        is not touched."""
+        import git
+
+        before = self._purge_state().get("before")
+        if not isinstance(before, str) or self.git.head() in (None, before):
+            return []  # the rewrite never moved HEAD: nothing is half done
+        try:
+            changed = [p for p in self.git.run("diff", "--name-only", "-z", before, "HEAD").split("\0") if p]
+            listing = self.git.run("ls-tree", "-z", before, "--", *changed).split("\0") if changed else []
+        except git.GitCommandError:
+            return []  # the old commit is pruned: the purge got past its checkout
+        old = {line.split("\t", 1)[1]: line.split()[2] for line in listing if line}
+        on_disk = [p for p in old if (self.root / p).is_file() and not (self.root / p).is_symlink()]
+        hashed = self.git.run("hash-object", "--", *(str(self.root / p) for p in on_disk)).split() if on_disk else []
+        disk = dict(zip(on_disk, hashed, strict=True))
+        # as before the purge: the old blob on disk, or still absent when the purge's HEAD adds it
+        return sorted(p for p in changed if (disk.get(p) == old[p] if p in old else not (self.root / p).exists()))
+
+    def _purge_state(self) -> dict:
         try:
             state = json.loads((self.root / PURGE_STATE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return []
-        pending = state.get("pending") if isinstance(state, dict) else None
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    def unfinished_purge(self) -> list[str]:
+        """Ids of a purge that was interrupted (killed, a full disk) before it finished: running
+        `purge` with them again finishes it."""
+        pending = self._purge_state().get("pending")
         return [str(i) for i in pending] if isinstance(pending, list) else []
 
     def refuse_during_merge(self) -> None:
