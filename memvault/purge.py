@@ -463,9 +463,9 @@ def texts_of(storage: Storage, ids: set[str], refs: Iterable[str]) -> list[str]:
         missing = sorted(ids - set(found))
         if not missing:
             break
-        patterns = [arg for fact_id in missing for arg in ("-e", fact_id)]
+        patterns = "".join(f"{fact_id}\n" for fact_id in missing)
         try:
-            hits = storage.git.run("grep", "-l", "-F", *patterns, ref, "--", LOGS_DIR).splitlines()
+            hits = storage.git.run("grep", "-l", "-F", "-f", "-", ref, "--", LOGS_DIR, input=patterns).splitlines()
         except git.GitCommandError:
             continue  # (git grep exits 1 when nothing matches)
         for hit in hits:

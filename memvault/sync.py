@@ -27,13 +27,10 @@ from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
 from memvault.sync_checks import RemoteChanges, common_base, remote_changes, shown, tree_problem
+from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS
 
 REMOTE = "origin"
-# A driver configured under git's built-in name takes precedence over the built-in, so vaults
-# without the config entry (a plain `git clone`) still get git's line union, never markers.
-MERGE_DRIVER = "union"
 MERGE_DRIVER_NAME = "memvault: union of daily-log items and tombstone lines"
-UNION_PATTERNS = (f"{LOGS_DIR}/**", TOMBSTONES_FILE)
 PUSH_ATTEMPTS = 3
 NETWORK_TIMEOUT_SECONDS = 300
 

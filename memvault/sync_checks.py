@@ -44,7 +44,7 @@ from memvault.storage.layout import (
     is_vault_file,
 )
 from memvault.tombstones import parse_tombstones
-from memvault.union_merge import blocks
+from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS, blocks
 
 SHOWN = 5
 LLM_ENDPOINT_KEYS = ("model", "api_base")
@@ -169,7 +169,7 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
         elif path == CONFIG_FILE:
             changes.endpoint_move = _llm_endpoint_change(*(files[commit, path] for commit in (base, head, rev)))
         elif path == GITATTRIBUTES:
-            changes.attributes_move = files[rev, path] != files[head, path]
+            changes.attributes_move = not _own_attributes_added(files[head, path], files[rev, path])
     changes.reused = sorted(set(changes.reused) | set(_reused(store, head, added)))
     return changes
 
@@ -183,9 +183,9 @@ def _reused(store: GitStore, head: str, added: dict[str, set[str]]) -> list[str]
     ours: list[str] = []
     if added:
         # Only the logs naming one of the ids are read: memvault writes an id as it is.
-        patterns = [arg for fact_id in sorted(added) for arg in ("-e", fact_id)]
+        patterns = "".join(f"{fact_id}\n" for fact_id in sorted(added))  # on stdin: 100k ids fit no command line
         try:
-            hits = store.run("grep", "-l", "-F", "-z", *patterns, head, "--", LOGS_DIR).split("\0")
+            hits = store.run("grep", "-l", "-F", "-z", "-f", "-", head, "--", LOGS_DIR, input=patterns).split("\0")
         except git.GitCommandError:  # exit 1: no log names any of them
             hits = []
         ours = [hit.split(":", 1)[1] for hit in hits if hit]
@@ -193,6 +193,17 @@ def _reused(store: GitStore, head: str, added: dict[str, set[str]]) -> list[str]
     for path in ours:
         reused.update(i for i in _items(files[head, path], path) if i in added and path not in added[i])
     return sorted(reused)
+
+
+def _own_attributes_added(ours: str, theirs: str) -> bool:
+    """Is .gitattributes there this side's, or this side's plus only the union lines memvault
+    writes itself (`doctor --fix` on the other machine)?"""
+    def lines(text: str) -> list[str]:
+        return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+    own = {f"{pattern} merge={MERGE_DRIVER}" for pattern in UNION_PATTERNS}
+    mine, there = lines(ours), lines(theirs)
+    return set(mine) <= set(there) and set(there) - set(mine) <= own
 
 
 def _edit(base_raw, ours_raw, theirs_raw, base, ours, theirs) -> str | None:

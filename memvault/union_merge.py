@@ -17,6 +17,12 @@ import json
 import sys
 
 from memvault.facts import META_CLOSE, META_OPEN, split_log
+from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE
+
+# A driver configured under git's built-in name takes precedence over the built-in, so vaults
+# without the config entry (a plain `git clone`) still get git's line union, never markers.
+MERGE_DRIVER = "union"
+UNION_PATTERNS = (f"{LOGS_DIR}/**", TOMBSTONES_FILE)  # what .gitattributes sends to it
 
 Block = tuple[object, str]  # (key, text): a fact item keyed by its id, any other line by its text
 

@@ -304,3 +304,28 @@ def test_a_file_where_a_year_folder_belongs_or_a_nested_gitattributes_is_refused
     c = tmp_path / "c"
     done = run_memvault("clone", str(tmp_path / "remote.git"), str(c))
     assert done.returncode == ExitCode.SYNC_CONFLICT and planted in done.stderr, done.stderr
+
+
+def test_the_union_lines_doctor_fix_adds_on_another_machine_are_taken(tmp_path):
+    """memvault's own repair is no foreign change: both machines lost a merge line, another
+    machine's `doctor --fix` put it back; this one takes it. Anything else added is refused."""
+    _a, b, h = _shared(tmp_path)
+    for root in (h, b):  # the line lost on both sides (made here too, so that sync takes it)
+        attributes = root / ".gitattributes"
+        attributes.write_text(attributes.read_text().replace("tombstones.jsonl merge=union\n", ""))
+        git(root, "add", ".gitattributes")
+        git(root, *HOSTILE, "commit", "-qm", "lose a line")
+    git(h, "push", "-q", "origin", "HEAD:main")
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    (h / ".gitattributes").write_text((h / ".gitattributes").read_text() + "tombstones.jsonl merge=union\n")
+    git(h, "add", ".gitattributes")
+    git(h, *HOSTILE, "commit", "-qm", "doctor: union merge for daily logs and tombstones")
+    git(h, "push", "-q", "origin", "HEAD:main")
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert "tombstones.jsonl merge=union" in (b / ".gitattributes").read_text()
+    (h / ".gitattributes").write_text((h / ".gitattributes").read_text() + "*.md diff=secret\n")
+    git(h, "add", ".gitattributes")
+    git(h, *HOSTILE, "commit", "-qm", "more")
+    git(h, "push", "-q", "origin", "HEAD:main")
+    _refused(b, ".gitattributes")
