@@ -91,6 +91,9 @@ def test_purge_removes_text_from_logs_every_commit_pages_index_and_cache(tmp_pat
             assert "sha256" not in line
     page = (root / "wiki/people/door.md").read_text()
     assert "Alice likes tea" in page and "7319" not in page
+    # the page still lists the purged id in its sources: withheld until the next dream, not broken
+    checks = {c["name"]: c for c in json.loads(run_memvault("doctor", "--json", "--vault", str(root)).stdout)["checks"]}
+    assert checks["citations"]["status"] == "ok" and checks["pages citing forgotten facts"]["status"] == "warn"
     assert KEPT in (root / "logs/2026/2026-11-01.md").read_text()
     assert {f.id for f in vault.iter_facts(include_forgotten=True)} == {ids["kept"]} | {
         f.id for f in vault.iter_facts() if f.text.startswith("later")}
