@@ -26,7 +26,7 @@ from memvault.gitstore import GitStore, require_git
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.sync_checks import RemoteChanges, common_base, remote_changes, shown, tree_problem
+from memvault.sync_checks import RemoteChanges, common_base, empty_tree, remote_changes, shown, tree_problem
 from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS
 
 REMOTE = "origin"
@@ -347,11 +347,16 @@ def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:
     if any(p.startswith(LOGS_DIR + "/") or p == TOMBSTONES_FILE for p in paths):
         # these merge by union unless the driver is broken (a moved Python, say)
         named += " (append-only files: run `memvault doctor --fix` to repair the merge driver, then sync)"
+    tracking = f"refs/remotes/{REMOTE}/{branch}"
+    # two vaults started apart: git merges them only when told to
+    unrelated = " --allow-unrelated-histories" if common_base(storage.git, "HEAD", tracking) == \
+        empty_tree(storage.git) else ""
+    pages = "files" if CONFIG_FILE in paths else "pages"
     error = SyncConflict(
         f"sync stopped: {named} changed differently here and on {REMOTE}/{branch}; nothing was merged and "
         f"the vault is as before. To resolve: let only one machine run `memvault dream`; then in {storage.root} "
-        f"run `git merge {REMOTE}/{branch}`, edit the conflicting pages, `git commit -a`, and `memvault sync` "
-        f"(or keep the remote's pages: `git checkout {REMOTE}/{branch} -- <page>`, commit, sync)"
+        f"run `git merge{unrelated} {REMOTE}/{branch}`, edit the conflicting {pages}, `git commit -a`, and "
+        f"`memvault sync` (or keep the remote's: `git checkout {REMOTE}/{branch} -- <path>`, commit, sync)"
     )
     error.paths = paths  # type: ignore[attr-defined]
     return error

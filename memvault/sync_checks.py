@@ -303,7 +303,11 @@ def common_base(store: GitStore, head: str, rev: str) -> str:
     try:
         return store.run("merge-base", head, rev)
     except git.GitCommandError:  # exit 1: no common commit
-        return store.run("hash-object", "-t", "tree", "/dev/null")
+        return empty_tree(store)
+
+
+def empty_tree(store: GitStore) -> str:
+    return store.run("hash-object", "-t", "tree", "/dev/null")
 
 
 def shown(items: list[str], limit: int = SHOWN) -> str:

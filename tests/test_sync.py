@@ -265,3 +265,23 @@ def test_two_vaults_created_apart_merge_through_one_remote(tmp_path):
     for root in (a, b):
         assert sorted(_facts(root).values()) == ["from A: Alice drinks green tea", "from B: Bob fixed the kitchen tap"]
         assert is_clean(root)
+
+
+def test_two_vaults_apart_with_different_settings_stop_with_advice_that_works(tmp_path):
+    """Unrelated histories whose memvault.toml differ: exit 7, nothing merged, and the advice
+    names the git flag such a merge needs (plain `git merge` refuses unrelated histories)."""
+    remote = _remote(tmp_path)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for root, when in ((a, "2026-11-01T09:00:00"), (b, "2026-11-02T09:00:00")):
+        dates = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+        assert run_memvault("init", str(root), env=dates).returncode == 0
+        assert run_memvault("remote", "set", str(remote), "--vault", str(root)).returncode == 0
+    config = b / "memvault.toml"
+    config.write_text(config.read_text().replace("max_days = 14", "max_days = 7"))
+    git(b, "commit", "-qam", "shorter batches")
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    head = git(b, "rev-parse", "HEAD")
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
+    assert "memvault.toml" in done.stderr and "git merge --allow-unrelated-histories origin/main" in done.stderr
+    assert git(b, "rev-parse", "HEAD") == head and is_clean(b)
