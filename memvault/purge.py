@@ -116,7 +116,7 @@ def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str
 def _unfinished(storage: Storage, fact_id: str) -> Fact:
     refs = storage.git.run("for-each-ref", "--format=%(refname)").split()
     texts = texts_of(storage, {fact_id}, refs)
-    return Fact(id=fact_id, text=texts[0] if texts else "", at=datetime.now(storage.tz))
+    return Fact(id=fact_id, text=texts.get(fact_id, ""), at=datetime.now(storage.tz))
 
 
 def unfinished_purge(storage: Storage) -> list[str]:
@@ -218,7 +218,7 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
                 # the rewrite may be unfinished (again: a no-op where it was done), the old objects
                 # may still be there.
                 refs = storage.git.run("for-each-ref", "--format=%(refname)").split()
-                rewrite_history(storage, finishing, texts_of(storage, set(finishing), refs))
+                rewrite_history(storage, finishing, list(texts_of(storage, set(finishing), refs).values()))
                 clean_repository(storage)
                 storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)
                 report = PurgeReport([], done, 0, [], index=purge_derived(storage, [], progress=progress))
@@ -230,7 +230,7 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
             raise InvalidInput("purge not confirmed; nothing changed")
         fact_ids = [f.id for f in facts]
         texts = [f.text for f in facts if f.text]
-        rewritten = _noted_rewrite(storage, fact_ids, texts)
+        rewritten = _noted_rewrite(storage, [(fact_ids, texts)])
         tombstones = _write_tombstones(storage, fact_ids)
         _record(storage, fact_ids, push_owed=the_plan.remote is not None)
         clean_repository(storage)
@@ -294,15 +294,16 @@ def _disk_full(storage: Storage, stderr: str) -> bool:
     return no_room(storage.root, 1024 * 1024) is not None
 
 
-def _noted_rewrite(storage: Storage, ids: list[str], texts: list[str]) -> int:
-    """rewrite_history, noted first (the ids, never the texts, and HEAD before it): a purge killed
-    from here on is named by doctor and sync, the next commands put back only the files it left
-    half checked out (Storage.recover_locked), and running it again finishes it. A rewrite that
-    fails before moving any ref has changed nothing: the note goes again."""
+def _noted_rewrite(storage: Storage, purges: list[tuple[list[str], list[str]]]) -> int:
+    """rewrite_history for each (ids, texts) in turn, noted first (the ids, never the texts, and
+    HEAD before it): a purge killed from here on is named by doctor and sync, the next commands
+    put back only the files it left half checked out (Storage.recover_locked), and running it
+    again finishes it. A rewrite that fails before moving any ref has changed nothing: the note
+    goes again. Returns how many commits changed."""
     refs = storage.git.run("for-each-ref", "--format=%(objectname) %(refname)")
-    _record(storage, (), pending=ids, before=storage.git.head())
+    _record(storage, (), pending=[i for ids, _texts in purges for i in ids], before=storage.git.head())
     try:
-        return rewrite_history(storage, ids, texts)
+        return sum(rewrite_history(storage, ids, texts) for ids, texts in purges)
     except BaseException:
         with suppress(Exception):
             if storage.git.run("for-each-ref", "--format=%(objectname) %(refname)") == refs:
@@ -454,8 +455,9 @@ def _mentioned(storage: Storage, fact_id: str, revisions: str) -> bool:
     return bool(storage.git.run("log", "--format=%H", "-1", "-S", f'"id":"{fact_id}"', revisions, "--"))
 
 
-def texts_of(storage: Storage, ids: set[str], refs: Iterable[str]) -> list[str]:
-    """The texts of these facts as this clone knows them: its daily logs, then the logs of `refs`."""
+def texts_of(storage: Storage, ids: set[str], refs: Iterable[str]) -> dict[str, str]:
+    """Id -> the text of each of these facts as this clone knows it: its daily logs, then the logs
+    of `refs`."""
     found: dict[str, str] = {f.id: f.text for f in storage.iter_facts(include_forgotten=True) if f.id in ids}
     import git
 
@@ -473,7 +475,7 @@ def texts_of(storage: Storage, ids: set[str], refs: Iterable[str]) -> list[str]:
             for fact in parse_log(storage.git.run("show", hit), rel)[0]:
                 if fact.id in ids:
                     found.setdefault(fact.id, fact.text)
-    return list(found.values())
+    return found
 
 
 def adopt_purges(storage: Storage, tracking: str | None) -> list[str]:
@@ -485,12 +487,46 @@ def adopt_purges(storage: Storage, tracking: str | None) -> list[str]:
         return []
     refuse_uncommitted(storage, "sync that adopts a purge")
     texts = texts_of(storage, ids, [r for r in ("HEAD", tracking) if r])
-    # A sync killed from here until it has pruned the old objects (`adopted`) leaves a purge to
-    # finish, as a killed `purge` does.
-    _noted_rewrite(storage, sorted(ids), texts)
+    # One rewrite per purge, in the order they were made: one text replaced inside another gives
+    # another result in one pass than in two, and the commits must come out the same as on the
+    # clone that purged (replaying a purge already applied changes nothing). A sync killed from
+    # here until it has pruned the old objects (`adopted`) leaves a purge to finish.
+    _noted_rewrite(storage, [(group, [texts[i] for i in group if i in texts])
+                             for group in purge_groups(storage, tracking, ids)])
     _record(storage, ids)
-    purge_derived(storage, texts)
+    purge_derived(storage, list(texts.values()))
     return sorted(ids)
+
+
+def purge_groups(storage: Storage, tracking: str | None, ids: set[str]) -> list[list[str]]:
+    """The purged `ids` as the purges that made them, oldest first: a purge writes its records
+    together, with one time (the remote's tombstones first, then this clone's own)."""
+    contents = [storage.git.run("show", f"{tracking}:{TOMBSTONES_FILE}") if tracking and _has(storage, tracking)
+                else "", storage.read_text(TOMBSTONES_FILE)]
+    groups: list[tuple[str, list[str]]] = []
+    seen: set[str] = set()
+    for content in contents:
+        for line in content.splitlines():
+            for fact_id, record in parse_tombstones(line).items():
+                if not record.purged or fact_id not in ids or fact_id in seen:
+                    continue
+                seen.add(fact_id)
+                if groups and groups[-1][0] == record.at:
+                    groups[-1][1].append(fact_id)
+                else:
+                    groups.append((record.at, [fact_id]))
+    rest = sorted(ids - seen)  # (no record found: one rewrite for them)
+    return [sorted(group) for _at, group in groups] + ([rest] if rest else [])
+
+
+def _has(storage: Storage, ref: str) -> bool:
+    import git
+
+    try:
+        storage.git.run("cat-file", "-e", f"{ref}:{TOMBSTONES_FILE}")
+    except git.GitCommandError:
+        return False
+    return True
 
 
 def adopted(storage: Storage) -> None:

@@ -673,3 +673,33 @@ def test_the_rewriting_process_dies_with_a_killed_purge(tmp_path):
     else:
         os.kill(child, signal.SIGKILL)
         pytest.fail("the child outlived its killed parent")
+
+
+def test_two_purges_of_overlapping_texts_adopted_at_once_give_the_same_commits(tmp_path):
+    """Found by a QA pass: A purges one text, syncs, purges another that overlaps it inside a
+    third fact, syncs; B, which saw neither, adopts both in one sync. B replays them one purge
+    at a time, so both clones hold the same commits: no commit twice, the third fact the same."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a, b = tmp_path / "a", tmp_path / "b"
+    vault = Vault.init(a)
+    first = vault.add("alpha beta gamma delta", at="2026-11-01").id
+    second = vault.add("beta gamma delta epsilon", at="2026-11-01").id
+    quoting = vault.add("note: alpha beta gamma delta epsilon end", at="2026-11-01").id
+    vault.add("later fact", at="2026-11-02")
+    assert run_memvault("remote", "set", str(remote), "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("clone", str(remote), str(b)).returncode == 0
+    for fact_id in (first, second):
+        assert run_memvault("purge", fact_id, "--yes", "--vault", str(a)).returncode == 0
+        assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    Vault(b).add("b's own fact", at="2026-11-03")
+    done = run_memvault("sync", "--json", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(done.stdout)["purged"]) == sorted([first, second])
+    assert run_memvault("sync", "--json", "--vault", str(a)).returncode == 0
+    for root in (a, b):
+        texts = {f.id: f.text for f in Vault(root).iter_facts()}
+        assert texts[quoting] == "note: [purged] epsilon end"
+        assert git(root, "log", "--format=%s").count("later fact") == 1
+    assert git(a, "rev-parse", "HEAD") == git(b, "rev-parse", "HEAD")
