@@ -324,7 +324,9 @@ def _die_with_parent() -> None:
 def _write_tombstones(storage: Storage, ids: list[str]) -> list[Tombstone]:
     """The purge records, one commit: a fact's forget line is replaced (the first record of an id
     would otherwise win), the others appended."""
-    at = datetime.now(storage.tz).replace(microsecond=0).isoformat()
+    # To the microsecond: the records of one purge share their time, and another clone replays
+    # purges one at a time by it (purge_groups); two purges a second apart must not read as one.
+    at = datetime.now(storage.tz).isoformat()
     records = {i: Tombstone(id=i, at=at, reason="purged", hash="", purged=True) for i in ids}
     kept = []
     for line in storage.read_text(TOMBSTONES_FILE).splitlines(keepends=True):
@@ -500,7 +502,9 @@ def adopt_purges(storage: Storage, tracking: str | None) -> list[str]:
 
 def purge_groups(storage: Storage, tracking: str | None, ids: set[str]) -> list[list[str]]:
     """The purged `ids` as the purges that made them, oldest first: a purge writes its records
-    together, with one time (the remote's tombstones first, then this clone's own)."""
+    together, with one time to the microsecond (the remote's tombstones first, then this
+    clone's own; records of an older memvault carry whole seconds, so two of its purges made in
+    one second replay as one)."""
     contents = [storage.git.run("show", f"{tracking}:{TOMBSTONES_FILE}") if tracking and _has(storage, tracking)
                 else "", storage.read_text(TOMBSTONES_FILE)]
     groups: list[tuple[str, list[str]]] = []

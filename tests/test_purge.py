@@ -703,3 +703,18 @@ def test_two_purges_of_overlapping_texts_adopted_at_once_give_the_same_commits(t
         assert texts[quoting] == "note: [purged] epsilon end"
         assert git(root, "log", "--format=%s").count("later fact") == 1
     assert git(a, "rev-parse", "HEAD") == git(b, "rev-parse", "HEAD")
+
+
+def test_purges_a_moment_apart_replay_as_two(tmp_path):
+    """Found by a QA pass: two purges made within one second were taken for one by another clone
+    (records carried whole seconds), and replayed in one pass. A purge's records now carry its
+    time to the microsecond: each purge is its own group, in the order made."""
+    vault = Vault.init(tmp_path / "v")
+    first, second = vault.add("a first text to purge now").id, vault.add("a second text to purge now").id
+    vault.purge([first])
+    vault.purge([second])
+    records = parse_tombstones((vault.root / "tombstones.jsonl").read_text())
+    assert records[first].at != records[second].at and "." in records[first].at
+    from memvault.purge import purge_groups
+
+    assert purge_groups(vault.storage, None, {first, second}) == [[first], [second]]
