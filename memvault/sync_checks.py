@@ -11,14 +11,15 @@ A shared remote may be written by someone else, so its commits are read as untru
   (or a file changed on the remote side only) would take a removal as it is, un-forgetting a fact
   or dropping one, where memvault's merge driver never drops an item. Edits of an item stay
   allowed, as the driver allows them (a typo fixed by hand on another machine);
-- a submodule, or a folder where the vault keeps a file (a daily log, tombstones.jsonl): every
-  read of it would fail;
-- an item added under the id of a fact another daily log holds: readers take one of two items with
-  one id, so a forged copy would stand in for the fact;
+- a submodule, a folder where the vault keeps a file (a daily log, tombstones.jsonl) or a file
+  where it keeps a folder (logs/2025): every read of it would fail;
+- an item added under the id of a fact a daily log holds (another log, or the same one): readers
+  take one of two items with one id, so a forged copy would stand in for the fact;
 - a change of where dream sends the facts (`[llm] model` or `api_base` in memvault.toml): those
   decide which server receives the vault's facts and this machine's API key, so they change only
   by a commit made here too (the same edit on both sides merges as one); `.gitattributes` alike,
-  which decides how git converts and merges the vault's files.
+  which decides how git converts and merges the vault's files (but for the union lines memvault's
+  own `doctor --fix` restores), and one in a folder is refused outright.
 
 Each check answers a one-line reason, or None. A sync also reports the facts whose text the remote
 edited (`RemoteChanges.edited`), which it takes, and stops at a fact edited differently on both
@@ -112,7 +113,7 @@ class RemoteChanges:
             return (f"removes forget record(s) of {shown(self.unforgotten)} from {TOMBSTONES_FILE}, which would "
                     "bring forgotten facts back; forget records are append-only")
         if self.reused:
-            return (f"adds item(s) under the id(s) of fact(s) another daily log already holds "
+            return (f"adds a second item under the id(s) of fact(s) a daily log already holds "
                     f"({shown(self.reused)}), which would be read in place of those facts; remove the copies")
         if self.removed_facts:
             return (f"removes fact(s) {shown(self.removed_facts)} from the daily logs, which are append-only "

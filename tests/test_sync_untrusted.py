@@ -238,7 +238,7 @@ def test_a_copy_of_an_existing_fact_id_in_another_log_is_refused(tmp_path):
                       f'"at":"2026-11-01T10:00:00+00:00"}} -->\n')
     git(h, "add", str(forged))
     _push(h, "forge")
-    _refused(b, victim, "another daily log already holds")
+    _refused(b, victim, "a daily log already holds")
     assert _ids(b)[victim] == "Alice drinks green tea"
 
 
@@ -286,7 +286,7 @@ def test_a_second_item_under_a_fact_id_in_the_same_log_is_refused(tmp_path):
     _log(h).write_text(log.replace(original, original.replace("Alice drinks green tea", "Alice drinks only coffee")
                                    + "\n" + original))
     _push(h, "forge")
-    _refused(b, victim, "another daily log already holds")
+    _refused(b, victim, "a daily log already holds")
     assert _ids(b)[victim] == "Alice drinks green tea"
 
 
