@@ -6,9 +6,9 @@ all (a credential, someone else's private data). Under the write lock and the dr
 1. git-filter-repo rewrites every ref (branches, remote-tracking refs, tags, stash): in every
    commit the purged facts' log items go, their tombstone lines lose the text's hash, page
    statements citing them go, a line that is a copy of the text goes, and the text anywhere else
-   in the vault's markdown and tombstones (inside another fact, say) becomes "[purged]"; commit
-   messages keep the id but lose the words (memvault.purge_filter). Configuration files and the
-   structure of logs, tombstones and log.md are never edited. Commits left empty are dropped.
+   (inside another fact or its labels, a page, a forget reason) becomes "[purged]"; commit
+   messages keep the id but lose the words (memvault.purge_filter). Configuration files, ids and
+   the structure of logs, tombstones and log.md are never edited. Commits left empty are dropped.
 2. tombstones.jsonl gets a purge record (id, time, "purged": true; no text, no hash) in one commit.
 3. Reflogs are expired and unreachable objects pruned (`git gc --prune=now`), so the old commits
    are gone from this repository; ORIG_HEAD, FETCH_HEAD, COMMIT_EDITMSG and filter-repo's own
@@ -417,16 +417,19 @@ def pushed(storage: Storage) -> None:
 
 def purged_ids_at(storage: Storage, ref: str | None) -> set[str]:
     """The purged ids in tombstones.jsonl of the working tree (ref None) or of a commit."""
+    return {i for i, t in parse_tombstones(_tombstones_at(storage, ref)).items() if t.purged}
+
+
+def _tombstones_at(storage: Storage, ref: str | None) -> str:
+    """tombstones.jsonl of the working tree (ref None) or of a commit; "" where there is none."""
     import git
 
     if ref is None:
-        content = storage.read_text(TOMBSTONES_FILE)
-    else:
-        try:
-            content = storage.git.run("show", f"{ref}:{TOMBSTONES_FILE}")
-        except git.GitCommandError:
-            content = ""
-    return {i for i, t in parse_tombstones(content).items() if t.purged}
+        return storage.read_text(TOMBSTONES_FILE)
+    try:
+        return storage.git.run("show", f"{ref}:{TOMBSTONES_FILE}")
+    except git.GitCommandError:
+        return ""
 
 
 def needs_scrub(storage: Storage, tracking: str | None) -> set[str]:
@@ -505,8 +508,7 @@ def purge_groups(storage: Storage, tracking: str | None, ids: set[str]) -> list[
     together, with one time to the microsecond (the remote's tombstones first, then this
     clone's own; records of an older memvault carry whole seconds, so two of its purges made in
     one second replay as one)."""
-    contents = [storage.git.run("show", f"{tracking}:{TOMBSTONES_FILE}") if tracking and _has(storage, tracking)
-                else "", storage.read_text(TOMBSTONES_FILE)]
+    contents = [_tombstones_at(storage, tracking) if tracking else "", _tombstones_at(storage, None)]
     groups: list[tuple[str, list[str]]] = []
     seen: set[str] = set()
     for content in contents:
@@ -521,16 +523,6 @@ def purge_groups(storage: Storage, tracking: str | None, ids: set[str]) -> list[
                     groups.append((record.at, [fact_id]))
     rest = sorted(ids - seen)  # (no record found: one rewrite for them)
     return [sorted(group) for _at, group in groups] + ([rest] if rest else [])
-
-
-def _has(storage: Storage, ref: str) -> bool:
-    import git
-
-    try:
-        storage.git.run("cat-file", "-e", f"{ref}:{TOMBSTONES_FILE}")
-    except git.GitCommandError:
-        return False
-    return True
 
 
 def adopted(storage: Storage) -> None:

@@ -26,7 +26,7 @@ from memvault.gitstore import GitStore, require_git
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.sync_checks import RemoteChanges, common_base, empty_tree, remote_changes, shown, tree_problem
+from memvault.sync_checks import RemoteChanges, common_base, merge_base, remote_changes, shown, tree_problem
 from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS
 
 REMOTE = "origin"
@@ -349,8 +349,7 @@ def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:
         named += " (append-only files: run `memvault doctor --fix` to repair the merge driver, then sync)"
     tracking = f"refs/remotes/{REMOTE}/{branch}"
     # two vaults started apart: git merges them only when told to
-    unrelated = " --allow-unrelated-histories" if common_base(storage.git, "HEAD", tracking) == \
-        empty_tree(storage.git) else ""
+    unrelated = "" if merge_base(storage.git, "HEAD", tracking) else " --allow-unrelated-histories"
     pages = "files" if CONFIG_FILE in paths else "pages"
     error = SyncConflict(
         f"sync stopped: {named} changed differently here and on {REMOTE}/{branch}; nothing was merged and "

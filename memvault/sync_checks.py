@@ -299,16 +299,17 @@ def _read_many(store: GitStore, wanted: list[tuple[str, str]]) -> dict[tuple[str
 def common_base(store: GitStore, head: str, rev: str) -> str:
     """The commit `head` and `rev` have in common, or the empty tree when they have none (two
     vaults started apart): then all of `rev` is new here, and all of it is checked."""
+    return merge_base(store, head, rev) or store.run("hash-object", "-t", "tree", "/dev/null")
+
+
+def merge_base(store: GitStore, head: str, rev: str) -> str | None:
+    """The commit `head` and `rev` have in common; None for unrelated histories."""
     import git
 
     try:
         return store.run("merge-base", head, rev)
     except git.GitCommandError:  # exit 1: no common commit
-        return empty_tree(store)
-
-
-def empty_tree(store: GitStore) -> str:
-    return store.run("hash-object", "-t", "tree", "/dev/null")
+        return None
 
 
 def shown(items: list[str], limit: int = SHOWN) -> str:
