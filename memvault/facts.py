@@ -286,13 +286,23 @@ def format_item(fact: Fact) -> str:
         meta["importance"] = fact.importance
     if fact.secret:
         meta["secret"] = True
-    # "<" and ">" never appear raw in the JSON, so " -->" can only be the comment's end.
-    encoded = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
-    encoded = encoded.replace("<", "\\u003c").replace(">", "\\u003e")
+    encoded = _comment_json(json.dumps(meta, ensure_ascii=False, separators=(",", ":")))
     first, *rest = fact.text.split("\n")
     lines = [f"- {first}{META_OPEN}{encoded}{META_CLOSE}"]
     lines.extend(INDENT + line for line in rest)
     return "\n".join(lines) + "\n"
+
+
+def _comment_json(encoded: str) -> str:
+    # "<" and ">" never appear raw in the JSON, so " -->" can only be the comment's end.
+    return encoded.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def stored_id(fact_id: str) -> str:
+    """How an item's metadata comment writes this id: the JSON string, quotes included. Readers
+    accept an item only when its id is written so (see `_parse_item`), so finding this text in a
+    log is how to find the log that may hold the fact, whatever spacing a hand edit gave the JSON."""
+    return _comment_json(json.dumps(fact_id, ensure_ascii=False))
 
 
 def log_header(day: date) -> str:
@@ -369,7 +379,17 @@ def parse_log(content: str, path: str) -> tuple[list[Fact], list[ParseProblem]]:
     return facts, problems
 
 
-def _parse_item(first: str, continuation: list[str], path: str, line_no: int) -> Fact:
+def item_id(first: str) -> str | None:
+    """The id of the fact whose log item starts with this line; None when it is no fact's item."""
+    try:
+        return _metadata(first.removesuffix("\r"))[1]["id"]
+    except ValueError:
+        return None
+
+
+def _metadata(first: str) -> tuple[int, dict[str, Any]]:
+    """Where an item's metadata comment starts, and what it holds (an id written as memvault
+    writes it, at least)."""
     cut = first.rfind(META_OPEN)
     if cut < 0 or not first.endswith(META_CLOSE):
         raise ValueError("fact item has no memvault metadata comment")
@@ -377,11 +397,26 @@ def _parse_item(first: str, continuation: list[str], path: str, line_no: int) ->
     try:
         meta = json.loads(encoded)
         fact_id = meta["id"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"unreadable fact metadata ({e.__class__.__name__})") from None
+    if not isinstance(fact_id, str) or not fact_id:
+        raise ValueError("fact metadata needs an id")
+    if stored_id(fact_id) not in encoded:
+        # An id spelt with \u escapes would hide the fact from every lookup by id (show, forget,
+        # purge, sync's check for a reused id), which search for the id as written.
+        raise ValueError("fact id is written with escapes; write it as plain text")
+    return cut, meta
+
+
+def _parse_item(first: str, continuation: list[str], path: str, line_no: int) -> Fact:
+    cut, meta = _metadata(first)
+    fact_id = meta["id"]
+    try:
         at = datetime.fromisoformat(meta["at"])
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"unreadable fact metadata ({e.__class__.__name__})") from None
-    if not isinstance(fact_id, str) or not fact_id or at.tzinfo is None:
-        raise ValueError("fact metadata needs an id and a timezone-aware time")
+    if at.tzinfo is None:
+        raise ValueError("fact metadata needs a timezone-aware time")
     text = "\n".join([first[2:cut], *continuation])
     tags = meta.get("tags") or ()
     importance = meta.get("importance")

@@ -33,7 +33,7 @@ from datetime import datetime
 
 from memvault.citations import pages_citing
 from memvault.errors import InvalidInput, MemvaultError, NotFound, no_room, unwritable, worded
-from memvault.facts import Fact, parse_log
+from memvault.facts import Fact, normalize_id, parse_log, stored_id
 from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
 from memvault.storage.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
@@ -127,8 +127,6 @@ def unfinished_purge(storage: Storage) -> list[str]:
 
 def purged_tombstone(storage: Storage, typed: str, tombstones: dict[str, Tombstone] | None = None) -> Tombstone | None:
     """The purge record of an id as typed (or read as Crockford), if it was purged."""
-    from memvault.facts import normalize_id
-
     tombstones = storage.tombstones() if tombstones is None else tombstones
     typed = typed.strip()
     for candidate in (typed, normalize_id(typed)):
@@ -159,7 +157,7 @@ def commits_touching(storage: Storage, ids: Iterable[str], texts: Iterable[str] 
     if not ids or storage.git.head() is None:
         return 0
     touching: set[str] = set()
-    for needle in [*(f'"id":"{i}"' for i in ids), *ids, *needles_of(texts)]:
+    for needle in [*ids, *needles_of(texts)]:
         touching.update(storage.git.run("log", "--all", "--format=%H", "-S", needle, "--").split())
     for fact_id in ids:
         touching.update(storage.git.run("log", "--all", "--format=%H", "--fixed-strings", "--grep", fact_id).split())
@@ -457,7 +455,7 @@ def _mentioned(storage: Storage, fact_id: str, revisions: str) -> bool:
     """Does a commit in `revisions` add or remove a daily-log item of this fact?"""
     if storage.git.head() is None and revisions != "--all":
         return False
-    return bool(storage.git.run("log", "--format=%H", "-1", "-S", f'"id":"{fact_id}"', revisions, "--"))
+    return bool(storage.git.run("log", "--format=%H", "-1", "-S", stored_id(fact_id), revisions, "--", LOGS_DIR))
 
 
 def texts_of(storage: Storage, ids: set[str], refs: Iterable[str]) -> dict[str, str]:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from memvault.citations import strip_forgotten_statements
 from memvault.dreamlog import free_text_start
-from memvault.facts import META_CLOSE, META_OPEN, split_log
+from memvault.facts import META_CLOSE, META_OPEN, item_id, split_log
 from memvault.storage.layout import CONFIG_FILE, DREAM_LOG, GITATTRIBUTES, GITIGNORE, LOGS_DIR, TOMBSTONES_FILE
 
 PURGED_MARK = "[purged]"
@@ -51,11 +51,6 @@ def _forms(needles: list[str]) -> list[str]:
             if form not in forms:
                 forms.append(form)
     return forms
-
-
-def _id_token(fact_id: str) -> str:
-    """How a daily log's metadata comment names a fact: '"id":"<id>"'."""
-    return json.dumps({"id": fact_id}, separators=(",", ":"))[1:-1]
 
 
 def scrub_text(text: str, ids: set[str], needles: list[str], path: str) -> str:
@@ -112,12 +107,11 @@ def _scrub_log(text: str, ids: set[str], needles: list[str]) -> str:
     """A daily log without the purged facts' items (the item line and its indented lines); in the
     other items only the words of the text change, never their metadata comment, so no other fact
     is lost, whatever the purged text was."""
-    tokens = [_id_token(fact_id) for fact_id in ids]
     out = []
     for chunk in split_log(text):
         first, _newline, rest = chunk.text.partition("\n")
         meta = first.rfind(META_OPEN) if chunk.is_item else -1
-        if meta >= 0 and any(t in first[meta:] for t in tokens):
+        if meta >= 0 and item_id(first) in ids:
             continue  # the canonical copy: a daily-log item of a purged fact
         if meta < 0:
             out.append(_replace(chunk.text, needles))

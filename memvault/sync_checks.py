@@ -34,7 +34,7 @@ import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from memvault.facts import parse_log
+from memvault.facts import parse_log, stored_id
 from memvault.gitstore import GitStore
 from memvault.storage.layout import (
     CONFIG_FILE,
@@ -183,8 +183,9 @@ def _reused(store: GitStore, head: str, added: dict[str, set[str]]) -> list[str]
     reused = {i for i, paths in added.items() if len(paths) > 1}
     ours: list[str] = []
     if added:
-        # Only the logs naming one of the ids are read: memvault writes an id as it is.
-        patterns = "".join(f"{fact_id}\n" for fact_id in sorted(added))  # on stdin: 100k ids fit no command line
+        # Only the logs naming one of the ids are read (an item writes its id as stored_id gives it),
+        # the patterns on stdin: 100k ids fit no command line.
+        patterns = "".join(f"{stored_id(fact_id)}\n" for fact_id in sorted(added))
         try:
             hits = store.run("grep", "-l", "-F", "-z", "-f", "-", head, "--", LOGS_DIR, input=patterns).split("\0")
         except git.GitCommandError:  # exit 1: no log names any of them

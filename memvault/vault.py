@@ -19,7 +19,7 @@ from typing import Any
 
 from memvault import dreamlog
 from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
-from memvault.facts import Fact, FactDraft, ParseProblem, make_fact
+from memvault.facts import Fact, FactDraft, ParseProblem, make_fact, stored_id
 from memvault.storage.layout import CONFIG_FILE
 from memvault.storage.store import Storage
 from memvault.tombstones import Tombstone
@@ -480,13 +480,17 @@ class Vault:
         """The commits that touched a fact, oldest first: added, edited, consolidated, forgotten.
 
         A commit counts when it adds or removes a line holding the fact's id where memvault writes
-        it: its log item (`"id":"…"`, an edit too), a forget record (`"id": "…"`), a wiki citation
-        (`[^…]`) or dream's record in log.md (`  settled: …`, `kept`, `unconsolidated`). Another
+        it: its log item (`"id":"…"`, with any spacing, an edit too), a forget record (`"id": "…"`),
+        a wiki citation (`[^…]`) or dream's record in log.md (`  settled: …`, `kept`, `unconsolidated`). Another
         fact that merely mentions the id in its text does not.
         """
         fact = self._find(fact_id)
-        found = re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", fact.id)  # hand-written ids may hold any character
-        where = (f'"id": ?"{found}"|\\[\\^{found}\\]'
+
+        def literal(text: str) -> str:  # hand-written ids may hold any character
+            return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
+
+        found = literal(fact.id)
+        where = (f'"id" *: *{literal(stored_id(fact.id))}|\\[\\^{found}\\]'
                  f"|^  ({'|'.join(dreamlog.ID_KEYS)}): (.* )?{found}( |$)")
         return [c.to_dict() for c in self.git.log("--reverse", "-E", f"-G{where}", "--", ".")]
 

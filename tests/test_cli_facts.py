@@ -305,6 +305,43 @@ def test_a_hand_written_id_of_any_shape_is_found_as_written(cli, vault_dir):
     assert shown.exit_code == 0 and json.loads(shown.stdout)["text"] == "written by hand"
 
 
+def test_a_fact_whose_metadata_a_hand_edit_spaced_out_is_found_by_id(cli, vault_dir):
+    """Tried: the metadata JSON re-spaced by hand (`{"id": "…", "at": …}`), and an id of accents
+    written by hand. show, history and forget look a fact up by its id as the log writes it:
+    both are found, and forgetting the spaced-out one commits its tombstone."""
+    added = json.loads(cli("add", "spaced out by a hand edit", "--json").stdout)
+    log = vault_dir / added["path"]
+    log.write_text(log.read_text().replace('{"id":"', '{"id": "').replace('","at":"', '", "at": "'))
+    git(vault_dir, "commit", "-qam", "hand edit")
+    shown = cli("show", added["id"], "--json")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["text"] == "spaced out by a hand edit"
+    assert [c["message"][:4] for c in json.loads(cli("history", added["id"], "--json").stdout)] == ["add:", "hand"]
+    forgot = cli("forget", added["id"])
+    assert forgot.exit_code == 0, forgot.stderr
+    assert added["id"] in (vault_dir / "tombstones.jsonl").read_text() and is_clean(vault_dir)
+    day = vault_dir / "logs" / "2026" / "2026-11-01.md"
+    day.parent.mkdir(parents=True, exist_ok=True)
+    day.write_text('# 2026-11-01\n\n- written by hand <!-- mv {"id":"café-1","at":"2026-11-01T09:00:00+00:00"} -->\n')
+    assert json.loads(cli("show", "café-1", "--json").stdout)["text"] == "written by hand"
+
+
+def test_an_id_written_with_escapes_is_a_problem_doctor_names_not_a_fact(cli, vault_dir):
+    """Tried: an item whose id is spelt with \\u escapes (as a remote could push it). Every lookup
+    by id searches for the id as written, so such an item would be listed yet never shown,
+    forgotten or purged: it is reported as a line that does not parse instead."""
+    added = json.loads(cli("add", "the real item", "--json").stdout)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in added["id"])
+    log = vault_dir / added["path"]
+    forged = f'- a forged copy <!-- mv {{"id":"{escaped}","at":"2026-11-01T09:00:00+00:00"}} -->\n'
+    log.write_text(log.read_text() + forged)
+    git(vault_dir, "commit", "-qam", "hand edit")
+    assert [f["text"] for f in json.loads(cli("recent", "--json").stdout)] == ["the real item"]
+    doctor = cli("doctor", "--json")
+    problems = [c for c in json.loads(doctor.stdout)["checks"] if c["status"] == "fail"]
+    assert doctor.exit_code != 0 and "written with escapes" in json.dumps(problems)
+
+
 def test_a_day_log_deleted_by_hand_is_committed_as_such_before_an_add(cli, vault_dir):
     first = json.loads(cli("add", "soon deleted by hand", "--json").stdout)
     (vault_dir / first["path"]).unlink()

@@ -261,14 +261,17 @@ def test_a_clone_made_after_the_purge_has_nothing_to_rewrite(tmp_path):
 
 
 def test_filter_units():
-    """The filter on its own: items with continuation lines, a fact id in a page citation, a
-    tombstone hash, messages (single add, group body, forget with reason, the purge commit), a
-    short text that must not become a needle, idempotence."""
+    """The filter on its own: items with continuation lines (metadata as written and re-spaced by
+    hand), a fact id in a page citation, a tombstone hash, messages (single add, group body,
+    forget with reason, the purge commit), a short text that must not become a needle,
+    idempotence."""
     fid, keep = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
     log = (f'# 2026-11-02\n\n- secret words here <!-- mv {{"id":"{fid}","at":"x"}} -->\n  more secret\n'
            f'- kept <!-- mv {{"id":"{keep}","at":"x"}} -->\n')
     path = "logs/2026/2026-11-02.md"
     assert scrub_text(log, {fid}, [], path) == f'# 2026-11-02\n\n- kept <!-- mv {{"id":"{keep}","at":"x"}} -->\n'
+    spaced = log.replace('{"id":"', '{ "id" : "')  # a hand edit re-spaced the metadata: still its item
+    assert scrub_text(spaced, {fid}, [], path) == f'# 2026-11-02\n\n- kept <!-- mv {{ "id" : "{keep}","at":"x"}} -->\n'
     tomb = json.dumps({"at": "t", "hash": "sha256:ab", "id": fid, "reason": None}, sort_keys=True) + "\n"
     assert '"hash": ""' in scrub_text(tomb, {fid}, [], "tombstones.jsonl")
     assert needles_of(["yes", "a much longer secret text"]) == ["a much longer secret text"]

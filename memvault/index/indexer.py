@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memvault.errors import INDEX_FILES, VaultBusy, VaultUnwritable, no_room, unwritable
+from memvault.facts import stored_id
 from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable, is_damage
@@ -450,7 +451,7 @@ class SearchIndex:
 
     def _logs_holding(self, keys: set[str], skip: set[str]) -> dict[str, str]:
         """Daily logs (not in `skip`) whose text mentions one of `keys` as a fact id."""
-        needles = [f'"id":"{key}"' for key in keys]
+        needles = [stored_id(key) for key in keys]
         found = {}
         for rel in self.corpus.stat_files():
             if rel in skip or not rel.startswith(LOGS_DIR + "/"):

@@ -23,7 +23,7 @@ from pathlib import Path
 from memvault import dreamlog
 from memvault.config import Config, load_config
 from memvault.errors import DreamRunning, InvalidInput, MemvaultError, NotFound, SyncConflict, VaultBusy, unwritable
-from memvault.facts import Fact, ParseProblem, log_header, normalize_id, parse_log
+from memvault.facts import Fact, ParseProblem, log_header, normalize_id, parse_log, stored_id
 from memvault.storage import lock
 from memvault.storage.files import (
     atomic_write,
@@ -432,7 +432,7 @@ class Storage:
         raise NotFound(f"no fact with id {typed!r}")
 
     def _find_exact(self, fact_id: str) -> Fact | None:
-        needle = json.dumps({"id": fact_id})[1:-1].replace(": ", ":")  # '"id":"<id>"' as the log writes it
+        needle = stored_id(fact_id)
         for path in reversed(self.log_files()):
             content = read_text(path)
             if needle in content:
