@@ -76,6 +76,7 @@ class PurgeReport:
     tombstones: list[Tombstone] = field(default_factory=list)
     remote: str | None = None             # the remote still holding the old history: `memvault sync`
     index: dict | None = None             # what happened to the search index and embedding cache
+    finished: list[str] = field(default_factory=list)  # ids of an interrupted purge this one finished
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -216,10 +217,15 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
                 # the rewrite may be unfinished (again: a no-op where it was done), the old objects
                 # may still be there.
                 refs = storage.git.run("for-each-ref", "--format=%(refname)").split()
-                rewrite_history(storage, finishing, list(texts_of(storage, set(finishing), refs).values()))
+                rewritten = rewrite_history(storage, finishing, list(texts_of(storage, set(finishing), refs).values()))
+                remote = _remote_url(storage)
+                # (killed before it noted these ids scrubbed and the push owed: the next sync must
+                # push the rewritten history, not take the purge for another clone's)
+                _record(storage, finishing, push_owed=remote is not None)
                 clean_repository(storage)
                 storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)
-                report = PurgeReport([], done, 0, [], index=purge_derived(storage, [], progress=progress))
+                report = PurgeReport([], sorted(set(done) - set(finishing)), rewritten, [], remote=remote,
+                                     finished=finishing, index=purge_derived(storage, [], progress=progress))
                 _record(storage, (), pending=[])
                 return report
             return PurgeReport([], done, 0, [])

@@ -45,7 +45,7 @@ class SyncReport:
     merged: bool = False       # a merge commit was made (both sides had new commits)
     changed: list[str] = field(default_factory=list)   # files the merge changed here
     index: dict | None = None  # what the search index did afterwards (reindex report), if anything
-    purged: list[str] = field(default_factory=list)    # purged ids whose text this sync removed here
+    purged: list[str] = field(default_factory=list)    # ids purged on another clone whose text this sync removed here
     rewritten: bool = False    # the remote's old history was replaced by the purged one (with a lease)
     edited: list[str] = field(default_factory=list)    # facts whose stored text or fields the remote changed
     forgotten: list[str] = field(default_factory=list)  # facts the remote forgot (its forget records, taken)
@@ -201,11 +201,16 @@ def sync(storage: Storage) -> SyncReport:
 
     before = storage.git.head()
     owed = purge.push_owed(storage)
+    # This clone's own purges are applied to the fetched commits too (the remote still holds the
+    # old history until the push): only the others are reported as adopted.
+    own = purge.purged_ids_at(storage, None)
+    adopted: set[str] = set()
     try:
         for attempt in range(1, PUSH_ATTEMPTS + 1):
             _fetch(storage, url)
             fetched = _sha(storage, f"refs/remotes/{REMOTE}/{branch}")
-            report.purged = sorted(set(report.purged) | set(_adopt_purges(storage, branch)))
+            adopted.update(_adopt_purges(storage, branch))
+            report.purged = sorted(adopted - own)
             received, changed = _merge(storage, branch, report)
             report.received += received
             report.changed = sorted(set(report.changed) | set(changed))
@@ -221,11 +226,11 @@ def sync(storage: Storage) -> SyncReport:
         if owed or report.rewritten:
             purge.pushed(storage)
     finally:
-        if owed or report.purged or report.rewritten:
+        if owed or adopted or report.rewritten:
             # The fetch brought the old commits back (FETCH_HEAD, the tracking ref's reflog): prune them.
             with storage.write_lock():
                 purge.clean_repository(storage)
-                if report.purged:
+                if adopted:
                     purge.adopted(storage)
     if storage.git.head() != before and report.changed:
         report.index = _catch_up_index(storage)

@@ -219,14 +219,19 @@ def purge(
         return
     for fact_id in report.already_purged:
         notice(f"fact {fact_id} was already purged; nothing to do for it")
-    if not report.purged:
+    if report.finished:  # (a run that finishes an interrupted purge purges nothing new)
+        count = len(report.finished)
+        echo(f"finished the interrupted purge of {count} fact{'s' if count != 1 else ''} "
+             f"({', '.join(report.finished)}): history rewritten, old objects pruned")
+    elif report.purged:
+        count = len(report.purged)
+        echo(f"purged {count} fact{'s' if count != 1 else ''} ({', '.join(report.purged)}): "
+             f"{report.commits_rewritten} commit(s) rewritten, old objects pruned")
+        if report.pages:
+            echo(f"statements citing them were removed from {', '.join(report.pages)}; the next `memvault dream` "
+                 "rewrites those pages")
+    else:
         return
-    count = len(report.purged)
-    echo(f"purged {count} fact{'s' if count != 1 else ''} ({', '.join(report.purged)}): "
-         f"{report.commits_rewritten} commit(s) rewritten, old objects pruned")
-    if report.pages:
-        echo(f"statements citing them were removed from {', '.join(report.pages)}; the next `memvault dream` "
-             "rewrites those pages")
     if report.index and report.index.get("error"):
         notice(f"search index not rebuilt: {report.index['error']}; run `memvault reindex --clear`")
     if report.remote:
