@@ -93,7 +93,9 @@ def _vanished(error: Exception) -> bool:
     """Did a file or folder the search was reading go away (Tantivy says it in its own words)?"""
     if isinstance(error, (FileNotFoundError, NotADirectoryError)):
         return True
-    return isinstance(error, ValueError) and ("NotFound" in str(error) or "No such file" in str(error))
+    text = str(error)
+    # e.g. "Failed to open file for read: 'FileDoesNotExist(\"meta.json\")'", "...NotFound..."
+    return isinstance(error, ValueError) and any(word in text for word in ("NotFound", "DoesNotExist", "No such file"))
 
 
 def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_only: bool,
