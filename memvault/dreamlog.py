@@ -11,6 +11,7 @@ One entry per batch attempt, one line each, plus indented lines under it:
   - 2026-11-25T03:00:02+01:00 dream skipped 2026-11-15..2026-11-20 watermark=2026-11-20 · ...
     unconsolidated: <ids left as raw facts>
   - 2026-11-26T03:00:02+01:00 dream error 2026-11-15..2026-11-20 · LLM unavailable: <reason>
+  - 2026-11-27T03:00:02+01:00 dream error 2026-11-15..2026-11-20 · LLM not set up: <reason>
 
 `watermark=YYYY-MM-DD` appears only on ok/skipped lines, and only once every fact of that day is
 accounted for (a day too big for one batch is split); reasons are sanitised so the token cannot

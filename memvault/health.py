@@ -503,8 +503,8 @@ def check_dream(storage: Storage) -> Check:
     message = f"batch {failing['batch']} keeps failing: {runs} since {failing['since']}: {failing['reason']}"
     details = [f"problem: {p}" for p in failing["problems"]]
     if failing["outcome"] == "error":
-        details.append("provider errors never count towards skipping a batch: it waits until the model "
-                       "answers (check with `memvault doctor --llm`)")
+        details.append("outages and a key or model the provider refuses never count towards skipping a batch: "
+                       "it waits until the model answers (check with `memvault doctor --llm`)")
     else:
         details.append(f"after {state['max_retries']} failed attempts in a row the batch is skipped; its "
                        "facts stay searchable as raw facts")
@@ -534,8 +534,9 @@ def check_llm(storage: Storage, contact: bool = False) -> Check:
         found = {}
     missing = [k for k in found.get("missing_keys") or [] if k.endswith("_KEY")]
     if missing:
-        return Check("LLM", FAIL, f"{model}{where}: set {' or '.join(missing)} in the environment "
-                     "(any value for a local server without authentication)")
+        # A warning: a clone that never dreams (dream runs on one machine) needs no key.
+        return Check("LLM", WARN, f"{model}{where}: `memvault dream` cannot run here until {' or '.join(missing)} "
+                     "is set in its environment (any value for a local server without authentication)")
     if not contact:
         return Check("LLM", OK, f"{model}{where}: configuration complete, {window} (not contacted; "
                      "`memvault doctor --llm` sends one tiny request)")

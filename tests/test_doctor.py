@@ -75,14 +75,16 @@ def test_doctor_finds_problems_and_fix_repairs_the_safe_ones(cli, vault):
 
 
 def test_llm_and_embedding_configuration_are_checked_without_network(cli, vault, monkeypatch, tmp_path):
-    """Bad inputs tried: a model whose provider key is missing, an embedding path with no model."""
+    """Bad inputs tried: a model whose provider key is missing (a warning: it fails only `dream`),
+    an embedding path with no model."""
     monkeypatch.setenv("MEMVAULT_MODEL", "openai/gpt-4o-mini")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("MEMVAULT_EMBED_MODEL_PATH", str(tmp_path / "no-model"))
     result = cli("doctor", "--json")
     assert result.exit_code == 1
     checks = _checks(result)
-    assert checks["LLM"]["status"] == "fail" and "OPENAI_API_KEY" in checks["LLM"]["message"]
+    # a warning, not a failure: a clone that never dreams (dream runs on one machine) needs no key
+    assert checks["LLM"]["status"] == "warn" and "OPENAI_API_KEY" in checks["LLM"]["message"]
     assert checks["embedding model"]["status"] == "fail"
     assert "no-model" in checks["embedding model"]["message"]
 

@@ -145,14 +145,14 @@ def test_a_failing_batch_is_told_once_on_stderr_then_named_by_status_and_doctor(
     assert failed.exit_code == 5
     said = [line for line in failed.stderr.splitlines() if "Incorrect API key" in line]
     assert len(said) == 1 and said[0].startswith("memvault: batch ") and "Incorrect API key" not in failed.stdout
-    assert f"{DAY}..{DAY}: failed" in failed.stdout
+    assert f"{DAY}..{DAY}: error" in failed.stdout  # the key, not the batch: never counted
 
     status = cli("status")
     assert f"failing     batch {DAY}..{DAY}: 1 time(s) since " in status.stdout and "Incorrect API key" in status.stdout
     asked = len(fake.requests)
     checks = {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}
     assert checks["dream"]["status"] == "warn" and "Incorrect API key" in checks["dream"]["message"]
-    assert "skipped" in checks["dream"]["details"][-1]
+    assert "never count towards skipping" in checks["dream"]["details"][-1]
     assert checks["LLM"]["status"] == "ok" and "not contacted" in checks["LLM"]["message"]
     assert len(fake.requests) == asked  # doctor alone sends nothing
 

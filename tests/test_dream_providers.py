@@ -2,7 +2,8 @@
 
 Faults tried, each as the provider's own HTTP error: a bad API key (401), an unknown model (404),
 a content-policy refusal and a plain bad request (400), a server that stays overloaded (503);
-and no API key at all, which never reaches the server.
+and no API key at all, which never reaches the server. Only the refusals of the request count
+towards skipping a batch; a refused setup (key, model) and an outage never do.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ POLICY = {"error": {"message": "Your request was rejected as a result of our saf
 
 
 @pytest.mark.parametrize("step, said", [
-    ({"status": 401}, "the provider refused the API key (Incorrect API key provided"),
-    ({"status": 404}, "the provider does not know this model (The model `fake-dream` does not exist"),
     ({"status": 400, "body": POLICY}, "refused the batch under its content policy (Your request was rejected"),
     ({"status": 400}, "the provider rejected the request (BadRequestError: Invalid value for 'temperature'"),
 ])
@@ -38,6 +37,26 @@ def test_deterministic_refusals_are_failed_attempts_asked_once(vault, step, said
     assert vault.watermark is None and fact.id not in (vault.root / "log.md").read_text()
 
 
+@pytest.mark.parametrize("step, said", [
+    ({"status": 401}, "the provider refused the API key (Incorrect API key provided"),
+    ({"status": 404}, "the provider does not know this model (The model `fake-dream` does not exist"),
+])
+def test_a_key_or_model_the_provider_refuses_is_asked_once_and_never_skips_the_batch(vault, step, said):
+    """Three nights with a wrong key (or model) must not skip the batch: every batch would fail
+    alike, so it is the setup to fix, logged as an error and never counted."""
+    fact = vault.add("Uma sings in a choir", at="2026-11-01T09:00:00")
+    with FakeLLM(default=step) as fake:
+        reports = [dream(vault, fake) for _night in range(4)]
+
+    assert len(fake.requests) == 4  # once a run: the answer would be the same
+    assert [r.batches[0].outcome for r in reports] == ["error"] * 4
+    assert said in reports[-1].error and "\n" not in reports[-1].error
+    assert " dream error 2026-11-01..2026-11-01 · LLM not set up: " in log_lines(vault)[-1]
+    status = vault.dream_status()
+    assert status["failed_attempts"] == 0 and status["failing"]["errors"] == 4
+    assert vault.watermark is None and fact.id not in (vault.root / "log.md").read_text()
+
+
 def test_an_overloaded_server_is_retried_then_an_outage_that_never_counts(vault):
     vault.add("Uma sings in a choir", at="2026-11-01T09:00:00")
     with FakeLLM(default={"status": 503}) as fake:
@@ -54,12 +73,12 @@ def test_an_overloaded_server_is_retried_then_an_outage_that_never_counts(vault)
     assert failing["since"] == log_lines(vault)[-2].split()[1]
 
 
-def test_no_api_key_is_one_failed_attempt_naming_the_variable_without_calling(vault, monkeypatch):
+def test_no_api_key_is_an_error_naming_the_variable_without_calling(vault, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     vault.add("Uma sings in a choir", at="2026-11-01T09:00:00")
     with FakeLLM(default="{}") as fake:
         report = dream(vault, fake, llm={"api_key": None})
 
-    assert fake.requests == [] and report.batches[0].outcome == "failed"
+    assert fake.requests == [] and report.batches[0].outcome == "error"  # never counted (see above)
     assert report.error.endswith(f"{MODEL}: no API key: set OPENAI_API_KEY (any value for a local server "
                                  "without authentication)")

@@ -1,11 +1,13 @@
 """The one place dream talks to a language model, through litellm (imported lazily).
 
-A call ends in an answer or in one of three errors, because the runner treats each differently:
+A call ends in an answer or in one of four errors, because the runner treats each differently:
 - ContextTooLong: the request (or its answer) does not fit the model's window: ask with less;
-- ProviderRefused: deterministic (no key, unknown model, bad request, content policy): a failed
+- ProviderRefused: deterministic, about this request (bad request, content policy): a failed
   attempt, never retried within a run;
+- ProviderNotSetUp: deterministic, about the setup (no key, a refused key, an unknown model): the
+  same for every batch, so it never counts towards skipping one; not retried within a run;
 - ProviderUnavailable: transient (429, 5xx, timeout, connection) after the retries made here: an
-  outage, which never counts towards skipping a batch.
+  outage, which never counts towards skipping a batch either.
 Each message is one line that says what to do.
 """
 
@@ -63,6 +65,11 @@ class AnswerTruncated(ContextTooLong):
 
 class ProviderRefused(LLMError):
     """A deterministic refusal (credentials, model, request, content policy): asking again won't help."""
+
+
+class ProviderNotSetUp(ProviderRefused):
+    """The key or the model is wrong (no key, a refused key, an unknown model): a setup to fix,
+    not a batch to give up on."""
 
 
 class ProviderUnavailable(LLMError):
@@ -180,6 +187,8 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
             kind, last = classify(exc, settings)
             if kind == "context":
                 raise ContextTooLong(last) from None
+            if kind == "setup":
+                raise ProviderNotSetUp(last) from None
             if kind == "refused":
                 raise ProviderRefused(last) from None
             if attempt < settings.attempts:
@@ -207,7 +216,8 @@ def ping(settings: LLMSettings) -> float:
         _within(settings.timeout, litellm.completion, kwargs)
     except Exception as exc:  # noqa: BLE001
         kind, message = classify(exc, settings)
-        raise (ProviderUnavailable if kind == "transient" else ProviderRefused)(message) from None
+        error = {"transient": ProviderUnavailable, "setup": ProviderNotSetUp}.get(kind, ProviderRefused)
+        raise error(message) from None
     return time.monotonic() - start
 
 
@@ -264,7 +274,7 @@ def _request(settings: LLMSettings, messages: list[dict], limits: Limits | None)
 
 
 def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
-    """("context" | "refused" | "transient", one line saying what happened and what to do)."""
+    """("context" | "setup" | "refused" | "transient", one line saying what happened and what to do)."""
     name = type(exc).__name__
     text = provider_message(exc)
     lowered = str(exc).lower()
@@ -275,14 +285,14 @@ def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
     if name == "AuthenticationError" or any(k in lowered for k in _MISSING_KEY):
         keys = _missing_keys(settings)
         if keys:
-            return "refused", (f"{model}: no API key: set {' or '.join(keys)} "
-                               "(any value for a local server without authentication)")
-        return "refused", f"{model}: the provider refused the API key ({text}); check it"
+            return "setup", (f"{model}: no API key: set {' or '.join(keys)} "
+                             "(any value for a local server without authentication)")
+        return "setup", f"{model}: the provider refused the API key ({text}); check it"
     if "llm provider not provided" in lowered:
-        return "refused", unknown_model(model)
+        return "setup", unknown_model(model)
     if name == "NotFoundError" or status == 404:
-        return "refused", (f"{model}: the provider does not know this model ({text}); check --model, "
-                           "MEMVAULT_MODEL or [llm] model")
+        return "setup", (f"{model}: the provider does not know this model ({text}); check --model, "
+                         "MEMVAULT_MODEL or [llm] model")
     if name == "ContentPolicyViolationError":
         return "refused", f"{model}: the provider refused the batch under its content policy ({text})"
     if name == "APIConnectionError" or any(k in lowered for k in _NO_CONNECTION):

@@ -11,9 +11,12 @@ How each way of failing ends:
   cut at max_tokens): ask again at once with less (job.shrink), never an outage;
 - an answer that fails validation: the same conversation goes on with every problem found, at
   most REPAIR_TURNS times, then the attempt fails (counted; skipped after max_retries);
-- a deterministic provider refusal (key, model, bad request, content policy): a failed attempt;
+- a deterministic provider refusal of the request (bad request, content policy): a failed attempt;
+- a setup the provider refuses (no key, a wrong key, an unknown model): logged as `error` and
+  never counted, as every batch would fail alike: three nights without the key in cron's
+  environment must not skip three batches;
 - no answer after the retries (timeouts, 429, 5xx, no connection): an outage, logged as `error`
-  and never counted, so an outage cannot skip batches. `memvault status` names it all the same.
+  and never counted, so an outage cannot skip batches. `memvault status` names both all the same.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from memvault.dream.llm import (
     AnswerTruncated,
     ContextTooLong,
     LLMSettings,
+    ProviderNotSetUp,
     ProviderRefused,
     ProviderUnavailable,
     complete_json,
@@ -159,7 +163,11 @@ class Runner:
         except ProviderUnavailable as e:
             if dry_run:
                 raise
-            return self.record_error(job, str(e))
+            return self.record_error(job, str(e), "LLM unavailable")
+        except ProviderNotSetUp as e:
+            if dry_run:
+                raise
+            return self.record_error(job, str(e), "LLM not set up")
         except (ProviderRefused, ContextTooLong) as e:
             if dry_run:
                 raise
@@ -247,12 +255,13 @@ class Runner:
             return self.storage.write_files(files, message)
 
     # -- failures --------------------------------------------------------------------------
-    def record_error(self, job: Job, reason: str) -> BatchResult:
-        """No answer after the retries (timeouts, 429, 5xx, connection): logged, never counted."""
-        entry = dreamlog.format_entry(self.now().isoformat(), "error", job.label, detail=f"LLM unavailable: {reason}")
+    def record_error(self, job: Job, reason: str, what: str) -> BatchResult:
+        """No answer after the retries (timeouts, 429, 5xx, connection), or a setup the provider
+        refuses (the key, the model): logged as `what`, never counted."""
+        entry = dreamlog.format_entry(self.now().isoformat(), "error", job.label, detail=f"{what}: {reason}")
         result = job.new_result("error")
         result.reason = reason
-        result.commit = self.log_only(entry, f"dream: {subject_label(job.label)} — LLM unavailable")
+        result.commit = self.log_only(entry, f"dream: {subject_label(job.label)} — {what}")
         return result
 
     def failed(self, job: Job, reason: str, snapshot: dict[str, str] | None,
