@@ -94,6 +94,7 @@ _memvault() {
         "sync:--vault") COMPREPLY=(); return ;;
         "mcp:--port") COMPREPLY=(); return ;;
         "mcp:--vault") COMPREPLY=(); return ;;
+        "remote:--vault") COMPREPLY=(); return ;;
         "remote set:--vault") COMPREPLY=(); return ;;
         "remote show:--vault") COMPREPLY=(); return ;;
     esac
@@ -117,7 +118,7 @@ _memvault() {
         "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         "mcp") COMPREPLY=($(compgen -W "--http --port --vault --help" -- "$cur")) ;;
-        "remote") COMPREPLY=($(compgen -W "--help set show" -- "$cur")) ;;
+        "remote") COMPREPLY=($(compgen -W "--json --vault --help set show" -- "$cur")) ;;
         "remote set") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "remote show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
     esac

@@ -26,7 +26,15 @@ from memvault.gitstore import GitStore, require_git
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.sync_checks import RemoteChanges, common_base, merge_base, remote_changes, shown, tree_problem
+from memvault.sync_checks import (
+    FIX_AT_SOURCE,
+    RemoteChanges,
+    common_base,
+    merge_base,
+    remote_changes,
+    shown,
+    tree_problem,
+)
 from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS
 
 REMOTE = "origin"
@@ -333,10 +341,10 @@ def _refuse_untrusted(storage: Storage, rev: str, name: str) -> RemoteChanges:
     what the merge takes that a user should hear of: facts the remote edited, or forgot."""
     problem = tree_problem(storage.git, rev)  # first: nothing else of such a tree is read
     changes = remote_changes(storage.git, "HEAD", rev) if problem is None else RemoteChanges()
-    problem = problem or changes.problem
-    if problem:
-        raise SyncConflict(f"sync stopped: {name} {problem}; nothing was merged and the vault is as before; "
-                           "fix it where it was pushed from, then sync again")
+    refusal = (problem, FIX_AT_SOURCE) if problem else changes.refusal()
+    if refusal:
+        raise SyncConflict(f"sync stopped: {name} {refusal[0]}; nothing was merged and the vault is as before; "
+                           f"{refusal[1]}")
     if changes.edited_both:
         logs = sorted(changes.edited_logs)
         raise SyncConflict(

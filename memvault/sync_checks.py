@@ -91,6 +91,9 @@ def _parents(path: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
+FIX_AT_SOURCE = "fix it where it was pushed from, then sync again"
+
+
 @dataclass
 class RemoteChanges:
     """What the remote side changed in the logs, the forget records, dream's endpoint and
@@ -106,24 +109,25 @@ class RemoteChanges:
     endpoint_move: str | None = None                        # "llm.model: 'a' -> 'b'", when only the remote moved it
     attributes_move: bool = False                           # .gitattributes changed there, not here
 
-    @property
-    def problem(self) -> str | None:
-        """Why sync must not take these changes, or None."""
+    def refusal(self) -> tuple[str, str] | None:
+        """Why sync must not take these changes and what to do about it, or None."""
         if self.unforgotten:
             return (f"removes forget record(s) of {shown(self.unforgotten)} from {TOMBSTONES_FILE}, which would "
-                    "bring forgotten facts back; forget records are append-only")
+                    "bring forgotten facts back; forget records are append-only", FIX_AT_SOURCE)
         if self.reused:
             return (f"adds a second item under the id(s) of fact(s) a daily log already holds "
-                    f"({shown(self.reused)}), which would be read in place of those facts; remove the copies")
+                    f"({shown(self.reused)}), which would be read in place of those facts; remove the copies",
+                    FIX_AT_SOURCE)
         if self.removed_facts:
             return (f"removes fact(s) {shown(self.removed_facts)} from the daily logs, which are append-only "
-                    "(`memvault forget` is how a fact goes)")
+                    "(`memvault forget` is how a fact goes)", FIX_AT_SOURCE)
+        # A setting may be the user's own change, made on another machine.
+        yours = ("if that change is yours, make the same edit here and commit it (`memvault doctor --fix`), "
+                 "then sync again; if not, undo it where it was pushed from")
         if self.attributes_move:
-            return (f"changes {GITATTRIBUTES}, which tells git how to read, convert and merge the vault's files; "
-                    "if that change is yours, make the same edit here and commit it, then sync again")
+            return f"changes {GITATTRIBUTES}, which tells git how to read, convert and merge the vault's files", yours
         if self.endpoint_move:
-            return (f"changes where dream sends the facts ({self.endpoint_move}) in {CONFIG_FILE}; if that change "
-                    "is yours, make the same edit here and commit it, then sync again")
+            return f"changes where dream sends the facts ({self.endpoint_move}) in {CONFIG_FILE}", yours
         return None
 
 

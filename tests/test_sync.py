@@ -144,8 +144,12 @@ def test_unreachable_remote_is_a_clear_error_and_changes_nothing(tmp_path, vault
     for bad in ("", "--upload-pack=touch /tmp/x"):
         result = run_memvault("remote", "set", bad, "--vault", str(vault_dir))
         assert result.returncode == ExitCode.USAGE, result.stderr
+    unset = run_memvault("remote", "--vault", str(vault_dir))  # bare `remote` shows it, as `remote show`
+    assert unset.returncode == 0 and "no remote set" in unset.stderr
     missing = tmp_path / "nowhere" / "remote.git"
     assert run_memvault("remote", "set", str(missing), "--vault", str(vault_dir)).returncode == 0
+    shown = run_memvault("remote", "--json", "--vault", str(vault_dir))
+    assert shown.returncode == 0 and json.loads(shown.stdout)["url"] == str(missing)
     Vault(vault_dir).add("kept locally")
     head = git(vault_dir, "rev-parse", "HEAD")
     refs = git(vault_dir, "for-each-ref")

@@ -50,7 +50,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     return {p: (root / p).read_bytes() for p in git(root, "ls-files", "-z").split("\0") if p}
 
 
-def _refused(b: Path, *words: str) -> None:
+def _refused(b: Path, *words: str) -> str:
     head, files = git(b, "rev-parse", "HEAD"), _snapshot(b)
     done = run_memvault("sync", "--vault", str(b))
     assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
@@ -59,6 +59,7 @@ def _refused(b: Path, *words: str) -> None:
     assert git(b, "rev-parse", "HEAD") == head and _snapshot(b) == files
     assert git(b, "status", "--porcelain").strip() == ""
     assert run_memvault("add", "Erin reads poetry", "--vault", str(b)).returncode == 0  # b keeps working
+    return done.stderr
 
 
 def _ids(vault: Path) -> dict[str, str]:
@@ -207,7 +208,8 @@ def test_dream_endpoint_changed_on_the_remote_is_refused_until_made_here_too(tmp
 
     point(h)
     _push(h)
-    _refused(b, "llm.api_base", "llm.model", "make the same edit here")
+    said = _refused(b, "llm.api_base", "llm.model", "make the same edit here", "memvault doctor --fix")
+    assert "fix it where it was pushed from" not in said  # one remedy, not two that disagree
     point(b)
     git(b, "commit", "-qam", "dream: the same endpoint")
     done = run_memvault("sync", "--vault", str(b))
@@ -273,7 +275,8 @@ def test_gitattributes_changed_on_the_remote_is_refused_until_made_here_too(tmp_
     git(h, "add", ".gitattributes")
     git(h, *HOSTILE, "commit", "-qm", "tidy")
     git(h, "push", "-q", "origin", "HEAD:main")
-    _refused(b, ".gitattributes", "make the same edit here")
+    said = _refused(b, ".gitattributes", "make the same edit here", "memvault doctor --fix")
+    assert "fix it where it was pushed from" not in said  # one remedy, not two that disagree
 
 
 def test_a_second_item_under_a_fact_id_in_the_same_log_is_refused(tmp_path):

@@ -62,7 +62,7 @@ class MemvaultGroup(TyperGroup):
         except KeyboardInterrupt:
             _fail("Interrupted", "interrupted", ExitCode.INTERRUPTED, wants_json)
         except NoArgsIsHelpError:
-            raise  # a group called bare (`memvault remote`): its help is the answer
+            raise  # `memvault` called bare: its help is the answer
         except UsageError as e:
             # One line like every other error, not a framed usage box.
             where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""

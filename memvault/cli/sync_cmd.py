@@ -9,11 +9,17 @@ import typer
 
 from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault, root_vault
 
-remote_app = typer.Typer(
-    name="remote",
-    help="The git remote this vault syncs with.\n\nExample: memvault remote set git@example.com:me/memory.git",
-    no_args_is_help=True,
-)
+remote_app = typer.Typer(name="remote", invoke_without_command=True)
+
+
+@remote_app.callback()
+def remote(ctx: typer.Context, json_: JsonOption = False, vault_path: VaultOption = None) -> None:
+    """The git remote this vault syncs with; alone, the same as `remote show`.
+
+    Example: memvault remote set git@example.com:me/memory.git
+    """
+    if ctx.invoked_subcommand is None:
+        remote_show(json_, vault_path)
 
 
 @remote_app.command("set")
