@@ -351,8 +351,16 @@ def _refuse_untrusted(storage: Storage, rev: str, name: str) -> RemoteChanges:
             f"sync stopped: fact(s) {shown(changes.edited_both)} edited differently here and on {name}; nothing "
             f"was merged and the vault is as before. To resolve: in {storage.root} run `git merge {name}` (it keeps "
             f"this side's items), edit each item to the text to keep (the remote's: `git show {name}:{logs[0]}`), "
-            "`git commit -a`, and `memvault sync`")
+            f"`git commit -a`, and `memvault sync`{_identity_first(storage)}")
     return changes
+
+
+def _identity_first(storage: Storage) -> str:
+    """The git commands a conflict's advice names need an identity, which memvault's own commits do not."""
+    if not storage.git.identity().fallback:
+        return ""
+    return (" (git has no identity on this machine, and `git merge` and `git commit` need one: first run "
+            "`git config --global user.name NAME` and `git config --global user.email EMAIL`)")
 
 
 def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:
@@ -369,6 +377,7 @@ def _conflict(storage: Storage, paths: list[str], branch: str) -> SyncConflict:
         f"the vault is as before. To resolve: let only one machine run `memvault dream`; then in {storage.root} "
         f"run `git merge{unrelated} {REMOTE}/{branch}`, edit the conflicting {pages}, `git commit -a`, and "
         f"`memvault sync` (or keep the remote's: `git checkout {REMOTE}/{branch} -- <path>`, commit, sync)"
+        f"{_identity_first(storage)}"
     )
     error.paths = paths  # type: ignore[attr-defined]
     return error

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, is_clean, run_memvault
+from conftest import IDENTITY, git, is_clean, run_memvault
 
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput
@@ -128,6 +129,22 @@ def test_pages_changed_on_both_machines_stop_the_sync_and_change_nothing(tmp_pat
     assert (b / "wiki" / "people" / "alice.md").read_text().endswith("Alice lives in Paris.\n")
     assert (b / "logs" / "2026" / "2026-11-20.md").read_text() == log
     assert list(_facts(b).values()) == ["b's fact"]
+    assert "no identity" not in done.stderr
+    # On a machine with no git identity (memvault's own commits need none), the advice's `git merge`
+    # would fail: it says to set one first, and with one set the merge goes ahead as advised.
+    anonymous = {k: v for k, v in os.environ.items() if k not in IDENTITY}
+    done = subprocess.run([sys.executable, "-m", "memvault", "sync", "--vault", str(b)], env=anonymous,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == ExitCode.SYNC_CONFLICT and done.stderr.count("\n") == 1
+    assert "`git config --global user.email EMAIL`" in done.stderr and git(b, "rev-parse", "HEAD") == head
+    assert subprocess.run(["git", "-C", str(b), "merge", "origin/main"], env=anonymous,
+                          capture_output=True).returncode == 128  # "Committer identity unknown"
+    subprocess.run(["git", "config", "--global", "user.name", "B"], env=anonymous, check=True)
+    subprocess.run(["git", "config", "--global", "user.email", "b@example.test"], env=anonymous, check=True)
+    merging = subprocess.run(["git", "-C", str(b), "merge", "origin/main"], env=anonymous, capture_output=True,
+                             text=True)
+    assert merging.returncode == 1 and "CONFLICT" in merging.stdout  # now the page to edit, as advised
+    git(b, "merge", "--abort")
     # the library raises SyncConflict with the paths
     from memvault.errors import SyncConflict
 
