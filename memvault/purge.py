@@ -87,13 +87,15 @@ class PurgeReport:
 # -- planning ----------------------------------------------------------------------------------
 
 def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str]]:
-    """The facts to purge and the ids already purged; InvalidInput (nothing changed) for an id
-    that names no fact. The id of a purge that was killed after its rewrite (its log item is gone,
-    its tombstone not yet written) stands for a fact whose text is found where refs still hold
-    it, or is "" (unknown)."""
+    """The facts to purge and the ids already purged; NotFound (nothing changed) for an id that
+    names no fact, as for `forget` and `show`. The id of a purge that was killed after its
+    rewrite (its log item is gone, its tombstone not yet written) stands for a fact whose text is
+    found where refs still hold it, or is "" (unknown)."""
     wanted = list(dict.fromkeys(i.strip() for i in ids))
     if not wanted:
         raise InvalidInput("no fact id given; nothing was purged")
+    if "" in wanted:
+        raise InvalidInput("a fact id is empty; nothing was purged")
     tombstones = storage.tombstones()
     unfinished = set(storage.unfinished_purge())
     facts: dict[str, Fact] = {}
@@ -101,7 +103,7 @@ def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str
     for typed in wanted:
         try:
             fact = storage.find_fact(typed)
-        except (NotFound, InvalidInput):
+        except NotFound:
             gone = purged_tombstone(storage, typed, tombstones)
             if gone is not None:
                 done.append(gone.id)
@@ -109,7 +111,7 @@ def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str
             if typed in unfinished:
                 fact = _unfinished(storage, typed)
             else:
-                raise InvalidInput(f"no fact with id {typed!r}; nothing was purged") from None
+                raise NotFound(f"no fact with id {typed!r}; nothing was purged") from None
         facts.setdefault(fact.id, fact)
     return list(facts.values()), list(dict.fromkeys(done))
 

@@ -115,9 +115,9 @@ def test_purge_removes_text_from_logs_every_commit_pages_index_and_cache(tmp_pat
 
 
 def test_cli_refuses_without_yes_off_a_terminal_and_unknown_ids_change_nothing(tmp_path):
-    """Tried: no --yes without a terminal (exit 2), an unknown id among good ones (exit 2, named),
-    an empty id; each leaves files and HEAD exactly as before. Then --yes purges and says what
-    the remote needs."""
+    """Tried: no --yes without a terminal (exit 2), an unknown id among good ones (exit 3, named,
+    as forget and show say it), an empty id; each leaves files and HEAD exactly as before. Then
+    --yes purges and says what the remote needs."""
     root = tmp_path / "v"
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
@@ -127,7 +127,7 @@ def test_cli_refuses_without_yes_off_a_terminal_and_unknown_ids_change_nothing(t
     refused = run_memvault("purge", ids["secret"], "--vault", str(root))
     assert refused.returncode == ExitCode.USAGE and "--yes" in refused.stderr
     unknown = run_memvault("purge", ids["secret"], "zzzzzzzzzzzzzzzz", "--yes", "--vault", str(root))
-    assert unknown.returncode == ExitCode.USAGE and "zzzzzzzzzzzzzzzz" in unknown.stderr
+    assert unknown.returncode == ExitCode.NOT_FOUND and "zzzzzzzzzzzzzzzz" in unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
     empty = run_memvault("purge", " ", "--yes", "--vault", str(root))
     assert empty.returncode == ExitCode.USAGE

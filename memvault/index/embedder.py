@@ -80,7 +80,8 @@ def download_model(spec: ModelSpec) -> str:
         logger.disable("fastembed")  # its retry chatter; the caller reports the outcome
         TextEmbedding(spec.name, cache_dir=str(target))
     except Exception as exc:
-        raise ModelUnavailable(f"could not download embedding model {spec.name}: {_one_line(exc)}") from exc
+        raise ModelUnavailable(f"could not download embedding model {spec.name}: {_one_line(exc)}; without the "
+                               "hub, set MEMVAULT_EMBED_MODEL_PATH to a local copy (an ONNX model directory)") from exc
     finally:
         os.environ["HF_HUB_OFFLINE"] = "1"
     return str(target)
