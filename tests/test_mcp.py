@@ -448,8 +448,8 @@ def free_port() -> int:
 
 
 def test_http_serves_the_same_tools_on_localhost(tmp_path, tiny_model_path):
-    """`--http` serves streamable HTTP on 127.0.0.1: an add and a search through it; a second
-    server on the same port fails at once with one line (exit 1)."""
+    """`--http` serves streamable HTTP on 127.0.0.1 and says where: an add and a search through
+    it; a second server on the same port fails at once with one line (exit 1)."""
     from mcp import Client
 
     env = server_env(tmp_path, tiny_model_path)
@@ -480,6 +480,8 @@ def test_http_serves_the_same_tools_on_localhost(tmp_path, tiny_model_path):
         process.wait(timeout=30)
     assert [hit["id"] for hit in found["hits"]] == [added["id"]]
     assert commit_count(vault) == 2
+    said = process.stderr.read().decode()  # where it serves, said once at the start
+    assert said.startswith(f"memvault: serving {vault} over MCP at http://127.0.0.1:{port}/mcp"), said
     assert taken.returncode == 1 and taken.stderr == f"memvault: cannot serve on 127.0.0.1:{port}: " \
         "Address already in use\n"
 

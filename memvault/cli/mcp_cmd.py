@@ -21,7 +21,7 @@ def mcp(
     search first catches up with what other processes wrote. stdout carries only the protocol;
     notices go to stderr. See docs/mcp.md for client setup.
 
-    Example: claude mcp add memvault -- memvault mcp --vault ~/memory
+    Example: claude mcp add memvault -- "$HOME/.memvault-venv/bin/memvault" mcp --vault "$HOME/memory"
     """
     from memvault.mcp.worker import VaultWorker
 

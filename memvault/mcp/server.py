@@ -272,6 +272,10 @@ def serve(worker: VaultWorker, port: int | None = None) -> None:
             server.run("stdio")
         else:
             _check_port(port)
+            # stdio needs no word (its client started it); a server in a terminal says where it is
+            sys.stderr.write(f"memvault: serving {worker.vault.root} over MCP at http://{HOST}:{port}/mcp "
+                             "(Ctrl-C stops it)\n")
+            sys.stderr.flush()
             server.run("streamable-http", host=HOST, port=port)
     finally:
         worker.close()
