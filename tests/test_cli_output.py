@@ -76,8 +76,37 @@ def test_no_color_keeps_the_table_and_writes_no_escape_sequence(cli, facts, monk
     result = cli("search", "green tea", "--lexical")
     assert "\x1b" not in result.stdout
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["score", "date", "kind", "text", "id"]
+    assert lines[0].split() == ["score", "date", "category", "text", "id"]
     assert facts["Alice"] in lines[1] and "preference" in lines[1]
+
+
+def test_no_color_in_a_real_terminal_writes_no_escape_sequence_on_either_stream(vault_dir):
+    """The first search builds the index, whose progress bar would draw with escape sequences on
+    stderr: under NO_COLOR, a real terminal (a pty for stdin, stdout and stderr) gets none at all."""
+    import pty
+
+    from memvault import Vault
+
+    Vault(vault_dir).add_many([f"note {n} about green tea" for n in range(30)])
+    leader, follower = pty.openpty()
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "80", "TERM": "xterm-256color"}
+    env.pop("FORCE_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "memvault", "search", "green tea", "--vault", str(vault_dir)],
+                            stdin=follower, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the other end closed: the process is done
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(leader)
+    assert proc.wait(timeout=120) == 0, said
+    assert b"score" in said and b"about green tea" in said  # the table, drawn without colour
+    assert b"\x1b" not in said, said
 
 
 def test_piped_output_is_plain_tab_separated_rows_with_nothing_cut(cli, facts, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -150,7 +151,7 @@ def _parse_request(line: str) -> dict:
     return {_STDIN_KEYS[k]: v for k, v in item.items()}
 
 
-HIT_COLUMNS = (Column("score", score_style, justify="right"), Column("date", WHEN), Column("kind", CATEGORY, optional=True),
+HIT_COLUMNS = (Column("score", score_style, justify="right"), Column("date", WHEN), Column("category", CATEGORY, optional=True),
                Column("text", text=True), Column("id", ID))
 SIGNALS = ("lexical", "dense", "thread", "date", "recency", "importance", "newer_state")
 
@@ -184,22 +185,34 @@ def _signals(explain: dict) -> str:
 
 @contextmanager
 def _progress() -> Iterator[Any]:
-    """A progress callback drawing a bar on stderr, only on a terminal (first search, reindex)."""
-    if not sys.stderr.isatty():
+    """A progress callback drawing a bar on stderr, only on a terminal (first search, reindex).
+
+    The bar starts with the first long piece of work, so a search with none writes nothing to
+    stderr; with NO_COLOR (or TERM=dumb) there is no bar at all, since drawing one takes escape
+    sequences (the notices still say what is being built)."""
+    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         yield None
         return
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        tasks: dict[str, Any] = {}
+    bar: Progress | None = None
+    tasks: dict[str, Any] = {}
 
-        def update(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
+    def update(phase: str, done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(console=Console(stderr=True), transient=True)
+            bar.start()
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=total)
+        bar.update(tasks[phase], completed=done, total=total)
 
+    try:
         yield update
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def reindex(

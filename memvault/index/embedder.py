@@ -140,7 +140,10 @@ class Embedder:
                 " (run `memvault reindex --download-model` once, or set MEMVAULT_EMBED_MODEL_PATH to a local"
                 " ONNX model)"
             )
-            self._error = f"cannot load embedding model {self.spec.name}{hint}: {_one_line(exc)}"
+            detail = _one_line(exc)
+            if not self.spec.path and "from any source" in detail:  # fastembed's words for "not downloaded"
+                detail = f"it is not in the model cache ({model_cache_dir()})"
+            self._error = f"cannot load embedding model {self.spec.name}{hint}: {detail}"
             raise ModelUnavailable(self._error) from exc
         return self._model
 

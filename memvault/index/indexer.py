@@ -558,7 +558,7 @@ class SearchIndex:
 
     def model_unavailable(self, exc: Exception) -> None:
         if not self._model_notice_given:
-            self.notify(f"{str(exc).rstrip('.')}; searching by words only")
+            self.notify(f"{str(exc).rstrip('.')}; search works by words only until it loads")
             self._model_notice_given = True
 
     def _switch_model(self, generation: Generation) -> None:
@@ -606,7 +606,7 @@ class SearchIndex:
             generation.vectors.verify()
         except VectorsDamaged as exc:
             self.notify(f"search index vectors are still damaged after recomputing them ({exc}); "
-                        "searching by words only")
+                        "search works by words only until they are rebuilt (`memvault reindex --clear`)")
             return False
         return True
 
