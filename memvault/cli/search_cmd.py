@@ -76,6 +76,8 @@ def search(
     options = dict(limit=limit, category=category, tag=tag, source=source, session=session, since=since,
                    until=until, include_all=all_, lexical_only=lexical, explain=explain, min_score=min_score)
     if stdin:
+        if sys.stdin.isatty():
+            notice("reading queries from the terminal, one per line; press Ctrl-D on an empty line to end")
         failed = _search_stdin(vault, options, json_, full)
         if failed:
             raise typer.Exit(int(ExitCode.USAGE))
