@@ -103,14 +103,22 @@ def test_discovery_order_flag_env_enclosing_default(tmp_path, monkeypatch, herme
 
 
 def test_a_path_that_is_not_a_vault_is_a_clear_error(tmp_path):
-    """Bad input: --vault pointing at a plain directory."""
+    """Bad input: --vault pointing at a plain directory, empty and not."""
     (tmp_path / "plain").mkdir()
     result = Cli(None)("recent", "--vault", str(tmp_path / "plain"), vault=False)
     assert result.exit_code == ExitCode.NOT_FOUND
     assert "is not a memvault vault" in result.stderr and result.stderr.count("\n") == 1
+    assert f"memvault init {tmp_path / 'plain'}" in result.stderr  # empty: init would work there
     assert list((tmp_path / "plain").iterdir()) == []
     with pytest.raises(NotAVault):
         Vault.open(tmp_path / "plain")
+    # a folder of other things: init would refuse it, so the advice is not to init it
+    (tmp_path / "plain" / "notes.txt").write_text("mine\n")
+    result = Cli(None)("recent", "--vault", str(tmp_path / "plain"), vault=False)
+    assert result.exit_code == ExitCode.NOT_FOUND and f"init {tmp_path / 'plain'}" not in result.stderr
+    assert "point --vault" in result.stderr
+    refused = Cli(None)("init", str(tmp_path / "plain"), vault=False)
+    assert refused.exit_code != 0
 
 
 def test_works_without_a_git_identity_and_honours_one_when_configured(tmp_path, monkeypatch, hermetic_env):
