@@ -86,6 +86,9 @@ def test_dry_run_prints_the_proposal_and_writes_nothing(cli, fake):
 def test_exit_codes_for_missing_model_bad_answer_and_bad_options(cli, fake, monkeypatch):
     cli("add", "Rosa sails", "--at", DAY)
     assert cli("dream", "--undo", "--dry-run").exit_code == 2
+    for ignored in (["--status", "--min-facts", "3"], ["--undo", "--model", "x/y"], ["--status", "--max-batches", "1"]):
+        refused = cli("dream", *ignored)  # an option --status or --undo would ignore: said, not obeyed
+        assert refused.exit_code == 2 and ignored[1] in refused.stderr and refused.stderr.count("\n") == 1
     fake.default = "Sure! Here is what I would do: nothing."
     bad = cli("dream", "--json")
     assert bad.exit_code == 5

@@ -30,6 +30,11 @@ def dream(
     """
     if undo and (dry_run or status):
         raise InvalidInput("--undo cannot be combined with --dry-run or --status")
+    run_options = {"--dry-run": dry_run, "--max-batches": max_batches is not None,
+                   "--min-facts": min_facts is not None, "--model": model is not None}
+    given = [name for name, on in run_options.items() if on]
+    if (status or undo) and given:  # they would be ignored: say so rather than seem to obey
+        raise InvalidInput(f"{'--status' if status else '--undo'} takes none of the run's options ({', '.join(given)})")
     vault = open_vault(vault_path)
     if status:
         data = vault.dream_status()
