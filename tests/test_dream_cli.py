@@ -92,7 +92,8 @@ def test_exit_codes_for_missing_model_bad_answer_and_bad_options(cli, fake, monk
     fake.default = "Sure! Here is what I would do: nothing."
     bad = cli("dream", "--json")
     assert bad.exit_code == 5
-    assert json.loads(bad.stdout)["error"].endswith("answer is not valid JSON (Expecting value at line 1)")
+    assert json.loads(bad.stdout)["error"].endswith("answer is not valid JSON (Expecting value at line 1); answer with "
+                                                    "the JSON object alone")
     assert json.loads(bad.stderr.splitlines()[-1])["error"]["exit_code"] == 5
     monkeypatch.delenv("MEMVAULT_MODEL")
     quiet = cli("dream", "--min-facts", "5", "--json")  # the README's cron line on a quiet night

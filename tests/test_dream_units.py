@@ -59,8 +59,17 @@ def test_bad_answers_are_rejected_with_a_reason(raw, reason):
     assert any(reason in p for p in problems), problems
 
 
-def test_answer_wrapped_in_a_code_fence_is_accepted():
-    answer = parse_answer('```json\n{"facts": [{"id": "abc123", "disposition": "noop"}]}\n```').answer
+@pytest.mark.parametrize("wrap", [
+    "```json\n{}\n```",                                   # a fence
+    "Sure! Here is the update:\n```json\n{}\n```\n\nLet me know if you need more.",  # prose around it
+    "```json\n{}```", "```JSON\n{}\n```", "~~~json\n{}\n~~~",  # the fence's end glued on, upper case, tildes
+    "<think>The user wants {a JSON object}; facts first.</think>\n{}",  # a reasoning model's block first
+    "{}\nDone.", "\ufeff{}",                                # a closing remark; a byte-order mark
+    "```text\nnot this\n```\nbut this: {}",               # a first fence that is no JSON
+])
+def test_the_ways_models_wrap_their_object_are_accepted(wrap):
+    """How real models answer without a JSON mode: the object inside prose, fences, reasoning."""
+    answer = parse_answer(wrap.replace("{}", '{"facts": [{"id": "abc123", "disposition": "noop"}]}')).answer
     assert answer.facts[0].disposition == "noop"
 
 

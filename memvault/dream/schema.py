@@ -89,7 +89,39 @@ def answer_schema() -> dict:
     return DreamAnswer.model_json_schema()
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+# What models put around the object: a reasoning block (`<think>…</think>`, from reasoning models
+# served by ollama or llama.cpp), a code fence (``` or ~~~, any language tag), prose before or after.
+_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"(```|~~~)[^\n]*\n(.*?)\n?[ \t]*\1", re.DOTALL)
+_OBJECT_STARTS = 20  # "{" tried as the start of the object in prose, at most
+
+
+def _the_object(text: str) -> object:
+    """The JSON value an answer holds: the whole text, else the first fenced block that parses,
+    else the first object found in the prose around it (JSONDecodeError of the whole when none)."""
+    text = _THINKING.sub("", text.lstrip("\ufeff")).strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as whole:
+        error = whole
+    for fenced in _FENCE.finditer(text):
+        try:
+            return json.loads(fenced.group(2))
+        except json.JSONDecodeError:
+            continue
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    for _ in range(_OBJECT_STARTS):
+        if start < 0:
+            break
+        try:
+            value, _end = decoder.raw_decode(text, start)  # the rest (a closing remark) is left
+            if isinstance(value, dict):
+                return value
+        except json.JSONDecodeError:
+            pass
+        start = text.find("{", start + 1)
+    raise error
 
 
 def parse_answer(text: str, handles=None) -> Parsed:
@@ -99,13 +131,11 @@ def parse_answer(text: str, handles=None) -> Parsed:
     """
     if len(text.encode("utf-8", "replace")) > ANSWER_MAX_BYTES:
         raise AnswerRejected(f"answer too large ({len(text)} characters)")
-    fenced = _FENCE.match(text)
-    if fenced:  # models without a JSON mode like to wrap the object in a code fence
-        text = fenced.group(1)
     try:
-        data = json.loads(text)
+        data = _the_object(text)
     except json.JSONDecodeError as exc:
-        raise AnswerRejected(f"answer is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise AnswerRejected(f"answer is not valid JSON ({exc.msg} at line {exc.lineno}); answer with the JSON "
+                             "object alone") from None
     if not isinstance(data, dict):
         raise AnswerRejected("answer is not a JSON object")
     notes: list[str] = []
