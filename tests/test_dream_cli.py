@@ -164,6 +164,9 @@ def test_a_failing_batch_is_told_once_on_stderr_then_named_by_status_and_doctor(
     reached = {c["name"]: c for c in json.loads(cli("doctor", "--llm", "--json").stdout)["checks"]}["LLM"]
     assert reached["status"] == "ok" and "answered in" in reached["message"]
     assert fake.requests[-1]["max_tokens"] == 16  # one tiny request
+    fake.default = ""  # it answers, with nothing: no clean bill of health
+    empty = {c["name"]: c for c in json.loads(cli("doctor", "--llm", "--json").stdout)["checks"]}["LLM"]
+    assert empty["status"] == "fail" and "answered with no text" in empty["message"]
     monkeypatch.setenv("MEMVAULT_API_BASE", "http://127.0.0.1:9/v1")
     down = cli("doctor", "--llm")
     assert down.exit_code == 1 and "FAIL   LLM: cannot reach http://127.0.0.1:9/v1" in down.stdout

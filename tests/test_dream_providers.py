@@ -73,6 +73,20 @@ def test_an_overloaded_server_is_retried_then_an_outage_that_never_counts(vault)
     assert failing["since"] == log_lines(vault)[-2].split()[1]
 
 
+def test_an_empty_answer_is_a_failed_attempt_so_the_batch_is_skipped_in_the_end(vault):
+    """A server answering HTTP 200 with no text, every time (a model that gives up, a broken
+    template): an answer, rejected and repaired like any other, so it counts towards skipping the
+    batch instead of stalling it for ever as an outage."""
+    vault.add("Uma sings in a choir", at="2026-11-01T09:00:00")
+    with FakeLLM(default="") as fake:
+        reports = [dream(vault, fake) for _night in range(3)]
+
+    assert [r.batches[0].outcome for r in reports] == ["failed", "failed", "skipped"]
+    assert "the answer was empty" in reports[0].error
+    assert len(fake.requests) == 9  # the answer and two repair turns, each night
+    assert vault.watermark is not None  # skipped: its facts stay searchable as raw facts
+
+
 def test_no_api_key_is_an_error_naming_the_variable_without_calling(vault, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     vault.add("Uma sings in a choir", at="2026-11-01T09:00:00")

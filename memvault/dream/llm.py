@@ -197,10 +197,9 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
         content, finish = _content(response)
         if finish == "length":
             raise AnswerTruncated(f"{settings.model}: the answer stopped at max_tokens={kwargs.get('max_tokens')}")
-        if content is None:
-            last = "empty answer"
-            continue
-        return content
+        # An empty answer is an answer (a model at temperature 0 gives it again): the runner rejects
+        # it like any answer without the object, a failed attempt, rather than an outage for ever.
+        return content or ""
     raise ProviderUnavailable(
         f"{settings.model}: no answer after {settings.attempts} attempt(s): {last}; dream tries again next run"
     )
@@ -213,11 +212,13 @@ def ping(settings: LLMSettings) -> float:
     kwargs["max_tokens"] = 16
     start = time.monotonic()
     try:
-        _within(settings.timeout, litellm.completion, kwargs)
+        response = _within(settings.timeout, litellm.completion, kwargs)
     except Exception as exc:  # noqa: BLE001
         kind, message = classify(exc, settings)
         error = {"transient": ProviderUnavailable, "setup": ProviderNotSetUp}.get(kind, ProviderRefused)
         raise error(message) from None
+    if _content(response)[0] is None:  # it answers, but with nothing dream could use
+        raise ProviderRefused(f"{settings.model}: answered with no text; dream's batches would fail the same way")
     return time.monotonic() - start
 
 

@@ -131,6 +131,8 @@ def parse_answer(text: str, handles=None) -> Parsed:
     """
     if len(text.encode("utf-8", "replace")) > ANSWER_MAX_BYTES:
         raise AnswerRejected(f"answer too large ({len(text)} characters)")
+    if not text.strip():
+        raise AnswerRejected("the answer was empty; answer with the JSON object")
     try:
         data = _the_object(text)
     except json.JSONDecodeError as exc:
