@@ -12,6 +12,9 @@ from memvault.errors import InvalidInput
 from memvault.facts import check_encodable, validate_category
 
 MAX_LIMIT = 1000
+# A query is words to look for, not a document: past this, one query cost seconds and gigabytes
+# (an 8 MB one, 16 s and 3 GB), and held up every other call of a shared MCP server.
+MAX_QUERY_CHARS = 10_000
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class SearchQuery:
         if not isinstance(self.text, str) or not self.text.strip():
             raise InvalidInput("search query is empty")
         check_encodable(self.text, "search query")
+        if len(self.text) > MAX_QUERY_CHARS:
+            raise InvalidInput(f"search query is too long ({len(self.text)} characters, at most {MAX_QUERY_CHARS}): "
+                               "search for its key words")
         if isinstance(self.limit, bool) or not isinstance(self.limit, int) or not 1 <= self.limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
         for name in ("category", "tag", "source", "session"):
