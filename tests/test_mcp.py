@@ -175,6 +175,13 @@ BAD_CALLS = [
     ("add", {"text": "x", "importance": "high"}, "invalid arguments for add: importance", 2),
     ("search", {"query": "tea", "limit": 0}, "limit must be a whole number from 1 to 1000", 2),
     ("search", {"query": "tea", "limit": "ten"}, "invalid arguments for search: limit", 2),
+    # JSON's own types, not the SDK's lax reading of strings: "true" must not opt into storing a secret
+    ("add", {"text": "x", "allow_secret": "true"}, "invalid arguments for add: allow_secret: must be boolean", 2),
+    ("add", {"text": "x", "importance": "0.5"}, "importance: must be number or null, got \"0.5\"", 2),
+    ("search", {"query": "tea", "limit": "10"}, "invalid arguments for search: limit: must be integer", 2),
+    ("search", {"query": "tea", "include_all": "yes"}, "include_all: must be boolean", 2),
+    ("search", {"query": "tea", "limit": True}, "limit: must be integer, got true", 2),
+    ("recent", {"oldest_first": 1}, "oldest_first: must be boolean or null, got 1", 2),
     ("search", {"query": "tea", "sesion": "chat-1"}, "unknown argument(s) for search: sesion", 2),
     ("search", {"query": "tea", "since": "2026-05-01", "until": "2026-01-01"}, "is after until", 2),
     ("search", {"query": ""}, "search query is empty", 2),

@@ -60,18 +60,21 @@ IncludeAll = Annotated[bool, Field(description="Also search facts already consol
 class MemvaultServer(MCPServer):
     """MCPServer whose argument errors are one line, like every other memvault error."""
 
-    _arguments: dict[str, set[str]] | None = None
+    _arguments: dict[str, dict[str, dict]] | None = None  # tool -> argument -> its JSON schema
 
     async def call_tool(self, name, arguments, context=None):
         if self._arguments is None:
-            self._arguments = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+            self._arguments = {t.name: t.input_schema.get("properties", {}) for t in await self.list_tools()}
         if name not in self._arguments:
             return error_result(InvalidInput(f"unknown tool {name!r}; use {', '.join(self._arguments)}"))
         # The SDK would drop a misspelt argument silently, and a search would quietly lose its filter.
-        unknown = sorted(set(arguments or {}) - self._arguments[name])
+        unknown = sorted(set(arguments or {}) - set(self._arguments[name]))
         if unknown:
             takes = ", ".join(sorted(self._arguments[name])) or "no arguments"
             return error_result(InvalidInput(f"unknown argument(s) for {name}: {', '.join(unknown)}; it takes {takes}"))
+        mistyped = _mistyped(self._arguments[name], arguments or {})
+        if mistyped:
+            return error_result(InvalidInput(f"invalid arguments for {name}: {mistyped}"))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
@@ -80,6 +83,25 @@ class MemvaultServer(MCPServer):
             problems = "; ".join(f"{'.'.join(str(part) for part in err['loc']) or 'arguments'}: {err['msg']}"
                                  for err in e.__cause__.errors())
             return error_result(InvalidInput(f"invalid arguments for {name}: {problems}"))
+
+
+def _mistyped(schemas: dict[str, dict], arguments: dict) -> str | None:
+    """The first argument whose JSON type the tool's schema does not allow, said in one line.
+
+    The SDK validates in pydantic's lax mode, which reads "10" as 10 and "yes" or "true" as true:
+    an `allow_secret: "true"` would store a credential. The schema's types are held to strictly."""
+    from jsonschema import Draft202012Validator
+
+    checker = Draft202012Validator.TYPE_CHECKER  # JSON's types: true is no integer, "10" no number
+    for key, value in arguments.items():
+        schema = schemas.get(key, {})
+        allowed = [schema["type"]] if "type" in schema else [s["type"] for s in schema.get("anyOf", []) if "type" in s]
+        allowed = [t for types in allowed for t in (types if isinstance(types, list) else [types])]
+        if allowed and not any(checker.is_type(value, t) for t in allowed):
+            given = json.dumps(value, ensure_ascii=False)
+            given = given if len(given) <= 40 else given[:39] + "…"
+            return f"{key}: must be {' or '.join(allowed)}, got {given}"
+    return None
 
 
 def error_result(error: Exception) -> CallToolResult:
