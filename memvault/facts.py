@@ -34,6 +34,7 @@ MAX_TEXT_BYTES = 1024 * 1024
 MAX_LABEL_CHARS = 200
 _TAG = re.compile(r"^[^\s,#\x00-\x1f\x7f]+$")
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+BOM = "\ufeff"
 ID_PATTERN = re.compile(r"^[0-9a-hjkmnp-tv-z]{16}$")
 _CROCKFORD_ALIASES = str.maketrans({"o": "0", "i": "1", "l": "1"})
 
@@ -142,13 +143,15 @@ def read_fact_lines(text: str) -> tuple[list[dict[str, Any]], list[int]]:
     """`add --stdin` input: one fact per line, as plain text, a JSON object (the fields of a
     FactDraft) or a JSON string; blank lines are skipped. Returns the drafts and their line numbers.
 
-    A line that is JSON of another kind (`null`, `42`, `[1, 2]`) is refused rather than stored as
-    text: it is more likely a producer's mistake than a memory.
+    A byte-order mark opening a line is dropped. A line that is JSON of another kind (`null`, `42`,
+    `[1, 2]`) is refused rather than stored as text: it is more likely a producer's mistake than a
+    memory.
     """
     drafts: list[dict[str, Any]] = []
     numbers: list[int] = []
     for number, raw in enumerate(text.split("\n"), start=1):
-        line = raw.removesuffix("\r")
+        # A byte-order mark (Windows tools write one at the start of a file) is no part of a fact.
+        line = raw.removesuffix("\r").removeprefix(BOM)
         if line.strip():
             drafts.append(_fact_line(line, number))
             numbers.append(number)

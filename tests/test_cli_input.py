@@ -243,3 +243,19 @@ def test_add_stdin_bytes_that_are_not_utf8_are_called_so(vault_dir):
     assert escaped.returncode == ExitCode.USAGE
     assert escaped.stderr == "memvault: line 1: fact text is not valid unicode (lone surrogate)\n"
     assert snapshot(vault_dir) == before
+
+
+def test_a_byte_order_mark_opening_stdin_is_no_part_of_a_fact_or_query(vault_dir):
+    """Input tried: a file saved by a Windows tool, a UTF-8 byte-order mark before a JSON line
+    (it was stored as the text '\\ufeff{"text": ...}') and before a search --stdin line."""
+    added = subprocess.run([sys.executable, "-m", "memvault", "add", "--stdin", "--json", "--vault", str(vault_dir)],
+                           input='\ufeff{"text": "bom line", "tags": ["win"]}\n\ufeffplain line\n'.encode(),
+                           capture_output=True, cwd=ROOT, timeout=60)
+    assert added.returncode == 0, added.stderr
+    facts = json.loads(added.stdout)
+    assert [(f["text"], f["tags"]) for f in facts] == [("bom line", ["win"]), ("plain line", [])]
+    found = run_memvault("search", "--stdin", "--json", "--lexical", "--vault", str(vault_dir),
+                         input='\ufeff{"query": "bom line", "tag": "win"}\n')
+    assert found.returncode == 0, found.stderr
+    line = json.loads(found.stdout.splitlines()[0])
+    assert line["query"] == "bom line" and [hit["text"] for hit in line["hits"]] == ["bom line"]

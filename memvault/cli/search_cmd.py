@@ -31,6 +31,7 @@ from memvault.cli.output import (
     table,
 )
 from memvault.errors import ExitCode, InvalidInput, MemvaultError
+from memvault.facts import BOM
 
 # Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
 _STDIN_KEYS = {
@@ -102,7 +103,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
     """Answer each input line; a bad line gets an error result and the rest still run."""
     failed = 0
     for number, raw in enumerate(sys.stdin, start=1):
-        line = raw.rstrip("\r\n")
+        line = raw.rstrip("\r\n").removeprefix(BOM)  # (a Windows tool's byte-order mark)
         if not line.strip():
             continue
         options = dict(defaults)
