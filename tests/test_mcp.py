@@ -195,6 +195,14 @@ BAD_CALLS = [
 ]
 
 
+def test_the_strict_types_still_take_what_real_clients_send(server):
+    """Valid calls the type check must not refuse: a list sent as its JSON text (Claude Desktop
+    does), a whole number for a float field, null for an optional one."""
+    added = server.ok("add", text="tea is good", tags='["drinks", "tea"]', importance=1)
+    assert added["tags"] == ["drinks", "tea"] and added["importance"] == 1
+    assert server.ok("search", query="tea", min_score=0, since=None)["hits"]
+
+
 def test_bad_calls_are_one_line_tool_errors_and_change_nothing(server):
     """Every bad argument (empty text, unknown category, importance out of range, a date memvault
     cannot read, a bad tag, a NUL byte, a missing or mistyped argument, a misspelt argument name,

@@ -167,6 +167,9 @@ def test_unreachable_remote_is_a_clear_error_and_changes_nothing(tmp_path, vault
     assert run_memvault("remote", "set", str(missing), "--vault", str(vault_dir)).returncode == 0
     shown = run_memvault("remote", "--json", "--vault", str(vault_dir))
     assert shown.returncode == 0 and json.loads(shown.stdout)["url"] == str(missing)
+    misplaced = run_memvault("remote", "--vault", str(tmp_path), "set", "/elsewhere.git", cwd=vault_dir)
+    assert misplaced.returncode == ExitCode.USAGE and "after `remote set`" in misplaced.stderr
+    assert json.loads(run_memvault("remote", "show", "--json", "--vault", str(vault_dir)).stdout)["url"] == str(missing)
     Vault(vault_dir).add("kept locally")
     head = git(vault_dir, "rev-parse", "HEAD")
     refs = git(vault_dir, "for-each-ref")

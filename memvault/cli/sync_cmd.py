@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault, root_vault
+from memvault.errors import InvalidInput
 
 remote_app = typer.Typer(name="remote", invoke_without_command=True)
 
@@ -20,6 +21,8 @@ def remote(ctx: typer.Context, json_: JsonOption = False, vault_path: VaultOptio
     """
     if ctx.invoked_subcommand is None:
         remote_show(json_, vault_path)
+    elif json_ or vault_path is not None:  # they belong to the subcommand, which would not see them
+        raise InvalidInput(f"give --json and --vault after `remote {ctx.invoked_subcommand}`, not before it")
 
 
 @remote_app.command("set")

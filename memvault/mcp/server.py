@@ -14,7 +14,7 @@ import socket
 import sys
 import traceback
 from collections.abc import Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -97,6 +97,10 @@ def _mistyped(schemas: dict[str, dict], arguments: dict) -> str | None:
         schema = schemas.get(key, {})
         allowed = [schema["type"]] if "type" in schema else [s["type"] for s in schema.get("anyOf", []) if "type" in s]
         allowed = [t for types in allowed for t in (types if isinstance(types, list) else [types])]
+        if isinstance(value, str) and {"array", "object"} & set(allowed):
+            # Some clients (Claude Desktop) send a list as its JSON text; the SDK decodes it.
+            with suppress(ValueError):
+                value = json.loads(value)
         if allowed and not any(checker.is_type(value, t) for t in allowed):
             given = json.dumps(value, ensure_ascii=False)
             given = given if len(given) <= 40 else given[:39] + "…"
