@@ -73,6 +73,24 @@ def test_the_ways_models_wrap_their_object_are_accepted(wrap):
     assert answer.facts[0].disposition == "noop"
 
 
+def test_what_an_answer_holds_is_never_changed_and_the_right_object_is_taken():
+    """Traps tried: a `<think>` tag and a code fence inside a page body (kept as written, the fence
+    not taken for the answer's end), braces and an example object in the prose before a fenced
+    answer, a fenced array before it, and a trailing comma (named as invalid JSON, not answered
+    with one of the answer's inner objects)."""
+    body = "Use a fence:\n```\nprint(1)\n```\nModels wrap reasoning in <think>plan</think> tags."
+    good = {"facts": [{"id": "abc123", "disposition": "noop"}],
+            "pages": [{"action": "create", "path": "wiki/topics/x.md", "title": "X", "body": body}]}
+    for raw in (json.dumps(good),
+                'I grouped facts by {topic}; {"x": 1} is unused.\n```json\n' + json.dumps(good, indent=1) + "\n```",
+                'For example {"facts": []}; the answer:\n```json\n' + json.dumps(good) + "\n```",
+                '```json\n["a"]\n```\n```json\n' + json.dumps(good) + "\n```"):
+        answer = parse_answer(raw).answer
+        assert answer.facts[0].id == "abc123" and answer.pages[0].body == body, raw
+    with pytest.raises(AnswerRejected, match="not valid JSON"):
+        parse_answer('{"facts": [{"id": "abc123", "disposition": "noop"},], "pages": [{"a": 1}]}')
+
+
 def _fact(fid: str, text: str) -> Fact:
     return Fact(id=fid, text=text, at=datetime(2026, 11, 1, 9, tzinfo=UTC),
                 path="logs/2026/2026-11-01.md", line=3)

@@ -89,39 +89,58 @@ def answer_schema() -> dict:
     return DreamAnswer.model_json_schema()
 
 
-# What models put around the object: a reasoning block (`<think>…</think>`, from reasoning models
-# served by ollama or llama.cpp), a code fence (``` or ~~~, any language tag), prose before or after.
-_THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"(```|~~~)[^\n]*\n(.*?)\n?[ \t]*\1", re.DOTALL)
-_OBJECT_STARTS = 20  # "{" tried as the start of the object in prose, at most
+# What models put around the object: a reasoning block first (`<think>…</think>`, from reasoning
+# models served by ollama or llama.cpp), a code fence (``` or ~~~, any language tag), prose before
+# or after it.
+_THINKING = re.compile(r"^\s*<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)\n[ \t]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
+_OBJECT_STARTS = 50  # "{" tried as the start of an object in prose, at most
 
 
 def _the_object(text: str) -> object:
-    """The JSON value an answer holds: the whole text, else the first fenced block that parses,
-    else the first object found in the prose around it (JSONDecodeError of the whole when none)."""
-    text = _THINKING.sub("", text.lstrip("\ufeff")).strip()
+    """The JSON value an answer holds: the whole text when it parses; else, among the fenced
+    blocks and then the objects in the prose around them, the first object holding "facts" (the
+    answer's one required key: an example object in the prose is passed over), else the first
+    fenced object. JSONDecodeError of the whole text when there is none (a trailing comma in the
+    answer itself is named as such, not answered with one of its inner objects)."""
+    text = text.lstrip("\ufeff").strip()
     try:
         return json.loads(text)
     except json.JSONDecodeError as whole:
         error = whole
-    for fenced in _FENCE.finditer(text):
+    text = _THINKING.sub("", text, count=1).strip()
+    fenced = []
+    for block in _FENCE.finditer(text):
         try:
-            return json.loads(fenced.group(2))
+            value = json.loads(block.group(2))
         except json.JSONDecodeError:
             continue
+        if isinstance(value, dict):
+            fenced.append(value)
+    for value in fenced + _objects_in(text):
+        if "facts" in value:
+            return value
+    if fenced:
+        return fenced[0]
+    raise error
+
+
+def _objects_in(text: str) -> list[dict]:
+    """The objects that start at one of the first "{" of the text (a closing remark after one is left)."""
     decoder = json.JSONDecoder()
+    found = []
     start = text.find("{")
     for _ in range(_OBJECT_STARTS):
         if start < 0:
             break
         try:
-            value, _end = decoder.raw_decode(text, start)  # the rest (a closing remark) is left
-            if isinstance(value, dict):
-                return value
+            value, _end = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
-            pass
+            value = None
+        if isinstance(value, dict):
+            found.append(value)
         start = text.find("{", start + 1)
-    raise error
+    return found
 
 
 def parse_answer(text: str, handles=None) -> Parsed:
