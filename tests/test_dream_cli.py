@@ -167,6 +167,13 @@ def test_a_failing_batch_is_told_once_on_stderr_then_named_by_status_and_doctor(
     fake.default = ""  # it answers, with nothing: no clean bill of health
     empty = {c["name"]: c for c in json.loads(cli("doctor", "--llm", "--json").stdout)["checks"]}["LLM"]
     assert empty["status"] == "fail" and "answered with no text" in empty["message"]
+    # a reasoning model spends the ping's 16 tokens thinking: no text, stopped at the limit, alive
+    thinking = {"id": "x", "object": "chat.completion", "created": 0, "model": "fake-dream",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 16, "total_tokens": 36}}
+    fake.default = {"body": thinking}
+    alive = {c["name"]: c for c in json.loads(cli("doctor", "--llm", "--json").stdout)["checks"]}["LLM"]
+    assert alive["status"] == "ok", alive
     monkeypatch.setenv("MEMVAULT_API_BASE", "http://127.0.0.1:9/v1")
     down = cli("doctor", "--llm")
     assert down.exit_code == 1 and "FAIL   LLM: cannot reach http://127.0.0.1:9/v1" in down.stdout

@@ -84,6 +84,8 @@ def test_an_empty_answer_is_a_failed_attempt_so_the_batch_is_skipped_in_the_end(
     assert [r.batches[0].outcome for r in reports] == ["failed", "failed", "skipped"]
     assert "the answer was empty" in reports[0].error
     assert len(fake.requests) == 9  # the answer and two repair turns, each night
+    repair = fake.requests[1]["messages"]
+    assert repair[2] == {"role": "assistant", "content": "(an empty answer)"}  # never an empty turn
     assert vault.watermark is not None  # skipped: its facts stay searchable as raw facts
 
 

@@ -217,7 +217,10 @@ def ping(settings: LLMSettings) -> float:
         kind, message = classify(exc, settings)
         error = {"transient": ProviderUnavailable, "setup": ProviderNotSetUp}.get(kind, ProviderRefused)
         raise error(message) from None
-    if _content(response)[0] is None:  # it answers, but with nothing dream could use
+    text, finish = _content(response)
+    # No text at all is a server dream cannot use; a reasoning model may spend the 16 tokens of
+    # this ping on its reasoning and stop at the limit, which is a live model.
+    if text is None and finish != "length":
         raise ProviderRefused(f"{settings.model}: answered with no text; dream's batches would fail the same way")
     return time.monotonic() - start
 

@@ -221,7 +221,9 @@ def repair_messages(messages: Sequence[dict], answer: str, problems: Sequence[st
     if shown != listed:
         hidden = len(problems) - shown.count("\n") - 1
         shown += f"\n(and {hidden} more of the same kinds)"
-    return [*messages[:2], {"role": "assistant", "content": answer},
+    # Some providers refuse an assistant turn with no content: an empty answer is shown as such.
+    said = answer if answer.strip() else "(an empty answer)"
+    return [*messages[:2], {"role": "assistant", "content": said},
             {"role": "user", "content": REPAIR.format(problems=shown)}]
 
 
