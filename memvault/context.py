@@ -15,7 +15,7 @@ from typing import Any
 from memvault import tokens
 from memvault.citations import withheld_pages, without_lines_linking
 from memvault.errors import InvalidInput
-from memvault.index.query import MAX_LIMIT, SearchQuery
+from memvault.index.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchQuery
 from memvault.index.search import search
 from memvault.pages import cited_ids, clean_body
 from memvault.storage.layout import MEMORY_FILE
@@ -99,7 +99,9 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
     query = " ".join(query.split()) if query else None
 
     searched = bool(query) and relevant > 0
-    hits = search(storage, SearchQuery(query, limit=relevant)) if searched else []
+    # A context's query may be a whole prompt: its first MAX_QUERY_CHARS characters are searched
+    # (a search query longer than that is refused; a prompt is no mistake).
+    hits = search(storage, SearchQuery(query[:MAX_QUERY_CHARS], limit=relevant)) if searched else []
     # a bundle exists to go into a prompt: a fact holding a credential (--allow-secret) never does
     pages = [_page_item(h) for h in hits if h.kind == "page"]
     found = [_fact_item(h, "relevant") for h in hits if h.kind == "fact" and not h.secret]

@@ -174,3 +174,16 @@ def test_relevant_zero_skips_search_without_a_notice(stocked, cli):
     assert result.exit_code == 0 and result.stderr == ""
     data = json.loads(result.stdout)
     assert data["searched"] is False and {i["reason"] for i in data["items"]} <= {"memory", "recent"}
+
+
+def test_a_whole_prompt_as_the_query_searches_its_start(vault):
+    """A context query is often the prompt itself: one of 30,000 characters (past a search query's
+    10,000) is searched by its start, where a plain search refuses it."""
+    from memvault.errors import InvalidInput
+
+    vault.add("Ines keeps bees on the roof")
+    prompt = "Tell me about Ines and her bees. " + "Background: " + "lorem ipsum " * 2500
+    bundle = vault.context(prompt, budget=2000)
+    assert bundle.searched and any("Ines keeps bees" in item.text for item in bundle.items)
+    with pytest.raises(InvalidInput, match="too long"):
+        vault.search(prompt)
