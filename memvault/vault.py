@@ -433,8 +433,9 @@ class Vault:
         """Remove facts' text from the logs, every commit of the history, the pages citing them,
         the search index and the embedding cache, leaving a tombstone without text or hash;
         returns a memvault.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
-        changed). An unknown id raises InvalidInput before anything changes. The remote keeps the
-        old history until `sync` (report.remote says so). See docs/purge.md."""
+        changed). An unknown id raises NotFound (an empty one InvalidInput) before anything changes.
+        Run again after an interrupted purge, it finishes it (report.finished). The remote keeps
+        the old history until `sync` (report.remote says so). See docs/purge.md."""
         from memvault.purge import purge
 
         return purge(self.storage, _ids(fact_ids), confirm=confirm, progress=progress)
