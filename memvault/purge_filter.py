@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from memvault.citations import strip_forgotten_statements
 from memvault.dreamlog import free_text_start
-from memvault.facts import META_CLOSE, META_OPEN, item_id, split_log
+from memvault.facts import META_CLOSE, META_OPEN, comment_json, item_id, split_log
 from memvault.storage.layout import CONFIG_FILE, DREAM_LOG, GITATTRIBUTES, GITIGNORE, LOGS_DIR, TOMBSTONES_FILE
 
 PURGED_MARK = "[purged]"
@@ -144,7 +144,7 @@ def _scrub_labels(comment: str, needles: list[str]) -> str:
         changed["tags"] = [_replace(t, needles) if isinstance(t, str) else t for t in changed["tags"]]
     if changed == meta:
         return comment
-    encoded = json.dumps(changed, ensure_ascii=False, separators=(",", ":"))
+    encoded = comment_json(json.dumps(changed, ensure_ascii=False, separators=(",", ":")))
     return f"{META_OPEN}{encoded}{META_CLOSE}{comment[len(body):]}"
 
 

@@ -13,10 +13,9 @@ git runs it as `python -m memvault.union_merge %O %A %B %P`; the result replaces
 
 from __future__ import annotations
 
-import json
 import sys
 
-from memvault.facts import META_CLOSE, META_OPEN, split_log
+from memvault.facts import item_id, split_log
 from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE
 
 # A driver configured under git's built-in name takes precedence over the built-in, so vaults
@@ -47,15 +46,8 @@ def blocks(text: str, path: str) -> list[Block]:
 
 
 def _item_key(first: str, item: str) -> object:
-    cut = first.rfind(META_OPEN)
-    if cut >= 0:
-        try:
-            fact_id = json.loads(first[cut + len(META_OPEN): first.rfind(META_CLOSE)])["id"]
-            if isinstance(fact_id, str) and fact_id:
-                return ("fact", fact_id)
-        except (ValueError, KeyError, TypeError):
-            pass
-    return ("line", item)
+    fact_id = item_id(first)
+    return ("fact", fact_id) if fact_id is not None else ("line", item)
 
 
 def merge(base: str, ours: str, theirs: str, path: str) -> str:

@@ -498,7 +498,7 @@ class Vault:
             return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
 
         found = literal(fact.id)
-        where = (f'"id" *: *{literal(stored_id(fact.id))}|\\[\\^{found}\\]'
+        where = (f'"id"[[:space:]]*:[[:space:]]*{literal(stored_id(fact.id))}|\\[\\^{found}\\]'
                  f"|^  ({'|'.join(dreamlog.ID_KEYS)}): (.* )?{found}( |$)")
         return [c.to_dict() for c in self.git.log("--reverse", "-E", f"-G{where}", "--", ".")]
 

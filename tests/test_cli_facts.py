@@ -306,12 +306,12 @@ def test_a_hand_written_id_of_any_shape_is_found_as_written(cli, vault_dir):
 
 
 def test_a_fact_whose_metadata_a_hand_edit_spaced_out_is_found_by_id(cli, vault_dir):
-    """Tried: the metadata JSON re-spaced by hand (`{"id": "…", "at": …}`), and an id of accents
+    """Tried: the metadata JSON re-spaced by hand (`{"id":<tab>"…", "at": …}`), and an id of accents
     written by hand. show, history and forget look a fact up by its id as the log writes it:
     both are found, and forgetting the spaced-out one commits its tombstone."""
     added = json.loads(cli("add", "spaced out by a hand edit", "--json").stdout)
     log = vault_dir / added["path"]
-    log.write_text(log.read_text().replace('{"id":"', '{"id": "').replace('","at":"', '", "at": "'))
+    log.write_text(log.read_text().replace('{"id":"', '{"id":\t"').replace('","at":"', '", "at": "'))
     git(vault_dir, "commit", "-qam", "hand edit")
     shown = cli("show", added["id"], "--json")
     assert shown.exit_code == 0, shown.stderr
@@ -333,7 +333,9 @@ def test_an_id_written_with_escapes_is_a_problem_doctor_names_not_a_fact(cli, va
     added = json.loads(cli("add", "the real item", "--json").stdout)
     escaped = "".join(f"\\u{ord(c):04x}" for c in added["id"])
     log = vault_dir / added["path"]
-    forged = f'- a forged copy <!-- mv {{"id":"{escaped}","at":"2026-11-01T09:00:00+00:00"}} -->\n'
+    # (the id written as it is in another field does not make the escaped one readable)
+    forged = (f'- a forged copy <!-- mv {{"id":"{escaped}","at":"2026-11-01T09:00:00+00:00",'
+              f'"source":"{added["id"]}"}} -->\n')
     log.write_text(log.read_text() + forged)
     git(vault_dir, "commit", "-qam", "hand edit")
     assert [f["text"] for f in json.loads(cli("recent", "--json").stdout)] == ["the real item"]
