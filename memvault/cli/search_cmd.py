@@ -191,8 +191,9 @@ def _progress() -> Iterator[Any]:
     """A progress callback drawing a bar on stderr, only on a terminal (first search, reindex).
 
     The bar starts with the first piece of index work reported (a build, embedding, re-reading
-    changed files), so a search with none writes nothing to stderr; with NO_COLOR (or TERM=dumb) there is no bar at all, since drawing one takes escape
-    sequences (the notices still say what is being built)."""
+    changed files), so a search with none writes nothing to stderr. With NO_COLOR (or TERM=dumb)
+    there is no bar at all, since drawing one takes escape sequences (the notices still say what
+    is being built)."""
     if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         yield None
         return
