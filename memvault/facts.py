@@ -408,7 +408,8 @@ def _metadata(first: str) -> tuple[int, dict[str, Any]]:
         raise ValueError(f"unreadable fact metadata ({e.__class__.__name__})") from None
     if not isinstance(fact_id, str) or not fact_id:
         raise ValueError("fact metadata needs an id")
-    if not re.search(r'"id"\s*:\s*' + re.escape(stored_id(fact_id)), encoded):
+    stored = stored_id(fact_id)
+    if f'"id":{stored}' not in encoded and not re.search(r'"id"\s*:\s*' + re.escape(stored), encoded):
         # An id spelt with \u escapes would hide the fact from every lookup by id (show, forget,
         # purge, sync's check for a reused id), which search for the id as written.
         raise ValueError("fact id is written with escapes; write it as plain text")
