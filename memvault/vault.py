@@ -157,7 +157,7 @@ def _refuse_credentials_in_labels(facts: list[Fact]) -> None:
     labels = [(number, name, value) for number, fact in enumerate(facts, start=1)
               for name, value in (("source", fact.source), ("session", fact.session),
                                   *(("tag", tag) for tag in fact.tags)) if value]
-    found = find_credentials([value for _n, _name, value in labels])
+    found = find_credentials([value for _n, _name, value in labels], labels=True)
     if found:
         at = min(found)
         number, name, _value = labels[at]
