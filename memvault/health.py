@@ -16,11 +16,11 @@ from memvault.citations import pages_citing
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
 from memvault.gitstore import GitStore, execute, git_running_in
+from memvault.index import location
 from memvault.index.search import index_status, model_spec, refill_embedding_cache, reindex
 from memvault.pages import cited_ids, list_pages, read_page
 from memvault.storage.layout import (
     CONFIG_FILE,
-    EMBEDDING_CACHE,
     STATE_DIR,
     WRITE_LOCK,
     symlinks_in,
@@ -399,18 +399,29 @@ def check_embedding_cache(storage: Storage) -> Check:
     from memvault.index.embedder import cache_problem
 
     name = "embedding cache"
-    problem = cache_problem(storage.path(EMBEDDING_CACHE))
+    path = _embedding_cache(storage)
+    problem = cache_problem(path)
     if problem is None:
-        return Check(name, OK, f"{EMBEDDING_CACHE} reads cleanly" if storage.path(EMBEDDING_CACHE).exists()
-                     else "empty (filled as texts are embedded)")
+        shown = path.relative_to(storage.root) if path.is_relative_to(storage.root) else path
+        return Check(name, OK, f"{shown} reads cleanly" if path.exists() else "empty (filled as texts are embedded)")
     return Check(name, WARN, f"damaged ({problem}); the next command that reads it starts it again empty",
                  fix="delete it and refill it from the search index's verified vectors")
+
+
+def _embedding_cache(storage: Storage) -> Path:
+    return location.state_dir(storage.root) / location.EMBEDDING_CACHE
+
+
+def _kept_elsewhere(storage: Storage) -> str:
+    """Where the index of a vault this user cannot write is kept, as doctor says it ("" if in the vault)."""
+    state = location.state_dir(storage.root)
+    return "" if state.is_relative_to(storage.root) else f" (kept in {state}: the vault is read-only)"
 
 
 def repair_embedding_cache(storage: Storage) -> list[str]:
     from memvault.index.embedder import cache_problem, delete_cache
 
-    path = storage.path(EMBEDDING_CACHE)
+    path = _embedding_cache(storage)
     if cache_problem(path) is None:
         return []
     index = storage.search_index
@@ -438,7 +449,7 @@ def check_index(storage: Storage) -> Check:
         lag.append(f"{state['drift']} file(s) changed since indexing")
     if state["pending_embeddings"]:
         lag.append(f"{state['pending_embeddings']} document(s) without a vector")
-    summary = f"{state['documents']} document(s)"
+    summary = f"{state['documents']} document(s){_kept_elsewhere(storage)}"
     if lag:
         return Check("search index", WARN, f"{summary}; " + ", ".join(lag) + " (the next search catches up)",
                      fix="reindex")

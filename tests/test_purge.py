@@ -726,3 +726,25 @@ def test_purges_a_moment_apart_replay_as_two(tmp_path):
     from memvault.purge import purge_groups
 
     assert purge_groups(vault.storage, None, {first, second}) == [[first], [second]]
+
+
+def test_a_purge_that_reaches_a_clone_without_sync_leaves_no_text_in_its_index(tmp_path):
+    """Fault tried: B takes A's purged history with plain git (`fetch` + `reset --hard`) instead of
+    `memvault sync`, after searching for the text. B's next search rebuilds the index without the
+    purged fact (Tantivy would keep a deleted document's text in its segments) and says so."""
+    remote, a, b, ids = _machines(tmp_path)
+    found = run_memvault("search", "door code", "--json", "--lexical", "--vault", str(b))
+    assert ids["secret"] in [hit["id"] for hit in json.loads(found.stdout)]
+    assert SECRET.encode() in _files_under(b / ".memvault")  # the index holds the text
+    assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    git(b, "fetch", "-q", "origin")
+    git(b, "reset", "-q", "--hard", "origin/main")
+
+    found = run_memvault("search", "door code", "--json", "--lexical", "--vault", str(b))
+    assert found.returncode == 0, found.stderr
+    assert "1 fact(s) were purged from the vault since the search index was built" in found.stderr
+    assert ids["secret"] not in [hit["id"] for hit in json.loads(found.stdout)]
+    assert SECRET.encode() not in _files_under(b / ".memvault")
+    again = run_memvault("search", "tea", "--json", "--lexical", "--vault", str(b))
+    assert again.stderr == "" and ids["kept"] in [hit["id"] for hit in json.loads(again.stdout)]

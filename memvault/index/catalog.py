@@ -212,6 +212,16 @@ class Catalog:
             found += [r[0] for r in self.db.execute(f"SELECT key FROM docs WHERE key IN ({marks})", chunk)]
         return found
 
+    def embed_hashes(self, keys: Iterable[str]) -> list[bytes]:
+        """The embedding cache's keys of these documents' texts."""
+        keys = list(keys)
+        hashes: list[bytes] = []
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            hashes += [r[0] for r in self.db.execute(f"SELECT embed_hash FROM docs WHERE key IN ({marks})", chunk)]
+        return hashes
+
     def files_of(self, keys: Iterable[str]) -> dict[str, str]:
         """key -> the file its document was read from, for the keys in the catalog."""
         return dict(self._rows("key, file", "key", list(keys)))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memvault.errors import INDEX_FILES, VaultBusy, VaultUnwritable, no_room, unwritable
 from memvault.facts import stored_id
+from memvault.index import location
 from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable, is_damage
@@ -30,11 +31,10 @@ from memvault.index.lexical import LexicalIndex
 from memvault.index.vectors import VectorFile, VectorsDamaged
 from memvault.index.watch import FolderWatch, open_watch
 from memvault.storage.layout import (
-    EMBEDDING_CACHE,
     INDEX_DIR,
     INDEX_LOCK,
-    LOCKS_DIR,
     LOGS_DIR,
+    STATE_DIR,
     TOMBSTONES_FILE,
     WIKI_DIR,
     inside,
@@ -167,11 +167,13 @@ UNIT_TOLERANCE = 1e-3
 class SearchIndex:
     """The vault's index: open, refresh from files, embed pending documents, rebuild, status."""
 
-    def __init__(self, vault_root: Path, corpus: Corpus, model: ModelSpec, *,
+    def __init__(self, state: Path, corpus: Corpus, model: ModelSpec, *,
                  notify: Notify, progress: Progress | None = None):
-        self.root = vault_root / INDEX_DIR
-        self.locks = vault_root / LOCKS_DIR
-        self.cache_path = vault_root / EMBEDDING_CACHE
+        """`state`: the folder of the index, its cache and its lock (see memvault.index.location)."""
+        self.state = state
+        self.root = state / location.INDEX
+        self.locks = state / location.LOCKS
+        self.cache_path = state / location.EMBEDDING_CACHE
         self.corpus = corpus
         self.model = model
         self.notify = notify
@@ -242,7 +244,8 @@ class SearchIndex:
             elif problem != "missing":
                 self.notify(f"search index is damaged ({problem}); rebuilding it from the vault files")
             elif self.corpus.files():
-                self.notify("search index missing; building it from the vault files")
+                where = "" if self.state.name == STATE_DIR else f" in {self.state} (the vault is read-only)"
+                self.notify(f"search index missing; building it from the vault files{where}")
             self.rebuild(embed=embed)
         assert self.generation is not None
         return self.generation
@@ -309,14 +312,40 @@ class SearchIndex:
                 # we waited for the lock.
                 generation = self.open(embed=embed)
                 generation.load_state()
-                if self.scan(generation):
-                    report.merge(self._apply(generation, self.scan(generation)))
+                scan = self.scan(generation)
+                held = self._purged_held(generation, scan)
+                if held:
+                    generation = self._rebuild_without(generation, held, embed)
+                elif scan:
+                    report.merge(self._apply(generation, scan))
                     generation.load_state()
         # Reached only when the manifest now matches the files (an error above leaves it unknown).
         self._matched = generation.path.name if self._watch is not None else None
         if embed:
             report.merge(self.embed_pending(generation))
         return report
+
+    def _purged_held(self, generation: Generation, scan: Scan) -> list[str]:
+        """Purged facts this index still holds: the purge was made elsewhere (another clone, or the
+        writer of a vault this user only reads) and reached these files without `memvault sync`."""
+        if not any(rel == TOMBSTONES_FILE for rel, _, _ in scan.stale):
+            return []
+        purged = {fact_id for fact_id, tombstone in self.corpus.storage.tombstones().items() if tombstone.purged}
+        return generation.catalog.tombstoned_present(purged) if purged else []
+
+    def _rebuild_without(self, generation: Generation, held: list[str], embed: bool) -> Generation:
+        """Delete the whole index (Tantivy keeps a deleted document's text in its segments until a
+        merge) and the held texts' vectors, then build it again from the files (lock held)."""
+        self.notify(f"{len(held)} fact(s) were purged from the vault since the search index was built; "
+                    "rebuilding it without them")
+        hashes = generation.catalog.embed_hashes(held)
+        self.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+        if self.cache_path.exists():
+            self.cache.forget(hashes)
+        self.rebuild(embed=embed)
+        assert self.generation is not None
+        return self.generation
 
     def _unchanged(self, generation: Generation) -> bool:
         """True when no indexed file can have changed since the last scan matched this generation

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from memvault.citations import accounted_ids, withheld_pages
 from memvault.facts import validate_category
+from memvault.index import location
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import ModelSpec, ModelUnavailable
 from memvault.index.hits import Hit
@@ -37,8 +38,8 @@ def model_spec(storage: Storage) -> ModelSpec:
 def engine(storage: Storage) -> SearchIndex:
     """The vault's index, opened once per Storage and kept there for the next search."""
     if storage.search_index is None:
-        storage.search_index = SearchIndex(storage.root, Corpus(storage), model_spec(storage),
-                                           notify=storage.notify)
+        storage.search_index = SearchIndex(location.state_dir(storage.root), Corpus(storage),
+                                           model_spec(storage), notify=storage.notify)
     return storage.search_index
 
 
@@ -311,22 +312,25 @@ def reindex(storage: Storage, clear: bool = False, progress: Progress | None = N
 
 
 def purge_index(storage: Storage, texts: list[str], progress: Progress | None = None) -> dict:
-    """Drop every trace of these texts from .memvault/: the whole index (Tantivy keeps deleted
+    """Drop every trace of these texts from the index's folder: the whole index (Tantivy keeps deleted
     documents in its segments until a merge, so it is deleted, not edited) and their vectors in
     the embedding cache; then rebuild the index from the files if there was one."""
     import shutil
 
     from memvault.index.documents import Document
     from memvault.index.embedder import EmbeddingCache, content_hash
-    from memvault.storage.layout import EMBEDDING_CACHE, INDEX_DIR
 
     index = engine(storage)
     built = index.exists()
     removed = 0
     with index.lock():
         storage.close()  # the open generation, if any: its files are about to go
-        shutil.rmtree(storage.root / INDEX_DIR, ignore_errors=True)
-        cache_path = storage.root / EMBEDDING_CACHE
+        shutil.rmtree(index.root, ignore_errors=True)
+        # The copy kept while this vault was read-only (memvault.index.location) holds them too.
+        copy = location.user_state_dir(storage.root)
+        if copy != index.state:
+            shutil.rmtree(copy, ignore_errors=True)
+        cache_path = index.cache_path
         if cache_path.exists():
             cache = EmbeddingCache(cache_path, model_spec(storage).identity, notify=storage.notify)
             try:
