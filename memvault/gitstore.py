@@ -251,7 +251,10 @@ class GitStore:
         while Path("/proc").is_dir():
             # (the background gc a commit may start can outlive it by minutes: it moves neither HEAD
             # nor the index, so a settlement need not wait for it)
-            if not any(mark in environ for environ in _git_processes(self.root, maintenance=False)):
+            # (children still being loaded first: one whose load ends during the scan below would
+            # be missed by both)
+            if not _exec_under_way(pid) and not any(
+                    mark in environ for environ in _git_processes(self.root, maintenance=False)):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -374,6 +377,26 @@ def git_running_in(root: Path) -> bool:
 # git's housekeeping, which `git commit` may start in the background (gc --auto, maintenance).
 _MAINTENANCE = {b"gc", b"maintenance", b"repack", b"pack-objects", b"prune", b"prune-packed", b"pack-refs",
                 b"reflog", b"multi-pack-index", b"commit-graph", b"worktree"}
+
+
+def _exec_under_way(parent: int) -> bool:
+    """Has `parent` a child still being loaded by the kernel? Its command line and environment
+    read empty until its exec is done (most often still so when Popen has just returned, since
+    vfork resumes the parent before the program is loaded), so `_git_processes` cannot tell yet
+    whether it is a git of ours. A memvault interrupted just after starting `git commit` must not
+    take that for "no git": it undid its write while the commit then landed half of it."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+            if int(fields[1]) != parent or fields[0] in (b"Z", b"X"):
+                continue
+            if not (entry / "cmdline").read_bytes():
+                return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
 
 
 def _git_processes(root: Path, maintenance: bool = True):
