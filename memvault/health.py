@@ -17,7 +17,7 @@ from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
 from memvault.gitstore import GitStore, execute, git_running_in
 from memvault.index import location
-from memvault.index.search import index_status, model_spec, refill_embedding_cache, reindex
+from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex
 from memvault.pages import cited_ids, list_pages, read_page
 from memvault.storage.layout import (
     CONFIG_FILE,
@@ -409,13 +409,13 @@ def check_embedding_cache(storage: Storage) -> Check:
 
 
 def _embedding_cache(storage: Storage) -> Path:
-    return location.state_dir(storage.root) / location.EMBEDDING_CACHE
+    return engine(storage).cache_path
 
 
 def _kept_elsewhere(storage: Storage) -> str:
     """Where the index of a vault this user cannot write is kept, as doctor says it ("" if in the vault)."""
-    state = location.state_dir(storage.root)
-    return "" if state.is_relative_to(storage.root) else f" (kept in {state}: the vault is read-only)"
+    state = engine(storage).state
+    return f" (kept in {state}: this user cannot write the vault)" if location.is_users_copy(state) else ""
 
 
 def repair_embedding_cache(storage: Storage) -> list[str]:

@@ -165,7 +165,7 @@ def test_a_read_only_vault_reads_and_refuses_writes_in_one_line(small_disk):
         result = run_memvault("search", "tea", "--json", "--vault", str(vault_dir))
         assert result.returncode == 0 and [hit["id"] for hit in json.loads(result.stdout)] == [fact_id]
         copy = Path(os.environ["HOME"], ".cache", "memvault", "vaults")
-        assert f"in {copy}/vault-" in one_line(result.stderr) and "(the vault is read-only)" in result.stderr
+        assert f"in {copy}/vault-" in one_line(result.stderr) and "(this user cannot write the vault)" in result.stderr
         again = run_memvault("search", "green tea", "--json", "--vault", str(vault_dir))
         assert again.returncode == 0 and again.stderr == "" and json.loads(again.stdout)[0]["id"] == fact_id
         assert run_memvault("reindex", "--clear", "--vault", str(vault_dir)).returncode == 0  # that copy
@@ -215,7 +215,7 @@ def test_a_vault_the_user_may_not_write_is_searched_without_writing_it(vault_dir
             path.chmod(modes[path])
     first, second, context, refused = runs
     assert first.returncode == 0 and [hit["id"] for hit in json.loads(first.stdout)] == [fact_id]
-    assert "(the vault is read-only)" in one_line(first.stderr)
+    assert "(this user cannot write the vault)" in one_line(first.stderr)
     assert second.returncode == 0 and second.stderr == "" and json.loads(second.stdout)[0]["id"] == fact_id
     assert context.returncode == 0 and fact_id in context.stdout, context.stderr
     assert refused.returncode == ExitCode.UNWRITABLE and "permission denied" in one_line(refused.stderr)
@@ -531,3 +531,32 @@ def test_without_git_on_path_every_command_says_so_in_one_line_and_init_creates_
     shown = run_memvault("recent", "--vault", str(vault_dir), env=no_git)
     assert shown.returncode == 0 and "written while git was there" in shown.stdout
     assert texts(vault_dir) == ["written while git was there"] and is_clean(vault_dir)
+
+
+def test_a_purge_deletes_the_copy_made_for_a_read_only_view_of_the_vault(tmp_path):
+    """The vault is also seen read-only through a bind mount (another path): searching there makes
+    a copy of its index in the user's cache. Purging through the writable path deletes that copy
+    too (it names the vault's first commit), not only the copy for its own path."""
+    vault_dir = Vault.init(tmp_path / "vault").root
+    secret = add(vault_dir, "the cellar code is 4471-OCELOT").stdout.strip()
+    add(vault_dir, "Alice prefers green tea")
+    view = tmp_path / "view"
+    view.mkdir()
+    try:
+        bound = subprocess.run(["mount", "--bind", str(vault_dir), str(view)], capture_output=True, text=True)
+    except FileNotFoundError:
+        pytest.skip("no `mount` command here: this test needs a read-only bind mount (and root)")
+    if bound.returncode != 0:
+        pytest.skip(f"cannot bind-mount here ({bound.stderr.strip() or 'refused'}); this test needs root")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], check=True, capture_output=True)
+        found = run_memvault("search", "cellar code", "--json", "--vault", str(view))
+        assert found.returncode == 0 and [hit["id"] for hit in json.loads(found.stdout)] == [secret]
+        copies = list(Path(os.environ["HOME"], ".cache", "memvault", "vaults").iterdir())
+        assert [copy.name.startswith("view-") for copy in copies] == [True]
+        assert run_memvault("purge", secret, "--yes", "--vault", str(vault_dir)).returncode == 0
+        assert not copies[0].exists()
+        again = run_memvault("search", "tea", "--json", "--vault", str(view))
+        assert again.returncode == 0 and secret not in again.stdout and "cellar" not in again.stdout
+    finally:
+        subprocess.run(["umount", "-l", str(view)], capture_output=True)

@@ -728,23 +728,94 @@ def test_purges_a_moment_apart_replay_as_two(tmp_path):
     assert purge_groups(vault.storage, None, {first, second}) == [[first], [second]]
 
 
+def _words_indexed(vault: Path, word: str) -> int:
+    """How many documents of every generation under the vault's index hold `word` in their text or
+    thread context, deleted ones included: Tantivy keeps a deleted document's words in its
+    segments until a merge, and stores no text, so grepping its files would find nothing."""
+    import tantivy
+
+    total = 0
+    for generation in (vault / ".memvault" / "index").glob("gen-*"):
+        searcher = tantivy.Index.open(str(generation / "lexical")).searcher()
+        total += searcher.doc_freq("text", word) + searcher.doc_freq("context", word)
+    return total
+
+
+def _vector_cached(vault: Path, text: str) -> bool:
+    import sqlite3
+
+    from memvault.index.documents import Document
+    from memvault.index.embedder import content_hash
+
+    digest = content_hash(Document(key="", kind="fact", text=text, file="").search_text)
+    with sqlite3.connect(vault / ".memvault" / "cache" / "embeddings.sqlite") as db:
+        return db.execute("SELECT count(*) FROM vectors WHERE hash = ?", (digest,)).fetchone()[0] > 0
+
+
+def _take_by_plain_git(clone: Path) -> None:
+    git(clone, "fetch", "-q", "origin")
+    git(clone, "reset", "-q", "--hard", "origin/main")
+
+
+PURGED_NOTICE = "facts were purged from the vault since the search index was built; rebuilding it without them"
+
+
 def test_a_purge_that_reaches_a_clone_without_sync_leaves_no_text_in_its_index(tmp_path):
     """Fault tried: B takes A's purged history with plain git (`fetch` + `reset --hard`) instead of
     `memvault sync`, after searching for the text. B's next search rebuilds the index without the
-    purged fact (Tantivy would keep a deleted document's text in its segments) and says so."""
+    purged fact and says so once; its vector leaves the embedding cache."""
     remote, a, b, ids = _machines(tmp_path)
-    found = run_memvault("search", "door code", "--json", "--lexical", "--vault", str(b))
+    found = run_memvault("search", "door code", "--json", "--vault", str(b))
     assert ids["secret"] in [hit["id"] for hit in json.loads(found.stdout)]
-    assert SECRET.encode() in _files_under(b / ".memvault")  # the index holds the text
+    secret_text = SECRET + "\nsecond line of the same secret fact"
+    assert _words_indexed(b, "kilo") > 0 and _vector_cached(b, secret_text)  # the index holds the text
     assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
     assert run_memvault("sync", "--vault", str(a)).returncode == 0
-    git(b, "fetch", "-q", "origin")
-    git(b, "reset", "-q", "--hard", "origin/main")
+    _take_by_plain_git(b)
 
-    found = run_memvault("search", "door code", "--json", "--lexical", "--vault", str(b))
+    found = run_memvault("search", "door code", "--json", "--vault", str(b))
     assert found.returncode == 0, found.stderr
-    assert "1 fact(s) were purged from the vault since the search index was built" in found.stderr
+    assert found.stderr.strip() == f"memvault: {PURGED_NOTICE}"
     assert ids["secret"] not in [hit["id"] for hit in json.loads(found.stdout)]
-    assert SECRET.encode() not in _files_under(b / ".memvault")
-    again = run_memvault("search", "tea", "--json", "--lexical", "--vault", str(b))
+    assert _words_indexed(b, "kilo") == 0 and SECRET.encode() not in _files_under(b / ".memvault")
+    assert not _vector_cached(b, secret_text) and _vector_cached(b, KEPT)
+    again = run_memvault("search", "tea", "--json", "--vault", str(b))
     assert again.stderr == "" and ids["kept"] in [hit["id"] for hit in json.loads(again.stdout)]
+
+
+def test_a_fact_forgotten_then_purged_elsewhere_leaves_no_words_in_the_index(tmp_path):
+    """B indexed the fact, then took its forget (its document was dropped, its words stay in
+    Tantivy's segments), then the purge by plain git: the next search still rebuilds."""
+    remote, a, b, ids = _machines(tmp_path)
+    assert run_memvault("search", "door code", "--vault", str(b)).returncode == 0
+    assert run_memvault("forget", ids["secret"], "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    assert run_memvault("search", "door code", "--vault", str(b)).returncode == 0  # drops the document
+    assert _words_indexed(b, "kilo") > 0
+    assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    _take_by_plain_git(b)
+    found = run_memvault("search", "door code", "--vault", str(b))
+    assert found.returncode == 0 and PURGED_NOTICE in found.stderr
+    assert _words_indexed(b, "kilo") == 0
+
+
+def test_a_reindex_first_after_a_purge_arrives_keeps_no_older_generation(tmp_path):
+    """`reindex --clear` is the first command after the purge arrives by plain git: the generation
+    it replaces (normally kept a while for readers) held the text, so it is deleted too. A purge
+    of a fact this clone never indexed costs no rebuild at all."""
+    remote, a, b, ids = _machines(tmp_path)
+    assert run_memvault("search", "door code", "--vault", str(b)).returncode == 0
+    assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    _take_by_plain_git(b)
+    assert run_memvault("reindex", "--clear", "--vault", str(b)).returncode == 0
+    assert _words_indexed(b, "kilo") == 0 and len(list((b / ".memvault" / "index").glob("gen-*"))) == 1
+
+    added = Vault(a).add("a passing secret 55-ZEBRA-91 purged before b saw it")
+    assert run_memvault("purge", added.id, "--yes", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    _take_by_plain_git(b)
+    found = run_memvault("search", "tea", "--vault", str(b))
+    assert found.returncode == 0 and found.stderr == ""

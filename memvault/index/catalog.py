@@ -21,7 +21,8 @@ from memvault.index.embedder import content_hash
 # 2: facts carry their session and the previous fact of their thread; lexical stop words and context.
 # 3: facts say whether they hold a credential stored on purpose (`secret`).
 # 4: the vector file's rows and their CRC-32 are recorded (meta vector_rows, vector_crc).
-SCHEMA_VERSION = "4"
+# 5: purges a generation was built knowing (meta clean_of), learnt of since (purge_todo); `dropped`.
+SCHEMA_VERSION = "5"
 SCHEMA_CHANGED = "made by another memvault version"
 
 _SCHEMA = """
@@ -37,6 +38,7 @@ CREATE INDEX IF NOT EXISTS docs_day ON docs(day);
 CREATE INDEX IF NOT EXISTS docs_session ON docs(session);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, hash BLOB);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS dropped (key TEXT PRIMARY KEY, embed_hash BLOB NOT NULL);
 """
 
 _COLUMNS = "key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session, secret"
@@ -212,15 +214,42 @@ class Catalog:
             found += [r[0] for r in self.db.execute(f"SELECT key FROM docs WHERE key IN ({marks})", chunk)]
         return found
 
-    def embed_hashes(self, keys: Iterable[str]) -> list[bytes]:
-        """The embedding cache's keys of these documents' texts."""
-        keys = list(keys)
-        hashes: list[bytes] = []
+    # -- purges -------------------------------------------------------------------------------
+    def clean_of(self) -> set[str]:
+        """The purged fact ids this generation was built knowing: it never held their texts."""
+        return set(json.loads(self.get_meta("clean_of") or "[]"))
+
+    def set_clean_of(self, ids: set[str]) -> None:
+        self.set_meta("clean_of", json.dumps(sorted(ids)))
+
+    def keep_dropped(self, keys: Iterable[str]) -> None:
+        """Remember documents about to be removed for a tombstone: Tantivy keeps a deleted
+        document's words in its segments, so a purge of one later must still rebuild."""
+        for key, embed_hash in list(self._rows("key, embed_hash", "key", list(keys))):
+            self.db.execute("INSERT OR REPLACE INTO dropped (key, embed_hash) VALUES (?, ?)", (key, embed_hash))
+
+    def note_purges(self, ids: set[str]) -> None:
+        """Purges this generation learnt of after it was built. Those it held (as a document, or
+        as one dropped when it was forgotten) leave their texts in it until it is replaced: their
+        embedding cache keys are noted for that (`purges_to_clear`)."""
+        held = [bytes(h) for _key, h in self._rows("key, embed_hash", "key", sorted(ids))]
+        held += [bytes(h) for (h,) in self._dropped(sorted(ids))]
+        if held:
+            todo = set(json.loads(self.get_meta("purge_todo") or "[]")) | {h.hex() for h in held}
+            self.set_meta("purge_todo", json.dumps(sorted(todo)))
+        self.set_clean_of(self.clean_of() | ids)
+
+    def purges_to_clear(self) -> list[bytes] | None:
+        """None when this generation holds no purged text; else the embedding cache keys of the
+        purged texts it held."""
+        raw = self.get_meta("purge_todo")
+        return None if raw is None else [bytes.fromhex(h) for h in json.loads(raw)]
+
+    def _dropped(self, keys: list[str]) -> Iterator[tuple]:
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            hashes += [r[0] for r in self.db.execute(f"SELECT embed_hash FROM docs WHERE key IN ({marks})", chunk)]
-        return hashes
+            yield from self.db.execute(f"SELECT embed_hash FROM dropped WHERE key IN ({','.join('?' * len(chunk))})",
+                                       chunk)
 
     def files_of(self, keys: Iterable[str]) -> dict[str, str]:
         """key -> the file its document was read from, for the keys in the catalog."""

@@ -12,6 +12,7 @@ from memvault.facts import parse_log
 from memvault.index.documents import Document, fact_documents, page_documents
 from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
 from memvault.storage.store import Storage
+from memvault.tombstones import Tombstone
 
 
 def _entries(path: str) -> Iterator[os.DirEntry]:
@@ -87,5 +88,5 @@ class Corpus:
         self.problems.extend(problems)
         return fact_documents(facts)
 
-    def tombstoned(self) -> set[str]:
-        return set(self.storage.tombstones())
+    def tombstones(self) -> dict[str, Tombstone]:
+        return self.storage.tombstones()

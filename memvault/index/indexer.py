@@ -34,7 +34,6 @@ from memvault.storage.layout import (
     INDEX_DIR,
     INDEX_LOCK,
     LOGS_DIR,
-    STATE_DIR,
     TOMBSTONES_FILE,
     WIKI_DIR,
     inside,
@@ -64,6 +63,16 @@ def _builder_alive(generation: Path) -> bool:
     except (OSError, ValueError):
         owner = None  # a marker from an older memvault: the pid in the name is all there is
     return (owner or Owner(_pid_of(generation.name))).alive()
+
+
+def _clean_of(generation: Path) -> set[str]:
+    """The purged ids a generation was built knowing (see Catalog.clean_of); none if unreadable."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{generation / 'catalog.sqlite'}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT value FROM meta WHERE name = 'clean_of'").fetchone()
+        return set(json.loads(row[0])) if row else set()
+    except (sqlite3.Error, ValueError, TypeError):
+        return set()
 
 
 class IndexDamaged(Exception):
@@ -112,7 +121,9 @@ class Generation:
         except (sqlite3.Error, ValueError, OSError) as exc:
             raise _damage_or_no_room(exc, path) from exc
         self.version = -1
+        self.fresh = create  # filled by no refresh yet: the purges it knows of are recorded by the first
         self.manifest: dict[str, FileState] = {}
+        self.purge_todo: list[bytes] | None = None  # see Catalog.purges_to_clear
         self.memo: dict = {}  # per-version results a warm process may reuse (see search._dense)
 
     def check(self) -> None:
@@ -140,6 +151,7 @@ class Generation:
         else:
             self.vectors.expect(rows, crc)
         self.lexical.reload()
+        self.purge_todo = self.catalog.purges_to_clear()
         self.version = version
         return True
 
@@ -244,7 +256,8 @@ class SearchIndex:
             elif problem != "missing":
                 self.notify(f"search index is damaged ({problem}); rebuilding it from the vault files")
             elif self.corpus.files():
-                where = "" if self.state.name == STATE_DIR else f" in {self.state} (the vault is read-only)"
+                copy = location.is_users_copy(self.state)
+                where = f" in {self.state} (this user cannot write the vault)" if copy else ""
                 self.notify(f"search index missing; building it from the vault files{where}")
             self.rebuild(embed=embed)
         assert self.generation is not None
@@ -312,38 +325,28 @@ class SearchIndex:
                 # we waited for the lock.
                 generation = self.open(embed=embed)
                 generation.load_state()
-                scan = self.scan(generation)
-                held = self._purged_held(generation, scan)
-                if held:
-                    generation = self._rebuild_without(generation, held, embed)
-                elif scan:
-                    report.merge(self._apply(generation, scan))
+                if self.scan(generation):
+                    report.merge(self._apply(generation, self.scan(generation)))
                     generation.load_state()
+        if generation.purge_todo is not None:
+            generation = self._rebuild_after_purge(generation, embed)
         # Reached only when the manifest now matches the files (an error above leaves it unknown).
         self._matched = generation.path.name if self._watch is not None else None
         if embed:
             report.merge(self.embed_pending(generation))
         return report
 
-    def _purged_held(self, generation: Generation, scan: Scan) -> list[str]:
-        """Purged facts this index still holds: the purge was made elsewhere (another clone, or the
-        writer of a vault this user only reads) and reached these files without `memvault sync`."""
-        if not any(rel == TOMBSTONES_FILE for rel, _, _ in scan.stale):
-            return []
-        purged = {fact_id for fact_id, tombstone in self.corpus.storage.tombstones().items() if tombstone.purged}
-        return generation.catalog.tombstoned_present(purged) if purged else []
-
-    def _rebuild_without(self, generation: Generation, held: list[str], embed: bool) -> Generation:
-        """Delete the whole index (Tantivy keeps a deleted document's text in its segments until a
-        merge) and the held texts' vectors, then build it again from the files (lock held)."""
-        self.notify(f"{len(held)} fact(s) were purged from the vault since the search index was built; "
-                    "rebuilding it without them")
-        hashes = generation.catalog.embed_hashes(held)
-        self.close()
-        shutil.rmtree(self.root, ignore_errors=True)
-        if self.cache_path.exists():
+    def _rebuild_after_purge(self, generation: Generation, embed: bool) -> Generation:
+        """A purge made elsewhere reached the files (another clone's, taken with plain git; the
+        writer's, for a vault this user only reads): the index may still hold the purged texts, in
+        the catalog or as a deleted document's words in Tantivy's segments. Their vectors leave the
+        embedding cache, a new generation is built aside and swapped in, and every other generation
+        is deleted."""
+        hashes = generation.purge_todo or []
+        self.notify("facts were purged from the vault since the search index was built; rebuilding it without them")
+        if hashes and self.cache_path.exists():
             self.cache.forget(hashes)
-        self.rebuild(embed=embed)
+        self.rebuild(embed=embed, keep_replaced=False)
         assert self.generation is not None
         return self.generation
 
@@ -372,7 +375,18 @@ class SearchIndex:
         """Re-read changed files and write their documents (caller holds the lock)."""
         catalog = generation.catalog
         report = RefreshReport()
-        tombstoned = self.corpus.tombstoned()
+        tombstones = self.corpus.tombstones()
+        tombstoned = set(tombstones)
+        purged = {fact_id for fact_id, tombstone in tombstones.items() if tombstone.purged}
+        if generation.fresh:
+            catalog.begin()
+            catalog.set_clean_of(purged)  # read before any file: a purge arriving later is new to it
+            catalog.commit()
+            generation.fresh = False
+        elif not purged <= catalog.clean_of():
+            catalog.begin()
+            catalog.note_purges(purged - catalog.clean_of())  # before their documents are removed below
+            catalog.commit()
         self.corpus.problems = []  # only what this pass reads (a failed pass must not be told twice)
         removed: set[str] = set()
         added: dict[str, object] = {}
@@ -414,7 +428,8 @@ class SearchIndex:
         for rel in scan.gone:
             removed.update(catalog.doc_hashes(rel))
         # Forgotten ids leave the index whatever file they were in, and never come back.
-        removed.update(catalog.tombstoned_present(tombstoned))
+        forgotten = catalog.tombstoned_present(tombstoned)
+        removed.update(forgotten)
         for key in tombstoned:
             added.pop(key, None)
         # A changed document is deleted and re-added in Tantivy; in the catalog it is replaced.
@@ -422,6 +437,7 @@ class SearchIndex:
         removed -= set(added)
         catalog.begin()
         try:
+            catalog.keep_dropped(forgotten)
             catalog.remove_docs(removed)
             catalog.put_docs(added.values())  # type: ignore[arg-type]
             for rel in scan.gone:
@@ -656,8 +672,10 @@ class SearchIndex:
         self.embed_pending(generation)
 
     # -- full rebuild -------------------------------------------------------------------------
-    def rebuild(self, embed: bool = True) -> RefreshReport:
-        """Build a new generation from the files, aside, then swap it in atomically."""
+    def rebuild(self, embed: bool = True, keep_replaced: bool = True) -> RefreshReport:
+        """Build a new generation from the files, aside, then swap it in atomically. The one it
+        replaces is kept for readers that may hold it, unless `keep_replaced` is False (after a
+        purge) or it knows of fewer purges."""
         if self._not_a_directory():
             with self.lock():
                 if self._not_a_directory():
@@ -670,7 +688,7 @@ class SearchIndex:
         live = False
         try:
             generation = Generation(self.root / name, create=True)
-            report = self._build(generation, name, embed)
+            report = self._build(generation, name, embed, keep_replaced)
             live = True
         finally:
             with suppress(OSError):  # (swapped in, then failed: it is the index now)
@@ -690,7 +708,7 @@ class SearchIndex:
         generation.catalog.compact()
         return report
 
-    def _build(self, generation: Generation, name: str, embed: bool) -> RefreshReport:
+    def _build(self, generation: Generation, name: str, embed: bool, keep_replaced: bool) -> RefreshReport:
         """Fill a new generation aside and swap it in: the part of `rebuild` that may fail midway."""
         # Marks a generation still being filled, and by whom, so another process's prune leaves
         # it alone while its builder lives.
@@ -717,7 +735,9 @@ class SearchIndex:
             tmp.write_text(name, encoding="utf-8")
             (generation.path / BUILDING).unlink()
             os.replace(tmp, pointer)
-            self._prune(keep={name, replaced})
+            if keep_replaced and not _clean_of(self.root / replaced) >= generation.catalog.clean_of():
+                keep_replaced = False  # it may hold the text of a purge the new one was built knowing
+            self._prune(keep={name, replaced} if keep_replaced else {name})
         return report
 
     def _prune(self, keep: set[str]) -> None:

@@ -38,9 +38,21 @@ def model_spec(storage: Storage) -> ModelSpec:
 def engine(storage: Storage) -> SearchIndex:
     """The vault's index, opened once per Storage and kept there for the next search."""
     if storage.search_index is None:
-        storage.search_index = SearchIndex(location.state_dir(storage.root), Corpus(storage),
-                                           model_spec(storage), notify=storage.notify)
+        state = location.state_dir(storage.root)
+        if location.is_users_copy(state):
+            location.note_copy(state, storage.root, lambda: _first_commits(storage))
+        storage.search_index = SearchIndex(state, Corpus(storage), model_spec(storage), notify=storage.notify)
     return storage.search_index
+
+
+def _first_commits(storage: Storage) -> list[str]:
+    """The vault's root commits: what names it whatever path it is reached by."""
+    from git import GitCommandError
+
+    try:
+        return storage.git.run("rev-list", "--max-parents=0", "HEAD").split()
+    except GitCommandError:
+        return []  # no commit yet
 
 
 @contextmanager
@@ -326,10 +338,8 @@ def purge_index(storage: Storage, texts: list[str], progress: Progress | None = 
     with index.lock():
         storage.close()  # the open generation, if any: its files are about to go
         shutil.rmtree(index.root, ignore_errors=True)
-        # The copy kept while this vault was read-only (memvault.index.location) holds them too.
-        copy = location.user_state_dir(storage.root)
-        if copy != index.state:
-            shutil.rmtree(copy, ignore_errors=True)
+        # This user's copies of the vault made while it could not be written hold them too.
+        location.delete_copies(storage.root, _first_commits(storage))
         cache_path = index.cache_path
         if cache_path.exists():
             cache = EmbeddingCache(cache_path, model_spec(storage).identity, notify=storage.notify)

@@ -27,10 +27,16 @@ WIKI_DIR = "wiki"                  # wiki/<zone>/<slug>.md: consolidated pages
 
 # Local only (ignored by git): derived data and coordination between processes.
 STATE_DIR = ".memvault"
-LOCKS_DIR = f"{STATE_DIR}/locks"
-INDEX_DIR = f"{STATE_DIR}/index"
-CACHE_DIR = f"{STATE_DIR}/cache"
-EMBEDDING_CACHE = f"{CACHE_DIR}/embeddings.sqlite"   # vectors by (model, text hash); survives rebuilds
+# The search index's part of it, by names relative to STATE_DIR (or to the copy in the user's
+# cache that stands for it when the vault cannot be written: memvault/index/location.py).
+STATE_LOCKS = "locks"
+STATE_INDEX = "index"
+STATE_CACHE = "cache"
+STATE_EMBEDDING_CACHE = f"{STATE_CACHE}/embeddings.sqlite"   # vectors by (model, text hash); survives rebuilds
+LOCKS_DIR = f"{STATE_DIR}/{STATE_LOCKS}"
+INDEX_DIR = f"{STATE_DIR}/{STATE_INDEX}"
+CACHE_DIR = f"{STATE_DIR}/{STATE_CACHE}"
+EMBEDDING_CACHE = f"{STATE_DIR}/{STATE_EMBEDDING_CACHE}"
 JOURNAL_FILE = f"{STATE_DIR}/journal.json"
 PURGE_STATE = f"{STATE_DIR}/purge.json"   # purged ids this clone is clean of; a purge under way; a push owed
 QUEUE_DIR = f"{STATE_DIR}/queue"   # facts of writers waiting for the write lock (storage/queue.py)
