@@ -251,10 +251,7 @@ class GitStore:
         while Path("/proc").is_dir():
             # (the background gc a commit may start can outlive it by minutes: it moves neither HEAD
             # nor the index, so a settlement need not wait for it)
-            # (children still being loaded first: one whose load ends during the scan below would
-            # be missed by both)
-            if not _exec_under_way(pid) and not any(
-                    mark in environ for environ in _git_processes(self.root, maintenance=False)):
+            if not _git_of(self.root, mark, pid):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -379,32 +376,37 @@ _MAINTENANCE = {b"gc", b"maintenance", b"repack", b"pack-objects", b"prune", b"p
                 b"reflog", b"multi-pack-index", b"commit-graph", b"worktree"}
 
 
-def _exec_under_way(parent: int) -> bool:
-    """Has `parent` a child still being loaded by the kernel? Its command line and environment
-    read empty until its exec is done (most often still so when Popen has just returned, since
-    vfork resumes the parent before the program is loaded), so `_git_processes` cannot tell yet
-    whether it is a git of ours. A memvault interrupted just after starting `git commit` must not
-    take that for "no git": it undid its write while the commit then landed half of it."""
+def _git_of(root: Path, mark: bytes, parent: int) -> bool:
+    """Is a git process marked `mark` working in the vault, or is a child of `parent` still being
+    loaded by the kernel? One pass over /proc, each process looked at once.
+
+    A child's command line and environment read empty until its exec is done, which is most often
+    still so when Popen has just returned (vfork resumes the parent before the program is loaded):
+    a memvault interrupted just after starting `git commit` took it for no git, undid its write,
+    and the commit then landed part of the batch. So a child of `parent` not yet loaded counts.
+    """
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-            if int(fields[1]) != parent or fields[0] in (b"Z", b"X"):
-                continue
             if not (entry / "cmdline").read_bytes():
-                return True
+                fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+                if int(fields[1]) == parent and fields[0] not in (b"Z", b"X"):
+                    return True
+                continue
         except (OSError, ValueError, IndexError):
             continue
+        if any(mark in environ for environ in _git_processes(root, maintenance=False, only=entry)):
+            return True
     return False
 
 
-def _git_processes(root: Path, maintenance: bool = True):
+def _git_processes(root: Path, maintenance: bool = True, only: Path | None = None):
     """The environment (raw bytes) of each live git process working in the vault at `root`
-    (without git's housekeeping when `maintenance` is False)."""
+    (without git's housekeeping when `maintenance` is False; of the process `only` if given)."""
     target = str(root.resolve())
     needle = target.encode()
-    for entry in Path("/proc").iterdir():
+    for entry in [only] if only is not None else Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:

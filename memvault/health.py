@@ -293,6 +293,7 @@ def repair_worktree(storage: Storage) -> list[str]:
         if temp:
             done.append(f"deleted {len(temp)} temp file(s): {', '.join(temp[:3])}" + (" …" if len(temp) > 3 else ""))
         if ours:
+            storage.refuse_lost_facts(ours)
             shown = ", ".join(ours[:3]) + (f" and {len(ours) - 3} more" if len(ours) > 3 else "")
             sha = storage.git.commit(ours, f"doctor: commit leftover changes ({shown})")
             if sha:

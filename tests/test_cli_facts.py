@@ -296,6 +296,40 @@ def test_a_hand_edit_of_the_days_log_is_committed_on_its_own_before_an_add(cli, 
     assert is_clean(vault_dir)
 
 
+def test_a_hand_edit_that_drops_facts_is_never_committed_by_the_next_write(cli, vault_dir):
+    """Faults tried: today's log deleted (`rm`), one item cut out of it, a forget record cut out of
+    tombstones.jsonl. The next add, forget or `doctor --fix` used to commit the loss as a hand
+    edit (and every other clone's sync then refused the history): each is refused in one line,
+    exit 2 / a failed repair, HEAD unchanged. Restored, the add goes through; a reworded fact is
+    still committed as a hand edit (the test above)."""
+    first = json.loads(cli("add", "kept fact one", "--json").stdout)
+    second = cli("add", "kept fact two").stdout.strip()
+    gone = cli("add", "forgotten fact").stdout.strip()
+    assert cli("forget", gone).exit_code == 0
+    log, tombstones = vault_dir / first["path"], vault_dir / "tombstones.jsonl"
+    head = git(vault_dir, "rev-parse", "HEAD")
+    original = log.read_text()
+    for damage in (lambda: log.unlink(),
+                   lambda: log.write_text("".join(line for line in original.splitlines(keepends=True)
+                                                  if second not in line))):
+        damage()
+        refused = cli("add", "must wait")
+        assert refused.exit_code == ExitCode.USAGE and refused.stderr.count("\n") == 1, refused.stderr
+        assert "remove" in refused.stderr and f"checkout -- {first['path']}" in refused.stderr
+        doctor = cli("doctor", "--fix")
+        assert doctor.exit_code != 0 and "the repair failed: uncommitted edits" in doctor.stdout
+        assert git(vault_dir, "rev-parse", "HEAD") == head
+        log.write_text(original)
+    tombstones.write_text("")
+    refused = cli("forget", second)
+    assert refused.exit_code == ExitCode.USAGE and gone in refused.stderr
+    assert git(vault_dir, "rev-parse", "HEAD") == head
+    git(vault_dir, "checkout", "--", "tombstones.jsonl")
+    assert cli("add", "after the restore").exit_code == 0 and is_clean(vault_dir)
+    assert {f["text"] for f in json.loads(cli("recent", "--json").stdout)} == {
+        "kept fact one", "kept fact two", "after the restore"}
+
+
 def test_a_hand_written_id_of_any_shape_is_found_as_written(cli, vault_dir):
     day = vault_dir / "logs" / "2026" / "2026-11-01.md"
     day.parent.mkdir(parents=True, exist_ok=True)

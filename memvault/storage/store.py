@@ -343,7 +343,38 @@ class Storage:
             inside(self.root, rel)  # a log turned into a symlink is refused, never committed as one
         dirty = [line[3:] for line in self.git.status(*paths)]
         if dirty:
+            self.refuse_lost_facts(dirty)
             self.git.commit(dirty, f"edit: {', '.join(dirty)} (uncommitted hand edits, committed {when})")
+
+    def refuse_lost_facts(self, dirty: list[str]) -> None:
+        """A hand edit may reword or add facts, never make one disappear or a forgotten one
+        come back: the logs and the forget records are append-only (a fact goes by `memvault
+        forget`), and every other clone's sync refuses a history that drops one. So such an edit
+        is not committed with the next write (an `rm` of today's log took the day's facts out of
+        HEAD, silently), and the write is refused until the file is restored or the fact forgotten."""
+        lost: list[str] = []
+        for rel in dirty:
+            if rel == TOMBSTONES_FILE:
+                before = set(parse_tombstones(self._at_head(rel)))
+                lost += sorted(before - set(parse_tombstones(self.read_text(rel))))
+            elif rel.startswith(LOGS_DIR + "/"):
+                before = {f.id for f in parse_log(self._at_head(rel), rel)[0]}
+                lost += sorted(before - {f.id for f in parse_log(self.read_text(rel), rel)[0]})
+        if lost:
+            shown = ", ".join(lost[:3]) + (" …" if len(lost) > 3 else "")
+            raise InvalidInput(f"uncommitted edits to {', '.join(dirty[:3])} remove {len(lost)} committed "
+                               f"fact(s) or forget record(s) ({shown}); nothing was written: restore the file "
+                               f"(`git -C {self.root} checkout -- {' '.join(dirty[:3])}`), and use "
+                               "`memvault forget` to drop a fact")
+
+    def _at_head(self, rel: str) -> str:
+        """The file as HEAD holds it, "" when HEAD does not."""
+        from git import GitCommandError
+
+        try:
+            return self.git.run("show", f"HEAD:{rel}")
+        except GitCommandError:
+            return ""
 
     def uncommitted(self) -> tuple[list[str], list[str], list[str]]:
         """Uncommitted paths, sorted into the vault's own files (never a symlink: memvault does not
