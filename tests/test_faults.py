@@ -560,3 +560,20 @@ def test_a_purge_deletes_the_copy_made_for_a_read_only_view_of_the_vault(tmp_pat
         assert again.returncode == 0 and secret not in again.stdout and "cellar" not in again.stdout
     finally:
         subprocess.run(["umount", "-l", str(view)], capture_output=True)
+
+
+def test_a_daily_log_with_bytes_that_are_not_utf8_is_still_read(vault_dir):
+    """Bad input tried: a log saved in Latin-1 by a hand edit (or received from a remote). Every
+    command that reads the logs failed with an unexpected UnicodeDecodeError; now the line reads
+    with U+FFFD, doctor names it, and writes go on."""
+    assert add(vault_dir, "a café in Lyon").returncode == 0
+    log = next((vault_dir / "logs").rglob("*.md"))
+    log.write_bytes(log.read_bytes().replace("café".encode(), "café".encode("latin-1")))
+    git(vault_dir, "commit", "-qam", "saved in latin-1")
+    for args in (["recent"], ["status"], ["context", "Lyon"], ["search", "Lyon", "--lexical"]):
+        result = run_memvault(*args, "--vault", str(vault_dir))
+        assert result.returncode == 0 and "unexpected error" not in result.stderr, (args, result.stderr)
+    assert "caf\ufffd in Lyon" in run_memvault("recent", "--vault", str(vault_dir)).stdout
+    doctor = run_memvault("doctor", "--vault", str(vault_dir))
+    assert doctor.returncode == 1 and f"{log.relative_to(vault_dir)}:3: holds bytes that are not UTF-8" in doctor.stdout
+    assert add(vault_dir, "written after").returncode == 0 and is_clean(vault_dir)

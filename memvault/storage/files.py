@@ -92,9 +92,11 @@ def cut_back(path: Path, size: int | None) -> None:
 
 
 def read_text(path: Path) -> str:
-    """The file's text exactly as stored (no newline translation); "" when it does not exist."""
+    """The file's text exactly as stored (no newline translation); "" when it does not exist.
+    Bytes that are not UTF-8 (a hand edit saved in another encoding, a file from a remote) read as
+    U+FFFD instead of failing every command that reads the file; doctor names such daily logs."""
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
             return f.read()
     except FileNotFoundError:
         return ""

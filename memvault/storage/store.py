@@ -417,8 +417,18 @@ class Storage:
     # -- daily logs ---------------------------------------------------------------------------
 
     def read_log(self, path: Path) -> tuple[list[Fact], list[ParseProblem]]:
-        with open(path, encoding="utf-8", newline="") as f:
-            return parse_log(f.read(), self.relpath(path))
+        rel = self.relpath(path)
+        raw = path.read_bytes()
+        try:
+            text, problems = raw.decode("utf-8"), []
+        except UnicodeDecodeError:
+            # Read all the same (as the index does), each such line named (doctor lists them).
+            text = raw.decode("utf-8", "replace")
+            message = "holds bytes that are not UTF-8 (read as \ufffd): save the file as UTF-8"
+            problems = [ParseProblem(rel, number, message)
+                        for number, line in enumerate(text.splitlines(), 1) if "\ufffd" in line]
+        facts, more = parse_log(text, rel)
+        return facts, problems + more
 
     def iter_facts(self, include_forgotten: bool = False) -> Iterator[Fact]:
         """All facts, oldest day first (file order within a day). An id a hand edit or a bad merge
