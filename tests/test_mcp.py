@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -457,6 +458,51 @@ def test_numbers_that_are_not_finite_are_refused_as_the_cli_refuses_them(server)
         process.communicate(timeout=60)
     assert process.returncode == 0
     assert commit_count(server.vault) == before and is_clean(server.vault)
+
+
+def test_sigterm_ends_a_stdio_server_whose_client_keeps_the_pipe_open(server):
+    """Fault tried: SIGTERM (and Ctrl-C) to a stdio server after an acknowledged add, its client
+    still holding stdin open. It lingered, answering nothing, until the client wrote again or gave
+    up (120 s): the SDK's stdin reader thread, blocked in read(), held up the exit. Now it closes
+    the vault and exits at once with 143 (130), and the fact is there."""
+    for sig, code, word in ((signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")):
+        process = subprocess.Popen([sys.executable, "-m", "memvault", "mcp", "--vault", str(server.vault)],
+                                   env=server.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        params = {"name": "add", "arguments": {"text": f"stored before the {word} server stopped"}}
+        for message in ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+                        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}):
+            process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+        while (answer := json.loads(process.stdout.readline())).get("id") != 1:
+            pass
+        assert not answer["result"]["isError"]
+        started = time.monotonic()
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=20)
+        finally:
+            process.kill()
+        assert process.returncode == code and time.monotonic() - started < 20
+        assert process.stderr.read().splitlines()[-1] == f"memvault: {word}"
+        assert f"stored before the {word} server stopped" in server.cli("recent").stdout
+    assert is_clean(server.vault)
+
+
+def test_a_full_disk_under_a_tool_call_reads_as_the_cli_says_it():
+    """Fault tried (as the index's sqlite raises it when a search fills the disk): the tool error
+    was "unexpected error: OperationalError: database or disk is full", exit 1; the CLI says
+    "disk full while writing …", exit 9. Both say the latter now."""
+    import sqlite3
+
+    from memvault.mcp.server import error_result
+
+    result = error_result(sqlite3.OperationalError("database or disk is full"))
+    assert result.is_error and result.structured_content["error"] == {
+        "type": "VaultUnwritable", "exit_code": 9,
+        "message": "disk full while writing .memvault (the search index or its cache)"}
 
 
 def free_port() -> int:

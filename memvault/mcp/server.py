@@ -10,8 +10,10 @@ error with the CLI's one-line message; the server itself never stops over a bad 
 
 import json
 import os
+import signal
 import socket
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from contextlib import asynccontextmanager, suppress
@@ -23,7 +25,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memvault import __version__
-from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound
+from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, unwritable_in
 from memvault.index import vectors
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
@@ -110,6 +112,10 @@ def _mistyped(schemas: dict[str, dict], arguments: dict) -> str | None:
 
 def error_result(error: Exception) -> CallToolResult:
     """A tool error: the one-line message for the model, and `{"error": ...}` as with `--json`."""
+    # A full disk, a read-only file system or a denied write, wherever it was raised: one line naming
+    # the file, exit 9, as the CLI says it (sqlite's "database or disk is full" was an internal error).
+    if not isinstance(error, MemvaultError):
+        error = unwritable_in(error) or error
     if isinstance(error, MemvaultError):
         kind, message, code = type(error).__name__, str(error), int(error.exit_code)
     else:
@@ -295,7 +301,15 @@ def serve(worker: VaultWorker, port: int | None = None) -> None:
     server = build_server(worker)
     try:
         if port is None:
-            server.run("stdio")
+            # Ctrl-C raises as SIGTERM does (memvault.cli): asyncio's own handler, installed only
+            # over Python's default one, would cancel the server quietly and leave the exit to wait
+            # for the stdin reader below.
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, _interrupt)
+            try:
+                server.run("stdio")
+            except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (memvault.errors.Terminated)
+                _exit_now(worker, stop)
         else:
             _check_port(port)
             # stdio needs no word (its client started it); a server in a terminal says where it is
@@ -308,6 +322,22 @@ def serve(worker: VaultWorker, port: int | None = None) -> None:
         if port is None:
             # Whatever runs at exit (atexit hooks, finalizers) writes to stderr, never to the client.
             os.dup2(sys.stderr.fileno(), 1)
+
+
+def _interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _exit_now(worker: VaultWorker, stop: KeyboardInterrupt) -> None:
+    """End a stdio server at once once its vault is closed. The SDK reads stdin on a thread that
+    stays blocked in read() until the client writes or closes the pipe, and a normal exit waits
+    for it: after SIGTERM a server lingered, answering nothing, until its client gave up (120 s)."""
+    worker.close()  # after the call under way, if any: a write is finished, never cut
+    os.dup2(sys.stderr.fileno(), 1)
+    terminated = isinstance(stop, Terminated)
+    sys.stderr.write(f"memvault: {'terminated' if terminated else 'interrupted'}\n")
+    sys.stderr.flush()
+    os._exit(int(ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED))
 
 
 def _check_port(port: int) -> None:
