@@ -204,6 +204,17 @@ def test_the_strict_types_still_take_what_real_clients_send(server):
     assert server.ok("search", query="tea", min_score=0, since=None)["hits"]
 
 
+def test_a_string_that_looks_like_json_stays_the_string_sent(server):
+    """Bad input tried: string arguments whose text is JSON (`"null"`, `"[1, 2]"`, `"{}"`). The SDK
+    decoded them: `source: "null"` dropped the filter (every source answered), `session: "[1, 2]"`
+    and a reason of `["a"]` were refused as not strings. They are the strings sent now."""
+    fact = server.ok("add", text="kept under a json-looking session", session="[1, 2]", source="{}")
+    assert fact["session"] == "[1, 2]" and fact["source"] == "{}"
+    assert server.ok("search", query="json-looking session", source="null")["hits"] == []
+    assert [hit["id"] for hit in server.ok("search", query="json-looking session", source="{}")["hits"]] == [fact["id"]]
+    assert server.ok("forget", id=fact["id"], reason='["a"]')["tombstone"]["reason"] == '["a"]'
+
+
 def test_bad_calls_are_one_line_tool_errors_and_change_nothing(server):
     """Every bad argument (empty text, unknown category, importance out of range, a date memvault
     cannot read, a bad tag, a NUL byte, a missing or mistyped argument, a misspelt argument name,

@@ -17,10 +17,11 @@ import threading
 import traceback
 from collections.abc import Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -85,6 +86,22 @@ class MemvaultServer(MCPServer):
             problems = "; ".join(f"{'.'.join(str(part) for part in err['loc']) or 'arguments'}: {err['msg']}"
                                  for err in e.__cause__.errors())
             return error_result(InvalidInput(f"invalid arguments for {name}: {problems}"))
+
+
+class _StringsAsSent(FuncMetadata):
+    """The SDK decodes every string argument that parses as a JSON list, object or null, unless its
+    parameter is exactly `str` (Claude Desktop sends lists as their JSON text). Our optional string
+    parameters are `str | None`: `source: "null"` became no filter (a search quietly answered from
+    every source) and `reason: "[1]"` was refused as not a string. A string stays as sent wherever
+    the parameter takes a string; the rest is decoded as the SDK does."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        for key, value in data.items():
+            field = self.arg_model.model_fields.get(key)
+            if isinstance(value, str) and field is not None and str in (field.annotation, *get_args(field.annotation)):
+                parsed[key] = value
+        return parsed
 
 
 def _mistyped(schemas: dict[str, dict], arguments: dict) -> str | None:
@@ -273,6 +290,8 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
             raise ResourceError(" ".join(str(e).split())) from None
         return text
 
+    for tool in server._tool_manager.list_tools():  # (the SDK offers no public way to reach them)
+        tool.fn_metadata = _StringsAsSent.model_construct(**dict(tool.fn_metadata))
     return server
 
 
