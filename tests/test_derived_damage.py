@@ -309,3 +309,33 @@ def test_a_long_lived_process_verifies_new_rows_and_hears_of_damage_as_a_notice(
     shutil.copytree(built, clean, symlinks=True)
     shutil.rmtree(clean / ".memvault")
     assert same([(h.id, h.score) for h in hits], search(clean)[0])
+
+
+def test_a_vector_file_cut_short_under_a_warm_process_is_recomputed_not_a_crash(vault_dir):
+    """Fault tried: the vector file truncated (a restore, a sync tool) between two searches of one
+    warm process (`search --stdin`, as an MCP server keeps its index open). Its memory map then
+    reached past the end of the file: SIGBUS, which ended a whole MCP server and its clients. Now
+    the next search sees the file short, says so and recomputes the vectors."""
+    import subprocess
+    import sys
+
+    assert run_memvault("add", "--stdin", "--vault", str(vault_dir),
+                        input="\n".join(f"fact {i} about mountains {i}" for i in range(200))).returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "memvault", "search", "--stdin", "--json", "--vault",
+                                str(vault_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        process.stdin.write("mountains 7\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())
+        with open(vector_file(vault_dir), "r+b") as handle:
+            handle.truncate(0)
+        process.stdin.write("mountains 8\n")
+        process.stdin.flush()
+        hits = json.loads(process.stdout.readline())["hits"]
+        process.stdin.close()
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "fact 8 about mountains 8" in [hit["text"] for hit in hits]
+    assert "shorter than the catalog says" in process.stderr.read()

@@ -156,7 +156,13 @@ class VectorFile:
 
         rows = self.rows
         if self._matrix is not None and len(self._matrix) == rows and self._checked == (rows, self.crc):
-            return self._matrix
+            # One stat per search: reading a mapped page past the end of a file cut short under us
+            # (a restore, a sync tool) is SIGBUS, which ended a whole MCP server and its clients.
+            problem = self.problem()
+            if problem is None:
+                return self._matrix
+            self._start_over()
+            raise VectorsDamaged(problem)
         if rows == 0:
             if self.crc != 0:
                 raise VectorsDamaged(f"vector file {self.path.name}: no rows but a checksum recorded")
