@@ -339,3 +339,33 @@ def test_a_vector_file_cut_short_under_a_warm_process_is_recomputed_not_a_crash(
         process.kill()
     assert process.returncode == 0 and "fact 8 about mountains 8" in [hit["text"] for hit in hits]
     assert "shorter than the catalog says" in process.stderr.read()
+
+
+def test_tantivy_damaged_under_a_warm_process_is_rebuilt_not_an_error_each_search(vault_dir):
+    """Fault tried: Tantivy's meta.json overwritten with random bytes while a warm process (an MCP
+    server, `search --stdin`) has the index open, then a fact added. Every later search of that
+    process was "unexpected error: ValueError: Data corrupted" until it was restarted; now the
+    next one rebuilds the index with a notice and finds the new fact."""
+    import subprocess
+    import sys
+
+    assert run_memvault("add", "--stdin", "--vault", str(vault_dir),
+                        input="\n".join(f"fact {i} about mountains" for i in range(20))).returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "memvault", "search", "--stdin", "--json", "--lexical",
+                                "--vault", str(vault_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        process.stdin.write("mountains\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["hits"]
+        garbage(live(vault_dir) / "lexical" / "meta.json", 200)
+        assert run_memvault("add", "a fresh fact about glaciers", "--vault", str(vault_dir)).returncode == 0
+        process.stdin.write("glaciers\n")
+        process.stdin.flush()
+        hits = json.loads(process.stdout.readline())["hits"]
+        process.stdin.close()
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and [hit["text"] for hit in hits] == ["a fresh fact about glaciers"]
+    assert "search index is damaged (Data corrupted" in process.stderr.read()

@@ -79,6 +79,14 @@ class IndexDamaged(Exception):
     """The index on disk cannot be trusted; the caller rebuilds it from the files."""
 
 
+def _lexical_damage(exc: Exception) -> Exception:
+    """IndexDamaged for Tantivy's "Data corrupted" (a file of it damaged while this process had it
+    open: an MCP server, a `search --stdin`), the error itself for anything else."""
+    if isinstance(exc, IndexDamaged) or (isinstance(exc, ValueError) and str(exc).startswith("Data corrupted")):
+        return exc if isinstance(exc, IndexDamaged) else IndexDamaged(str(exc))
+    return exc
+
+
 def _damage_or_no_room(exc: Exception, path: Path) -> Exception:
     """IndexDamaged, unless the index could not be opened for want of room or write access: sqlite
     must write its shared-memory file even to read, and says only "disk I/O error" when the disk is
@@ -150,7 +158,10 @@ class Generation:
             self.vectors = VectorFile(self.path / name, rows, crc)
         else:
             self.vectors.expect(rows, crc)
-        self.lexical.reload()
+        try:
+            self.lexical.reload()
+        except ValueError as exc:
+            raise _lexical_damage(exc) from exc
         self.purge_todo = self.catalog.purges_to_clear()
         self.version = version
         return True
@@ -317,7 +328,11 @@ class SearchIndex:
         """Bring the index up to date with the files; then embed what has no vector yet."""
         self.clean_leftovers()
         generation = self.open(embed=embed)
-        generation.load_state()
+        try:
+            generation.load_state()
+        except IndexDamaged as exc:
+            # Damaged while this process had it open (an MCP server): what open() does for a new one.
+            generation = self._rebuild_damaged(str(exc), embed)
         report = RefreshReport()
         if not self._unchanged(generation) and self.scan(generation):
             with self.lock():
@@ -326,8 +341,14 @@ class SearchIndex:
                 generation = self.open(embed=embed)
                 generation.load_state()
                 if self.scan(generation):
-                    report.merge(self._apply(generation, self.scan(generation)))
-                    generation.load_state()
+                    try:
+                        report.merge(self._apply(generation, self.scan(generation)))
+                        generation.load_state()
+                    except (ValueError, IndexDamaged) as exc:
+                        damage = _lexical_damage(exc)
+                        if not isinstance(damage, IndexDamaged):
+                            raise
+                        generation = self._rebuild_damaged(str(damage), embed)
         if generation.purge_todo is not None:
             generation = self._rebuild_after_purge(generation, embed)
         # Reached only when the manifest now matches the files (an error above leaves it unknown).
@@ -335,6 +356,13 @@ class SearchIndex:
         if embed:
             report.merge(self.embed_pending(generation))
         return report
+
+    def _rebuild_damaged(self, problem: str, embed: bool) -> Generation:
+        with self.lock():
+            self.notify(f"search index is damaged ({problem}); rebuilding it from the vault files")
+            self.rebuild(embed=embed)
+        assert self.generation is not None
+        return self.generation
 
     def _rebuild_after_purge(self, generation: Generation, embed: bool) -> Generation:
         """A purge made elsewhere reached the files (another clone's, taken with plain git; the
