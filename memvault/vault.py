@@ -84,7 +84,7 @@ def locate(path: os.PathLike[str] | str | None = None) -> Path:
 
 
 @contextmanager
-def _explained_if_broken(root: Path) -> Iterator[None]:
+def explained_if_broken(root: Path) -> Iterator[None]:
     """A git failure that comes from a broken repository is told as such (BrokenRepository)."""
     try:
         yield
@@ -205,7 +205,7 @@ class Vault:
         self.recovered: list[str] = []
         from memvault.sync import ensure_merge_driver
 
-        with _explained_if_broken(root):
+        with explained_if_broken(root):
             ensure_merge_driver(self.storage)  # a fresh clone lacks it: git config is not pushed
 
     def close(self) -> None:
@@ -261,7 +261,7 @@ class Vault:
             vault.storage.notify(f"created a new vault at {vault.root}")
         else:
             vault = cls(root, notify=notify)
-        with _explained_if_broken(vault.root):
+        with explained_if_broken(vault.root):
             vault.recover()
         return vault
 

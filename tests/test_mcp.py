@@ -247,6 +247,26 @@ def test_query_syntax_is_searched_as_plain_text(server):
     assert server.ok("status")["path"]
 
 
+def test_a_git_repository_broken_while_serving_is_said_as_the_cli_says_it(server):
+    """Fault tried: .git/HEAD overwritten with garbage while the server runs. add, forget and
+    status answered "unexpected error: GitCommandError …" until a restart; now the CLI's line
+    (exit code 3, pointing to `doctor --fix`), and everything works again once HEAD is back."""
+    head = server.vault / ".git" / "HEAD"
+    saved = head.read_bytes()
+    head.write_bytes(b"\x00garbage\n")
+    try:
+        cli = server.cli("status")
+        for tool, arguments in (("add", {"text": "while .git was broken"}), ("status", {})):
+            error = server.call(tool, **arguments).structured_content["error"]
+            assert error["type"] == "BrokenRepository" and error["exit_code"] == 3, error
+            assert "its git repository (.git) is broken" in error["message"] and "doctor --fix" in error["message"]
+        assert cli.returncode == 3
+    finally:
+        head.write_bytes(saved)
+    assert server.ok("add", text="after .git was mended")["text"] == "after .git was mended"
+    assert is_clean(server.vault)
+
+
 def test_vault_errors_read_exactly_as_the_cli_says_them(server):
     """The same bad input gives the same one-line message through MCP as on the command line."""
     for tool, arguments, cli_args in [

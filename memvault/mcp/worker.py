@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from memvault.errors import NotAVault
 from memvault.storage.layout import CONFIG_FILE
-from memvault.vault import Vault
+from memvault.vault import Vault, explained_if_broken
 
 T = TypeVar("T")
 
@@ -52,7 +52,9 @@ class VaultWorker:
             # git error) or re-creating its state folder at the old path would mislead the agent.
             raise NotAVault(f"{self.vault.root} is no longer a memvault vault (moved or deleted while the server "
                             "ran); restart the server with the vault's path")
-        return call(self.vault), self._notices
+        # .git broken while the server runs: said as the CLI says it, not as git's failure.
+        with explained_if_broken(self.vault.root):
+            return call(self.vault), self._notices
 
     def close(self) -> None:
         self._thread.submit(self.vault.close).result()
