@@ -311,34 +311,45 @@ def test_a_long_lived_process_verifies_new_rows_and_hears_of_damage_as_a_notice(
     assert same([(h.id, h.score) for h in hits], search(clean)[0])
 
 
-def test_a_vector_file_cut_short_under_a_warm_process_is_recomputed_not_a_crash(vault_dir):
-    """Fault tried: the vector file truncated (a restore, a sync tool) between two searches of one
-    warm process (`search --stdin`, as an MCP server keeps its index open). Its memory map then
-    reached past the end of the file: SIGBUS, which ended a whole MCP server and its clients. Now
-    the next search sees the file short, says so and recomputes the vectors."""
+def _warm_search_across(vault_dir: Path, damage, *args: str) -> tuple[list[dict], int, str]:
+    """One `search --stdin` process (warm, as an MCP server is): a first query, then `damage()`,
+    then a second; returns the second query's hits, the exit code and stderr."""
     import subprocess
     import sys
 
-    assert run_memvault("add", "--stdin", "--vault", str(vault_dir),
-                        input="\n".join(f"fact {i} about mountains {i}" for i in range(200))).returncode == 0
-    process = subprocess.Popen([sys.executable, "-m", "memvault", "search", "--stdin", "--json", "--vault",
+    process = subprocess.Popen([sys.executable, "-m", "memvault", "search", "--stdin", "--json", *args, "--vault",
                                 str(vault_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
         process.stdin.write("mountains 7\n")
         process.stdin.flush()
-        assert json.loads(process.stdout.readline())
-        with open(vector_file(vault_dir), "r+b") as handle:
-            handle.truncate(0)
-        process.stdin.write("mountains 8\n")
+        assert json.loads(process.stdout.readline())["hits"]
+        damage()
+        process.stdin.write("mountains 8 glaciers\n")
         process.stdin.flush()
         hits = json.loads(process.stdout.readline())["hits"]
         process.stdin.close()
         process.wait(timeout=60)
     finally:
         process.kill()
-    assert process.returncode == 0 and "fact 8 about mountains 8" in [hit["text"] for hit in hits]
-    assert "shorter than the catalog says" in process.stderr.read()
+    return hits, process.returncode, process.stderr.read()
+
+
+def test_a_vector_file_cut_short_under_a_warm_process_is_recomputed_not_a_crash(vault_dir):
+    """Fault tried: the vector file truncated (a restore, a sync tool) between two searches of one
+    warm process (`search --stdin`, as an MCP server keeps its index open). Its memory map then
+    reached past the end of the file: SIGBUS, which ended a whole MCP server and its clients. Now
+    the next search sees the file short, says so and recomputes the vectors."""
+    assert run_memvault("add", "--stdin", "--vault", str(vault_dir),
+                        input="\n".join(f"fact {i} about mountains {i}" for i in range(200))).returncode == 0
+
+    def cut_short() -> None:
+        with open(vector_file(vault_dir), "r+b") as handle:
+            handle.truncate(0)
+
+    hits, code, stderr = _warm_search_across(vault_dir, cut_short)
+    assert code == 0 and "fact 8 about mountains 8" in [hit["text"] for hit in hits]
+    assert "shorter than the catalog says" in stderr
 
 
 def test_tantivy_damaged_under_a_warm_process_is_rebuilt_not_an_error_each_search(vault_dir):
@@ -346,26 +357,13 @@ def test_tantivy_damaged_under_a_warm_process_is_rebuilt_not_an_error_each_searc
     server, `search --stdin`) has the index open, then a fact added. Every later search of that
     process was "unexpected error: ValueError: Data corrupted" until it was restarted; now the
     next one rebuilds the index with a notice and finds the new fact."""
-    import subprocess
-    import sys
-
     assert run_memvault("add", "--stdin", "--vault", str(vault_dir),
                         input="\n".join(f"fact {i} about mountains" for i in range(20))).returncode == 0
-    process = subprocess.Popen([sys.executable, "-m", "memvault", "search", "--stdin", "--json", "--lexical",
-                                "--vault", str(vault_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    try:
-        process.stdin.write("mountains\n")
-        process.stdin.flush()
-        assert json.loads(process.stdout.readline())["hits"]
+
+    def overwrite_meta_then_add() -> None:
         garbage(live(vault_dir) / "lexical" / "meta.json", 200)
         assert run_memvault("add", "a fresh fact about glaciers", "--vault", str(vault_dir)).returncode == 0
-        process.stdin.write("glaciers\n")
-        process.stdin.flush()
-        hits = json.loads(process.stdout.readline())["hits"]
-        process.stdin.close()
-        process.wait(timeout=60)
-    finally:
-        process.kill()
-    assert process.returncode == 0 and [hit["text"] for hit in hits] == ["a fresh fact about glaciers"]
-    assert "search index is damaged (Data corrupted" in process.stderr.read()
+
+    hits, code, stderr = _warm_search_across(vault_dir, overwrite_meta_then_add, "--lexical")
+    assert code == 0 and hits[0]["text"] == "a fresh fact about glaciers"
+    assert "search index is damaged (Data corrupted" in stderr
