@@ -82,8 +82,8 @@ class IndexDamaged(Exception):
 def _lexical_damage(exc: Exception) -> Exception:
     """IndexDamaged for Tantivy's "Data corrupted" (a file of it damaged while this process had it
     open: an MCP server, a `search --stdin`), the error itself for anything else."""
-    if isinstance(exc, IndexDamaged) or (isinstance(exc, ValueError) and str(exc).startswith("Data corrupted")):
-        return exc if isinstance(exc, IndexDamaged) else IndexDamaged(str(exc))
+    if isinstance(exc, ValueError) and str(exc).startswith("Data corrupted"):
+        return IndexDamaged(str(exc))
     return exc
 
 
@@ -345,10 +345,9 @@ class SearchIndex:
                         report.merge(self._apply(generation, self.scan(generation)))
                         generation.load_state()
                     except (ValueError, IndexDamaged) as exc:
-                        damage = _lexical_damage(exc)
-                        if not isinstance(damage, IndexDamaged):
+                        if not isinstance(_lexical_damage(exc), IndexDamaged):
                             raise
-                        generation = self._rebuild_damaged(str(damage), embed)
+                        generation = self._rebuild_damaged(str(exc), embed)
         if generation.purge_todo is not None:
             generation = self._rebuild_after_purge(generation, embed)
         # Reached only when the manifest now matches the files (an error above leaves it unknown).
