@@ -233,7 +233,7 @@ class Catalog:
         as one dropped when it was forgotten) leave their texts in it until it is replaced: their
         embedding cache keys are noted for that (`purges_to_clear`)."""
         held = [bytes(h) for _key, h in self._rows("key, embed_hash", "key", sorted(ids))]
-        held += [bytes(h) for (h,) in self._dropped(sorted(ids))]
+        held += [bytes(h) for (h,) in self._rows("embed_hash", "key", sorted(ids), table="dropped")]
         if held:
             todo = set(json.loads(self.get_meta("purge_todo") or "[]")) | {h.hex() for h in held}
             self.set_meta("purge_todo", json.dumps(sorted(todo)))
@@ -244,12 +244,6 @@ class Catalog:
         purged texts it held."""
         raw = self.get_meta("purge_todo")
         return None if raw is None else [bytes.fromhex(h) for h in json.loads(raw)]
-
-    def _dropped(self, keys: list[str]) -> Iterator[tuple]:
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            yield from self.db.execute(f"SELECT embed_hash FROM dropped WHERE key IN ({','.join('?' * len(chunk))})",
-                                       chunk)
 
     def files_of(self, keys: Iterable[str]) -> dict[str, str]:
         """key -> the file its document was read from, for the keys in the catalog."""
@@ -267,11 +261,11 @@ class Catalog:
         rows = self._rows("key, at, importance, category, prev, slot", "key", list(keys))
         return {row[0]: Ranking(*row[1:]) for row in rows}
 
-    def _rows(self, columns: str, column: str, values: list) -> Iterator[tuple]:
+    def _rows(self, columns: str, column: str, values: list, table: str = "docs") -> Iterator[tuple]:
         for start in range(0, len(values), 500):
             chunk = values[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            yield from self.db.execute(f"SELECT {columns} FROM docs WHERE {column} IN ({marks})", chunk)
+            yield from self.db.execute(f"SELECT {columns} FROM {table} WHERE {column} IN ({marks})", chunk)
 
     def slots_where(self, sql: str, params: list, keys: Iterable[str] | None = None) -> list[int]:
         """Vector slots of documents matching `sql` (and, if given, whose key is among `keys`)."""
