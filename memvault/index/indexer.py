@@ -34,6 +34,9 @@ from memvault.storage.layout import (
     INDEX_DIR,
     INDEX_LOCK,
     LOGS_DIR,
+    STATE_EMBEDDING_CACHE,
+    STATE_INDEX,
+    STATE_LOCKS,
     TOMBSTONES_FILE,
     WIKI_DIR,
     inside,
@@ -194,9 +197,9 @@ class SearchIndex:
                  notify: Notify, progress: Progress | None = None):
         """`state`: the folder of the index, its cache and its lock (see memvault.index.location)."""
         self.state = state
-        self.root = state / location.INDEX
-        self.locks = state / location.LOCKS
-        self.cache_path = state / location.EMBEDDING_CACHE
+        self.root = state / STATE_INDEX
+        self.locks = state / STATE_LOCKS
+        self.cache_path = state / STATE_EMBEDDING_CACHE
         self.corpus = corpus
         self.model = model
         self.notify = notify

@@ -18,11 +18,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from memvault.storage.layout import STATE_CACHE, STATE_DIR, STATE_EMBEDDING_CACHE, STATE_INDEX, STATE_LOCKS
+from memvault.storage.layout import STATE_CACHE, STATE_DIR, STATE_INDEX, STATE_LOCKS
 
-INDEX = STATE_INDEX
-LOCKS = STATE_LOCKS
-EMBEDDING_CACHE = STATE_EMBEDDING_CACHE
 COPY_NOTE = "vault.json"
 
 
