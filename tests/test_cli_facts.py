@@ -376,13 +376,3 @@ def test_an_id_written_with_escapes_is_a_problem_doctor_names_not_a_fact(cli, va
     doctor = cli("doctor", "--json")
     problems = [c for c in json.loads(doctor.stdout)["checks"] if c["status"] == "fail"]
     assert doctor.exit_code != 0 and "written with escapes" in json.dumps(problems)
-
-
-def test_a_day_log_deleted_by_hand_is_committed_as_such_before_an_add(cli, vault_dir):
-    first = json.loads(cli("add", "soon deleted by hand", "--json").stdout)
-    (vault_dir / first["path"]).unlink()
-    cli("add", "after the deletion")
-    subjects = git(vault_dir, "log", "-2", "--format=%s").splitlines()
-    assert subjects[1].startswith(f"edit: {first['path']} (uncommitted hand edits")
-    assert "soon deleted by hand" not in git(vault_dir, "show", "-U0", "HEAD", "--format=")
-    assert is_clean(vault_dir)

@@ -14,7 +14,7 @@ from memvault.index import location
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import ModelSpec, ModelUnavailable
 from memvault.index.hits import Hit
-from memvault.index.indexer import Progress, SearchIndex
+from memvault.index.indexer import IndexDamaged, Progress, SearchIndex
 from memvault.index.intent import read_intent
 from memvault.index.lexical import Filters
 from memvault.index.query import SearchQuery
@@ -103,8 +103,10 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
 
 
 def _vanished(error: Exception) -> bool:
-    """Did a file or folder the search was reading go away (Tantivy says it in its own words)?"""
-    if isinstance(error, (FileNotFoundError, NotADirectoryError)):
+    """Did a file or folder the search was reading go away (Tantivy says it in its own words)? A
+    generation this process was building or reading that a purge in another process deleted reads
+    as damaged (sqlite's "disk I/O error" on a deleted file): the next try opens the new one."""
+    if isinstance(error, (FileNotFoundError, NotADirectoryError, IndexDamaged)):
         return True
     text = str(error)
     # e.g. "Failed to open file for read: 'FileDoesNotExist(\"meta.json\")'", "...NotFound..."

@@ -337,8 +337,8 @@ class Storage:
             )
 
     def commit_hand_edits(self, paths: list[str], when: str) -> None:
-        """Uncommitted hand edits (deletions too) of the files a write appends to get their own
-        commit, rather than a silent ride in memvault's."""
+        """Uncommitted hand edits of the files a write appends to get their own commit, rather than
+        a silent ride in memvault's; one that drops a committed fact is refused (refuse_lost_facts)."""
         for rel in paths:
             inside(self.root, rel)  # a log turned into a symlink is refused, never committed as one
         dirty = [line[3:] for line in self.git.status(*paths)]
