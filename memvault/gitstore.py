@@ -385,40 +385,56 @@ def _git_of(root: Path, mark: bytes, parent: int) -> bool:
     a memvault interrupted just after starting `git commit` took it for no git, undid its write,
     and the commit then landed part of the batch. So a child of `parent` not yet loaded counts.
     """
+    target = str(root.resolve())
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if not (entry / "cmdline").read_bytes():
+            cmdline = (entry / "cmdline").read_bytes()
+            if not cmdline:
                 fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
                 if int(fields[1]) == parent and fields[0] not in (b"Z", b"X"):
                     return True
                 continue
         except (OSError, ValueError, IndexError):
             continue
-        if any(mark in environ for environ in _git_processes(root, maintenance=False, only=entry)):
+        environ = _git_environ(entry, cmdline, target, maintenance=False)
+        if environ is not None and mark in environ:
             return True
     return False
 
 
-def _git_processes(root: Path, maintenance: bool = True, only: Path | None = None):
+def _git_processes(root: Path, maintenance: bool = True):
     """The environment (raw bytes) of each live git process working in the vault at `root`
-    (without git's housekeeping when `maintenance` is False; of the process `only` if given)."""
+    (without git's housekeeping when `maintenance` is False)."""
     target = str(root.resolve())
-    needle = target.encode()
-    for entry in [only] if only is not None else Path("/proc").iterdir():
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            if not cmdline or not os.path.basename(cmdline[0]).startswith(b"git"):
-                continue
-            if not maintenance and len(cmdline) > 1 and cmdline[1] in _MAINTENANCE:
-                continue
-            cwd = os.readlink(entry / "cwd")
-            environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if (cwd == target or cwd.startswith(target + os.sep) or b"GIT_DIR=" + needle in environ
-                or any(needle in arg for arg in cmdline[1:])):
+        environ = _git_environ(entry, cmdline, target, maintenance)
+        if environ is not None:
             yield environ
+
+
+def _git_environ(entry: Path, cmdline: bytes, target: str, maintenance: bool) -> bytes | None:
+    """The environment of process `entry` (its command line `cmdline`, raw) if it is a git working
+    in the vault at `target` (not git's housekeeping unless `maintenance`), else None."""
+    args = cmdline.split(b"\0")
+    if not os.path.basename(args[0]).startswith(b"git"):
+        return None
+    if not maintenance and len(args) > 1 and args[1] in _MAINTENANCE:
+        return None
+    try:
+        cwd = os.readlink(entry / "cwd")
+        environ = (entry / "environ").read_bytes()
+    except OSError:
+        return None
+    needle = target.encode()
+    if (cwd == target or cwd.startswith(target + os.sep) or b"GIT_DIR=" + needle in environ
+            or any(needle in arg for arg in args[1:])):
+        return environ
+    return None

@@ -413,9 +413,9 @@ class SearchIndex:
             catalog.set_clean_of(purged)  # read before any file: a purge arriving later is new to it
             catalog.commit()
             generation.fresh = False
-        elif not purged <= catalog.clean_of():
+        elif news := purged - catalog.clean_of():
             catalog.begin()
-            catalog.note_purges(purged - catalog.clean_of())  # before their documents are removed below
+            catalog.note_purges(news)  # before their documents are removed below
             catalog.commit()
         self.corpus.problems = []  # only what this pass reads (a failed pass must not be told twice)
         removed: set[str] = set()
