@@ -391,6 +391,42 @@ def test_concurrent_calls_are_answered_and_each_add_is_one_commit(server):
     assert texts == {f"parallel fact number {n}" for n in range(1, 12, 2)}
 
 
+def test_a_write_waiting_for_the_lock_holds_up_no_search(server):
+    """Fault tried: another process (a dream, a sync, another agent's CLI) holds the write lock
+    while an agent's add waits for it and the agent searches meanwhile. The search waited behind
+    the add (one thread for every call) until the lock's holder let go or the add gave up after
+    `lock_timeout`. Now the search answers while the add waits; the add lands once the lock frees."""
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from memvault.vault import Vault; v = Vault(sys.argv[1]); "
+        "cm = v.storage.write_lock(); cm.__enter__(); print('held', flush=True); sys.stdin.read()"),
+        str(server.vault)], env=server.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+
+        async def agent():
+            async with anyio.create_task_group() as group:
+                added = {}
+
+                async def add():
+                    added["result"] = await server.session.call_tool("add", {"text": "Ivan waits for the lock"})
+
+                group.start_soon(add)
+                await anyio.sleep(1)  # the add is queued, waiting for the lock
+                found = await server.session.call_tool("search", {"query": "bicycles"})
+                add_waiting = "result" not in added
+                holder.stdin.close()  # the holder lets go only now
+            return found, add_waiting, added["result"]
+
+        found, add_waiting, added = server.portal.call(agent)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not found.is_error and add_waiting  # answered while the add still waited
+    assert not added.is_error, added.content[0].text
+    assert "Ivan waits for the lock" in [f["text"] for f in server.ok("recent", limit=3)["facts"]]
+    assert is_clean(server.vault)
+
+
 LEAKY_LIBRARY = '''
 import atexit, os, sys
 

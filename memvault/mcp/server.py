@@ -1,8 +1,9 @@
 """The MCP server: memvault's tools and MEMORY.md, over stdio or streamable HTTP, on one warm Vault.
 
-Each tool calls one Vault method on the worker thread and answers with the `--json` shape as
-structured content (and the same JSON as text for the model). A memvault error becomes a tool
-error with the CLI's one-line message; the server itself never stops over a bad call.
+Each tool calls one Vault method on a worker thread (reads on one, writes on another: worker.py)
+and answers with the `--json` shape as structured content (and the same JSON as text for the
+model). A memvault error becomes a tool error with the CLI's one-line message; the server itself
+never stops over a bad call.
 """
 
 # No `from __future__ import annotations`: the SDK reads the tools' annotations at runtime, and
@@ -154,9 +155,10 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
                             log_level="DEBUG" if os.environ.get("MEMVAULT_DEBUG") else "WARNING",
                             lifespan=_stdout_is_stderr)
 
-    async def answer(call: Callable[[Any], Any], render: Callable[[Any], str] | None = None) -> CallToolResult:
+    async def answer(call: Callable[[Any], Any], render: Callable[[Any], str] | None = None, *,
+                     write: bool = False) -> CallToolResult:
         try:
-            data, notices = await worker.run(call)
+            data, notices = await worker.run(call, write=write)
         except Exception as e:  # noqa: BLE001 - the boundary: a bad call never stops the server
             return error_result(e)
         # What `--json` prints (dates and the like as strings), as data and, compact, as the model's text.
@@ -186,7 +188,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         """
         return await answer(lambda vault: vault.add(text, category=category, tags=tags or (), source=source,
                                                     session=session, importance=importance, at=at,
-                                                    allow_secret=allow_secret).to_dict())
+                                                    allow_secret=allow_secret).to_dict(), write=True)
 
     @server.tool(annotations=READS)
     async def search(
@@ -259,7 +261,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         The log line stays in git history. Forgetting twice changes nothing. Wiki pages citing the
         fact (`cited_by`) are hidden from search at once and rewritten by the next dream.
         """
-        return await answer(lambda vault: vault.forget(id, reason).to_dict())
+        return await answer(lambda vault: vault.forget(id, reason).to_dict(), write=True)
 
     @server.tool(annotations=READS)
     async def context(
