@@ -65,7 +65,7 @@ complete -c memvault -n '__fish_seen_subcommand_from init' -l adopt -d 'Re-creat
 complete -c memvault -n '__fish_seen_subcommand_from init' -l json -d 'Print one JSON document on stdout'
 complete -c memvault -n '__fish_seen_subcommand_from init' -l help -s h -d 'Show help and exit'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l category -s c -x -a 'fact preference correction entity decision relationship principle commitment moment skill event' -d 'fact, preference, correction, entity, decision, relationship, principle, commitment, moment, skill or event'
-complete -c memvault -n '__fish_seen_subcommand_from add' -l tag -s t -x -d 'A tag (repeatable)'
+complete -c memvault -n '__fish_seen_subcommand_from add' -l tag -s t -x -d 'A tag (repeatable; one given twice is kept once)'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l source -x -d 'Who or what said it: agent or session id'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l session -x -d 'Conversation or session id, for threading'
 complete -c memvault -n '__fish_seen_subcommand_from add' -l importance -x -d '0..1; raises the fact in search and MEMORY.md'

@@ -249,7 +249,7 @@ def validate_tags(tags: object) -> tuple[str, ...]:
         if not isinstance(tag, str) or not _TAG.match(tag):
             raise InvalidInput(f"invalid tag {tag!r}: tags are single words without spaces, commas or '#'")
         check_encodable(tag, "tag")
-    return tuple(tags)
+    return tuple(dict.fromkeys(tags))  # a tag given twice is one tag: kept once, in the order given
 
 
 def validate_label(value: object, name: str) -> str | None:

@@ -37,6 +37,16 @@ def test_add_json_prints_the_stored_fact_and_backdating_lands_in_that_days_log(c
     assert date_only["path"] == "logs/2025/2025-12-31.md"
 
 
+def test_a_tag_given_twice_is_stored_once_in_the_order_given(cli, vault_dir):
+    """Bad input tried: `--tag ops --tag ops` (an agent repeating itself). The log, `--json` and
+    every listing carried the tag twice; tags differing in case stay two tags."""
+    fact = json.loads(cli("add", "Deploys on Tuesdays", "--tag", "ops", "--tag", "Ops", "--tag", "ops",
+                          "--json").stdout)
+    assert fact["tags"] == ["ops", "Ops"]
+    assert json.loads(cli("show", fact["id"], "--json").stdout)["tags"] == ["ops", "Ops"]
+    assert (vault_dir / fact["path"]).read_text().count('"ops"') == 1
+
+
 def test_the_same_text_twice_is_two_facts(cli, vault_dir):
     first = cli("add", "duplicate me").stdout.strip()
     second = cli("add", "duplicate me").stdout.strip()

@@ -35,7 +35,7 @@ UntilOption = Annotated[str | None, typer.Option("--until", help="Up to this tim
 def add(
     text: Annotated[str | None, typer.Argument(help="The fact, in plain words.", show_default=False)] = None,
     category: Annotated[str, typer.Option("--category", "-c", help="fact, preference, correction, entity, decision, relationship, principle, commitment, moment, skill or event.")] = "fact",
-    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag (repeatable).")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", metavar="TAG", help="A tag (repeatable; one given twice is kept once).")] = None,
     source: Annotated[str | None, typer.Option("--source", help="Who or what said it: agent or session id.")] = None,
     session: Annotated[str | None, typer.Option("--session", help="Conversation or session id, for threading.")] = None,
     importance: Annotated[float | None, typer.Option("--importance", help="0..1; raises the fact in search and MEMORY.md.")] = None,
