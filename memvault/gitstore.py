@@ -86,6 +86,9 @@ class GitStore:
             # A read never writes: without this `git status` refreshes .git/index as a side effect,
             # and on a full disk fails writing .git/index.lock although it only reads.
             GIT_OPTIONAL_LOCKS="0",
+            # Every path memvault names is a file's name, never a pattern: a remote's file named `*`
+            # must not make `git clean -- *` delete every untracked file.
+            GIT_LITERAL_PATHSPECS="1",
         )
         if not (os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")):
             # memvault runs unattended (cron, agents): an ssh passphrase prompt would hang it.
@@ -233,6 +236,14 @@ class GitStore:
                 paths.append(fields[i])
                 i += 1
         return sorted(set(paths))
+
+    def untracked_present(self, paths: list[str]) -> list[str]:
+        """Those of `paths` on disk that HEAD does not hold (a file or folder of the user's, or ignored)."""
+        on_disk = [rel for rel in paths if os.path.lexists(self.root / rel)]
+        if not on_disk:
+            return []
+        tracked = set(self.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *on_disk).split("\0"))
+        return [rel for rel in on_disk if rel not in tracked]
 
     def log(self, *args: str) -> list[Commit]:
         out = self.run("log", "--format=%H%x1f%aI%x1f%s", *args)

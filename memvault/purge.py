@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from memvault.citations import pages_citing
-from memvault.errors import InvalidInput, MemvaultError, NotFound, no_room, unwritable, worded
+from memvault.errors import InvalidInput, MemvaultError, NotFound, SyncConflict, no_room, unwritable, worded
 from memvault.facts import Fact, normalize_id, parse_log, stored_id
 from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
@@ -497,6 +497,7 @@ def adopt_purges(storage: Storage, tracking: str | None) -> list[str]:
     if not ids:
         return []
     refuse_uncommitted(storage, "sync that adopts a purge")
+    _refuse_records_alone(storage, tracking, ids)
     texts = texts_of(storage, ids, [r for r in ("HEAD", tracking) if r])
     # One rewrite per purge, in the order they were made: one text replaced inside another gives
     # another result in one pass than in two, and the commits must come out the same as on the
@@ -507,6 +508,25 @@ def adopt_purges(storage: Storage, tracking: str | None) -> list[str]:
     _record(storage, ids)
     purge_derived(storage, list(texts.values()))
     return sorted(ids)
+
+
+def _refuse_records_alone(storage: Storage, tracking: str | None, ids: set[str]) -> None:
+    """Stop when the remote records a purge its own history does not bear out.
+
+    A purge made on another clone arrives with that history rewritten: no commit of the remote's
+    branch holds the fact's daily-log item any more. A record whose item the branch still holds is
+    a record alone (forged by anyone with push access, or old history pushed back over a purge),
+    and adopting it would rewrite this clone's history wherever the fact's text appears, for good."""
+    if tracking is None:
+        return
+    theirs = sorted(ids & (purged_ids_at(storage, tracking) - purged_ids_at(storage, None)))
+    alone = [fact_id for fact_id in theirs if _mentioned(storage, fact_id, tracking)]
+    if alone:
+        raise SyncConflict(
+            f"sync stopped: {tracking.removeprefix('refs/remotes/')} records the purge of {', '.join(alone)} but "
+            "its own history still holds the fact (a purge rewrites it away: the record is forged, or old history "
+            "was pushed back over the purge); nothing was merged and the vault is as before; to purge it anyway, "
+            "run `memvault purge ID` here, then `memvault sync`")
 
 
 def purge_groups(storage: Storage, tracking: str | None, ids: set[str]) -> list[list[str]]:

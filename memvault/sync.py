@@ -24,7 +24,7 @@ from pathlib import Path
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, worded
 from memvault.gitstore import GitStore, require_git
 from memvault.storage.journal import MERGE
-from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE
+from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE, in_work_tree
 from memvault.storage.store import Storage
 from memvault.sync_checks import (
     FIX_AT_SOURCE,
@@ -314,6 +314,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
         touched = storage.git.run("diff", "--name-only", common_base(storage.git, "HEAD", tracking),
                                   tracking).splitlines()
+        _refuse_files_in_the_way(storage, tracking, f"{REMOTE}/{branch}", touched)
         # Journaled: a sync killed mid-merge is aborted by the next command, not left half-merged.
         with storage.transaction(MERGE, touched, message):
             try:
@@ -353,6 +354,18 @@ def _refuse_untrusted(storage: Storage, rev: str, name: str) -> RemoteChanges:
             f"this side's items), edit each item to the text to keep (the remote's: `git show {name}:{logs[0]}`), "
             f"`git commit -a`, and `memvault sync`{_identity_first(storage)}")
     return changes
+
+
+def _refuse_files_in_the_way(storage: Storage, rev: str, name: str, touched: list[str]) -> None:
+    """Stop when the remote brings a file where this clone has one git does not hold (a note of
+    yours): git would refuse to overwrite it, or overwrite it silently if it is ignored."""
+    present = storage.git.untracked_present(in_work_tree(touched))
+    brought = storage.git.run("ls-tree", "-r", "-z", "--name-only", rev, "--", *present).split("\0") if present else []
+    in_the_way = [rel for rel in present if rel in brought]
+    if in_the_way:
+        raise SyncConflict(f"sync stopped: {name} adds {shown(in_the_way)}, here a file git does not hold (not the "
+                           "vault's); nothing was merged and the vault is as before; move or rename it, then run "
+                           "`memvault sync` again")
 
 
 def _identity_first(storage: Storage) -> str:
@@ -438,12 +451,24 @@ def _catch_up_index(storage: Storage) -> dict | None:
 
 
 def _git_reason(error: Exception) -> str:
+    """git's own reason, in one line: its first error, with the files it lists after it and what
+    ssh said before it ("Could not read from remote repository" alone does not say why)."""
     text = str(getattr(error, "stderr", "") or error).replace("stderr:", " ")
-    lines = [line.strip(" '\"") for line in text.splitlines() if line.strip(" '\"")]
-    for line in lines:
-        if line.lower().startswith(("fatal:", "error:")):
-            return line
-    return lines[0] if lines else "git failed"
+    lines = [line.rstrip("\r '\"") for line in text.splitlines()]
+    for n, line in enumerate(lines):
+        said = line.strip(" '\"")
+        if said.lower().startswith(("fatal:", "error:")):
+            cause = [before.strip(" '\"") for before in lines[:n] if before.strip(" '\"").startswith("ssh:")]
+            listed = []
+            for after in lines[n + 1:] if said.endswith(":") else ():
+                if not after.startswith("\t"):  # git lists the files it names one per line, tab-indented
+                    break
+                listed.append(after.strip())
+            if listed:
+                said += " " + ", ".join(listed[:5]) + (f" (and {len(listed) - 5} more)" if len(listed) > 5 else "")
+            return "; ".join(part.rstrip(".") for part in [*cause, said])
+    said = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
+    return said[0] if said else "git failed"
 
 
 # -- clone --------------------------------------------------------------------------------------

@@ -332,3 +332,92 @@ def test_the_union_lines_doctor_fix_adds_on_another_machine_are_taken(tmp_path):
     git(h, *HOSTILE, "commit", "-qm", "more")
     git(h, "push", "-q", "origin", "HEAD:main")
     _refused(b, ".gitattributes")
+
+
+def test_a_remote_file_where_a_file_of_yours_lies_stops_the_sync_and_deletes_nothing(tmp_path):
+    """Fault tried: the remote adds `mynotes.txt`, which this clone holds untracked (a note of the
+    user's), and a file named `*`. git refused the merge, and undoing it ran `git clean -- <the
+    remote's paths>`: `*` as a pattern deleted every untracked file of the vault (the note, a
+    draft folder), and the sync said "nothing changed". Now the sync stops first, naming the file,
+    and every file of the user's is as it was; once it is moved away, the sync goes on."""
+    _a, b, h = _shared(tmp_path)
+    mine = {"mynotes.txt": "my precious note\n", "todo.md": "buy milk\n", "drafts/a.txt": "draft\n"}
+    for rel, text in mine.items():
+        (b / rel).parent.mkdir(parents=True, exist_ok=True)
+        (b / rel).write_text(text)
+    (h / "*").write_text("x\n")
+    (h / "mynotes.txt").write_text("the remote's notes\n")
+    git(h, "add", "-A")
+    _push(h, "notes")
+
+    head = git(b, "rev-parse", "HEAD")
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == ExitCode.SYNC_CONFLICT and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "adds mynotes.txt" in done.stderr and "nothing was merged" in done.stderr, done.stderr
+    assert {rel: (b / rel).read_text() for rel in mine} == mine and git(b, "rev-parse", "HEAD") == head
+
+    (b / "mynotes.txt").rename(tmp_path / "mynotes.txt")
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert (b / "mynotes.txt").read_text() == "the remote's notes\n" and (b / "todo.md").read_text() == "buy milk\n"
+    assert (b / "drafts" / "a.txt").read_text() == "draft\n"
+
+
+def test_a_merge_undone_keeps_the_untracked_files_it_never_wrote(tmp_path):
+    """Fault tried: a merge that fails (or is killed) after its journal is written, with a file of
+    the user's at one of the paths it touches. The undo restores the vault's files and deletes
+    what the merge created, but never a file that was there, untracked, before it."""
+    from memvault.storage.journal import MERGE
+
+    _a, b, _h = _shared(tmp_path)
+    (b / "mine.txt").write_text("mine\n")
+    storage = Vault(b).storage
+    with pytest.raises(RuntimeError), storage.write_lock(), \
+            storage.transaction(MERGE, ["mine.txt", "theirs.txt"], "sync: merge 1 commit from origin/main"):
+        (b / "theirs.txt").write_text("written by the merge\n")
+        raise RuntimeError("the merge failed")
+    assert (b / "mine.txt").read_text() == "mine\n" and not (b / "theirs.txt").exists()
+    assert not (b / ".memvault" / "journal.json").exists()
+
+
+def test_a_journal_naming_a_path_git_refuses_no_longer_blocks_every_command(tmp_path):
+    """Fault tried: a sync of a remote tree holding an entry named `..` left (in an earlier
+    version) a journal of a merge naming `..`; undoing it ran `git reset -- ..` ("outside
+    repository"), so every later command, `doctor --fix` included, failed with an unexpected
+    GitCommandError until the journal was deleted by hand. Such names are skipped now."""
+    _a, b, _h = _shared(tmp_path)
+    head = git(b, "rev-parse", "HEAD")
+    (b / ".memvault").mkdir(exist_ok=True)
+    (b / ".memvault" / "journal.json").write_text(json.dumps({
+        "kind": "merge", "paths": ["..", ".git/config", "logs/../x"], "message": "sync: merge 1 commit",
+        "head": head, "sizes": None, "claims": [], "writer": None}))
+    listed = run_memvault("recent", "--vault", str(b))
+    assert listed.returncode == 0, listed.stderr
+    assert "Alice drinks green tea" in listed.stdout and not (b / ".memvault" / "journal.json").exists()
+    assert run_memvault("doctor", "--vault", str(b)).returncode in (0, 1)
+    assert git(b, "rev-parse", "HEAD") == head and git(b, "status", "--porcelain").strip() == ""
+
+
+@pytest.mark.parametrize("victim", ["a planted item", "an existing fact"])
+def test_a_purge_record_the_remote_history_does_not_bear_out_is_refused(tmp_path, victim):
+    """Fault tried: a pusher appends a purge record to tombstones.jsonl, for a fact it plants with
+    the text "Bob fixed the kitchen" in the same push, or for an existing fact's id, without
+    rewriting any history. sync adopted it: every commit of this clone was rewritten, the honest
+    fact became "[purged]" for good, the old objects pruned, and the rewrite force-pushed to every
+    clone. A real purge arrives with the remote's history rewritten; a record alone is refused."""
+    a, b, h = _shared(tmp_path)
+    facts = {text: fact_id for fact_id, text in _ids(a).items()}
+    target = facts["Bob fixed the kitchen tap"]
+    if victim == "a planted item":
+        target = "1k107jq2g91rhr7x"
+        with _log(h).open("a") as log:
+            log.write(f'- Bob fixed the kitchen <!-- mv {{"id":"{target}","at":"2026-11-20T11:00:00+00:00"}} -->\n')
+    with (h / "tombstones.jsonl").open("a") as records:
+        records.write(json.dumps({"id": target, "at": "2026-11-21T09:00:00+00:00", "reason": "purged",
+                                  "hash": "", "purged": True}) + "\n")
+    git(h, "add", "-A")
+    _push(h, "routine")
+
+    assert target in _refused(b, "records the purge of", "memvault purge ID")
+    assert "Bob fixed the kitchen tap" in _ids(b).values()
+    assert "Bob fixed the kitchen tap" in git(b, "log", "--all", "-p")

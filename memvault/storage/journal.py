@@ -32,10 +32,13 @@ class Entry:
     claims: list[str] = field(default_factory=list)
     # The process that wrote: its git children may outlive it and must finish before recovery.
     writer: int | None = None
+    # MERGE: paths the merge touches that were already on disk, untracked, before it (a note of the
+    # user's where the remote adds a file): git never overwrites them, so the undo must not delete them.
+    kept: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps({"kind": self.kind, "paths": self.paths, "message": self.message, "head": self.head,
-                           "sizes": self.sizes, "claims": self.claims, "writer": self.writer})
+                           "sizes": self.sizes, "claims": self.claims, "writer": self.writer, "kept": self.kept})
 
 
 class Journal:
@@ -69,6 +72,7 @@ class Journal:
                 if isinstance(sizes, dict) else None,
                 claims=[str(c) for c in data.get("claims") or []],
                 writer=data.get("writer") if isinstance(data.get("writer"), int) else None,
+                kept=[str(k) for k in data.get("kept") or []],
             )
         except FileNotFoundError:
             return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
 
@@ -80,6 +81,16 @@ def is_vault_file(rel: str) -> bool:
 def is_temp_file(rel: str) -> bool:
     """Is `rel` a temp file a killed git or memvault process left behind (safe to delete)?"""
     return _TEMP_FILE.search(rel) is not None
+
+
+def in_work_tree(paths: Iterable[str]) -> list[str]:
+    """Those of `paths` git can name in a work tree. A tree pushed from a remote may hold an entry
+    named `..`, `.` or `.git` that git refuses to check out; naming one fails every git command."""
+    def named(rel: str) -> bool:
+        parts = rel.split("/")
+        return not rel.startswith("/") and all(part not in ("", ".", "..") and part.lower() != ".git"
+                                              for part in parts)
+    return [rel for rel in paths if named(rel)]
 
 
 def inside(root: Path, rel: str) -> Path:

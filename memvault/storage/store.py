@@ -49,6 +49,7 @@ from memvault.storage.layout import (
     TOMBSTONES_FILE,
     WRITE_LOCK,
     day_of_log,
+    in_work_tree,
     inside,
     is_log_name,
     is_temp_file,
@@ -192,7 +193,9 @@ class Storage:
             if (self.root / rel).is_dir():  # (a journal would record a folder's size to cut back to)
                 raise unwritable(IsADirectoryError(errno.EISDIR, "Is a directory"), rel, "nothing was changed")
         sizes = {rel: size_of(self.root / rel) for rel in paths} if kind == APPEND else None
-        entry = Entry(kind, paths, message, self.git.head(), sizes, list(claims), writer=os.getpid())
+        paths = in_work_tree(paths)  # a remote's tree entry `..` must not make the undo fail for good
+        kept = self.git.untracked_present(paths) if kind == MERGE else []
+        entry = Entry(kind, paths, message, self.git.head(), sizes, list(claims), writer=os.getpid(), kept=kept)
         with writing(JOURNAL_FILE, "nothing was changed"):
             self.journal.begin(entry)
         try:
@@ -218,6 +221,8 @@ class Storage:
             if not self.git.wait_for_children_of(entry.writer):
                 raise VaultBusy(f"a git process of a killed memvault command (pid {entry.writer}) is still "
                                 f"committing in {self.root}; nothing was changed; try again in a moment")
+        # (A journal of an earlier version may name `..`, from a remote's tree: git refuses such names.)
+        paths = in_work_tree(entry.paths)
         if entry.kind == MERGE:
             # A merge killed midway: git's temp files for the merge driver, and its MERGE_HEAD.
             for tmp in self.root.glob(".merge_file_*"):
@@ -228,8 +233,8 @@ class Storage:
         if entry.head is not None and self.git.head() != entry.head:
             # The commit landed. git may have been killed between moving HEAD and writing its
             # index: bring the index of these paths back in step with HEAD.
-            if entry.paths:
-                self.git.run("reset", "-q", "--", *entry.paths)
+            if paths:
+                self.git.run("reset", "-q", "--", *paths)
             for name in entry.claims:
                 self.queue.finish(name)
             self.journal.end()
@@ -237,11 +242,11 @@ class Storage:
         if entry.kind == APPEND and entry.sizes is not None:
             for rel, size in entry.sizes.items():
                 cut_back(self.root / rel, size)
-            if entry.paths:
-                self.git.run("reset", "-q", "--", *entry.paths)  # unstage what `git add` may have staged
-        elif entry.paths:
-            self.restore_from_head(entry.paths)
-            for rel in entry.paths:  # atomic_write's temp files of a write killed midway
+            if paths:
+                self.git.run("reset", "-q", "--", *paths)  # unstage what `git add` may have staged
+        elif paths:
+            self.restore_from_head(paths, keep=entry.kept)
+            for rel in paths:  # atomic_write's temp files of a write killed midway
                 remove_temp_files(self.root / rel)
         for name in entry.claims:
             if name == discard:
@@ -390,14 +395,18 @@ class Storage:
                 foreign.append(rel)
         return ours, temp, foreign
 
-    def restore_from_head(self, paths: list[str]) -> None:
+    def restore_from_head(self, paths: list[str], keep: Iterable[str] = ()) -> None:
+        """Put `paths` back as HEAD has them, deleting those HEAD lacks, except the untracked `keep`."""
         if not paths:
             return  # (no pathspec would mean the whole tree)
         self.git.run("reset", "-q", "--", *paths)  # unstaged first: `git clean` leaves a staged new file
         tracked = set(self.git.run("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines())
         if tracked:
             self.git.run("checkout", "HEAD", "--", *sorted(tracked))
-        self.git.run("clean", "-fdq", "--", *paths)
+        keep = set(keep)
+        new = [rel for rel in paths if rel not in keep]
+        if new:
+            self.git.run("clean", "-fdq", "--", *new)
 
     def write_files(self, files: Mapping[str, str], message: str, removed: Iterable[str] = ()) -> str | None:
         """Rewrite (and remove) files as one commit, or after a crash not at all. Hold the write lock."""
