@@ -18,13 +18,16 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, worded
+from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
 from memvault.gitstore import GitStore, require_git
+from memvault.storage import lock
 from memvault.storage.journal import MERGE
-from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, TOMBSTONES_FILE, in_work_tree
+from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
 from memvault.storage.store import Storage
 from memvault.sync_checks import (
     FIX_AT_SOURCE,
@@ -41,6 +44,8 @@ REMOTE = "origin"
 MERGE_DRIVER_NAME = "memvault: union of daily-log items and tombstone lines"
 PUSH_ATTEMPTS = 3
 NETWORK_TIMEOUT_SECONDS = 300
+# A sync fetches and pushes up to PUSH_ATTEMPTS times, each git call killed after its timeout.
+SYNC_WAIT_SECONDS = PUSH_ATTEMPTS * 2 * NETWORK_TIMEOUT_SECONDS
 
 
 @dataclass
@@ -199,6 +204,30 @@ def sync(storage: Storage) -> SyncReport:
     url = _config_get(storage, f"remote.{REMOTE}.url")
     if url is None:
         raise RemoteError("no remote set for this vault; run `memvault remote set URL` first")
+    with _one_sync_at_a_time(storage):
+        return _sync(storage, url)
+
+
+@contextmanager
+def _one_sync_at_a_time(storage: Storage) -> Iterator[None]:
+    """Two syncs of one clone at once (cron and a person) raced on its refs: git refused one's
+    fetch or push, said as an unreachable remote. The second waits for the first, then runs: its
+    own fetch may bring what arrived meanwhile. Every sync ends within its network timeouts."""
+    held = lock.OsLock(storage.lock_path(SYNC_LOCK))
+    if not held.acquire():
+        who = lock.holder(held.path) or {}
+        by = f" (pid {who['pid']}: {who.get('command')})" if who.get("pid") else ""
+        storage.notify(f"waiting for another sync of {storage.root}{by} to finish")
+        if not held.wait(SYNC_WAIT_SECONDS):
+            raise VaultBusy(f"another sync of {storage.root}{by} has run for over {SYNC_WAIT_SECONDS} s; "
+                            "nothing changed")
+    try:
+        yield
+    finally:
+        held.release()
+
+
+def _sync(storage: Storage, url: str) -> SyncReport:
     branch = current_branch(storage)
     report = SyncReport(remote=REMOTE, url=url, branch=branch)
     with storage.write_lock():  # an add in flight has written but not yet committed: wait for it

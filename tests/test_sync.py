@@ -107,6 +107,49 @@ def test_two_machines_add_concurrently_and_sync_to_the_same_facts(tmp_path):
     assert status["remote"]["ahead"] == 0 and status["remote"]["behind"] == 0
 
 
+def test_two_syncs_of_one_clone_at_once_both_succeed(tmp_path):
+    """Fault tried: a cron sync and a person's sync of one clone at once, while the other machine
+    keeps pushing. git refused one's fetch ("cannot lock ref 'refs/remotes/origin/main'") or push,
+    and that sync failed with exit 8 as if the remote were unreachable (4 of 8 rounds in one
+    run). The second now waits for the first, saying so, then syncs."""
+    _remote_dir, a, b = _machines(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from memvault.storage import lock; from memvault.vault import Vault; "
+        "held = lock.OsLock(Vault(sys.argv[1]).storage.lock_path('sync.lock')); held.acquire(); "
+        "print('held', flush=True); sys.stdin.read()"), str(b)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        Vault(a).add("Alice sent this while B was syncing")
+        assert run_memvault("sync", "--vault", str(a)).returncode == 0
+        waiting = subprocess.Popen([sys.executable, "-m", "memvault", "sync", "--vault", str(b)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(timeout=2)  # it waits for the sync under way
+        holder.stdin.close()
+        _out, err = waiting.communicate(timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert waiting.returncode == 0, err
+    assert err.startswith("memvault: waiting for another sync of") and "pid" in err.splitlines()[0]
+    assert "Alice sent this while B was syncing" in _facts(b).values()
+
+    for round_ in range(4):  # the race itself: two syncs of B while A pushes
+        Vault(a).add(f"round {round_} from A")
+        Vault(b).add(f"round {round_} from B")
+        pushing = subprocess.Popen([sys.executable, "-m", "memvault", "sync", "--vault", str(a)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        both = [subprocess.Popen([sys.executable, "-m", "memvault", "sync", "--vault", str(b)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for proc in [pushing, *both]:
+            _out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0 or (proc is pushing and proc.returncode == ExitCode.REMOTE), err
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    assert _facts(a) == _facts(b) and is_clean(a) and is_clean(b)
+
+
 def test_pages_changed_on_both_machines_stop_the_sync_and_change_nothing(tmp_path):
     """Two dreams rewrote the same page: exit 7, the page named, B exactly as before the sync."""
     remote, a, b = _machines(tmp_path)

@@ -43,6 +43,7 @@ PURGE_STATE = f"{STATE_DIR}/purge.json"   # purged ids this clone is clean of; a
 QUEUE_DIR = f"{STATE_DIR}/queue"   # facts of writers waiting for the write lock (storage/queue.py)
 WRITE_LOCK = "write.lock"          # in LOCKS_DIR: one writer of the vault at a time
 DREAM_LOCK = "dream.lock"          # one dream at a time
+SYNC_LOCK = "sync.lock"            # one sync of a clone at a time (they would race on its refs)
 INDEX_LOCK = "index.lock"          # one writer of the search index at a time
 GIT_LOCKS_LOCK = "git-locks.lock"  # one process at a time clears stale git lock files
 
