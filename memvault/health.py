@@ -21,8 +21,10 @@ from memvault.index.search import engine, index_status, model_spec, refill_embed
 from memvault.pages import cited_ids, list_pages, read_page
 from memvault.storage.layout import (
     CONFIG_FILE,
+    LOGS_DIR,
     STATE_DIR,
     WRITE_LOCK,
+    is_misdated_log,
     symlinks_in,
 )
 from memvault.storage.lock import orphaned_holder
@@ -351,6 +353,18 @@ def check_log_lines(storage: Storage) -> Check:
     return Check("daily logs", OK, f"{len(storage.log_files())} daily log(s) parse cleanly")
 
 
+def check_log_names(storage: Storage) -> Check:
+    """Files named like a daily log for a day that does not exist (2026-02-30.md): no command reads
+    their facts, so they are named here rather than skipped in silence."""
+    found = [storage.relpath(path) for path in storage.path(LOGS_DIR).glob("*/*.md")]
+    misdated = sorted(rel for rel in found if is_misdated_log(rel))
+    if misdated:
+        return Check("log names", FAIL, f"{len(misdated)} file(s) in {LOGS_DIR}/ are named for a day that does "
+                     "not exist, so no command reads their facts; rename each to the real day its facts belong "
+                     "to (or move its items into that day's log) and commit", _shown(misdated))
+    return Check("log names", OK, "every daily log is named for a real day")
+
+
 def check_fact_ids(storage: Storage) -> Check:
     duplicates = storage.duplicate_ids()
     if duplicates:
@@ -583,6 +597,7 @@ CHECKS: list[tuple[Callable[[Storage], Check], Callable[[Storage], list[str]] | 
     (check_merge_driver, repair_merge_driver),
     (check_identity, None),
     (check_log_lines, None),
+    (check_log_names, None),
     (check_fact_ids, None),
     (check_citations, None),
     (check_forgotten_citations, None),

@@ -13,6 +13,8 @@ A shared remote may be written by someone else, so its commits are read as untru
   allowed, as the driver allows them (a typo fixed by hand on another machine);
 - a submodule, a folder where the vault keeps a file (a daily log, tombstones.jsonl) or a file
   where it keeps a folder (logs/2025): every read of it would fail;
+- a daily log named for a day that does not exist (logs/2026/2026-02-30.md): no reader takes it
+  for a log, so its facts would be in the vault and read by nothing;
 - an item added under the id of a fact a daily log holds (another log, or the same one): readers
   take one of two items with one id, so a forged copy would stand in for the fact;
 - a change of where dream sends the facts (`[llm] model` or `api_base` in memvault.toml): those
@@ -42,6 +44,7 @@ from memvault.storage.layout import (
     LOGS_DIR,
     STATE_DIR,
     TOMBSTONES_FILE,
+    is_misdated_log,
     is_vault_file,
 )
 from memvault.tombstones import parse_tombstones
@@ -52,8 +55,8 @@ LLM_ENDPOINT_KEYS = ("model", "api_base")
 
 
 def tree_problem(store: GitStore, rev: str) -> str | None:
-    """Symlinks, submodules, folders where the vault's files belong, or this machine's state
-    folder in the tree of `rev`."""
+    """Symlinks, submodules, folders where the vault's files belong, daily logs named for no real
+    day, or this machine's state folder in the tree of `rev`."""
     listing = [line for line in store.run("ls-tree", "-r", "-z", "--full-tree", rev).split("\0") if line]
     symlinks = sorted(line.split("\t", 1)[1] for line in listing if line.startswith("120000 "))
     if symlinks:
@@ -68,6 +71,10 @@ def tree_problem(store: GitStore, rev: str) -> str | None:
     if folders:
         return (f"holds a folder where the vault keeps a file, or a file where it keeps a folder "
                 f"({shown(folders)}); memvault would fail on every read of them; put them back as they were")
+    misdated = sorted({name for path in paths for name in (*_parents(path), path) if is_misdated_log(name)})
+    if misdated:
+        return (f"holds daily log(s) named for a day that does not exist ({shown(misdated)}), whose facts no "
+                "command would read; rename each to the real day its facts belong to")
     attributes = sorted(path for path in paths if path.endswith("/" + GITATTRIBUTES))
     if attributes:
         return (f"holds {GITATTRIBUTES} in a folder ({shown(attributes)}), which would change how git converts "

@@ -56,7 +56,24 @@ def log_relpath(day: date) -> str:
 
 
 def is_log_name(name: str) -> bool:
-    return LOG_NAME.match(name) is not None
+    """Is `name` a daily log's file name: YYYY-MM-DD.md of a day that exists (never 2026-02-30.md)?"""
+    return LOG_NAME.match(name) is not None and _real_day(name)
+
+
+def is_misdated_log(rel: str) -> bool:
+    """Is `rel` (vault-relative) named like a daily log of logs/ for a day that does not exist
+    (logs/2026/2026-02-30.md, 2026-13-45.md)? No reader takes it for a log; doctor and sync name it."""
+    parts = rel.split("/")
+    return (len(parts) == 3 and parts[0] == LOGS_DIR and LOG_NAME.match(parts[2]) is not None
+            and not _real_day(parts[2]))
+
+
+def _real_day(name: str) -> bool:
+    try:
+        date.fromisoformat(name.removesuffix(".md"))
+    except ValueError:
+        return False
+    return True
 
 
 def day_of_log(name: str) -> date:
@@ -76,7 +93,7 @@ _TEMP_FILE = re.compile(r"(?:^|/)(?:\.merge_file_[^/]*|[^/]+\.\d+\.tmp)$")
 
 def is_vault_file(rel: str) -> bool:
     """Is `rel` (vault-relative, "/") one of the files a vault is made of?"""
-    return rel in TOP_FILES or _VAULT_FILE.match(rel) is not None
+    return rel in TOP_FILES or (_VAULT_FILE.match(rel) is not None and not is_misdated_log(rel))
 
 
 def is_temp_file(rel: str) -> bool:

@@ -1,0 +1,96 @@
+"""What sync refuses from a remote tree that would break every later command, and how the vault's
+readers cope when such a file is there anyway (made by hand, or taken by a sync before the check).
+
+Faults tried, each pushed with plain git by a "hostile" clone, then `memvault sync` (and `clone`)
+run on another machine: a daily log named for a day that does not exist (2026-02-30.md,
+2026-13-45.md). It stops with exit 7 and one line naming the path, the vault exactly as before and
+still usable. Also tried by hand in one vault: such a log typed there, uncommitted and then
+committed (no command crashes; doctor names it).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git, is_clean, run_memvault
+
+from memvault.errors import ExitCode
+
+HOSTILE = ("-c", "user.name=h", "-c", "user.email=h@example.test")
+
+
+def _shared(tmp_path: Path) -> tuple[Path, Path]:
+    """Machine B clones a published vault with memvault, H clones it with plain git."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    a, b, h = tmp_path / "a", tmp_path / "b", tmp_path / "h"
+    assert run_memvault("init", str(a)).returncode == 0
+    added = run_memvault("add", "Alice drinks green tea", "--at", "2026-11-20T10:00:00", "--vault", str(a))
+    assert added.returncode == 0
+    assert run_memvault("remote", "set", str(remote), "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("clone", str(remote), str(b)).returncode == 0
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(h)], check=True)
+    return b, h
+
+
+def _push(h: Path, message: str = "tidy") -> None:
+    git(h, "add", "-A", "-f")
+    git(h, *HOSTILE, "commit", "-qm", message)
+    git(h, "push", "-q", "origin", "HEAD:main")
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {p: (root / p).read_bytes() for p in git(root, "ls-files", "-z").split("\0") if p}
+
+
+def _refused(b: Path, *words: str) -> str:
+    """sync stops with exit 7 and one line holding `words`; nothing in b changed, b still works."""
+    head, files = git(b, "rev-parse", "HEAD"), _snapshot(b)
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "nothing was merged" in done.stderr and all(word in done.stderr for word in words), done.stderr
+    assert git(b, "rev-parse", "HEAD") == head and _snapshot(b) == files
+    assert is_clean(b) and not (b / ".memvault" / "journal.json").exists()
+    assert run_memvault("add", "Erin reads poetry", "--vault", str(b)).returncode == 0  # b keeps working
+    return done.stderr
+
+
+@pytest.mark.parametrize("day", ["2026-02-30", "2026-13-45"])
+def test_a_log_named_for_a_day_that_does_not_exist_is_refused_by_sync_and_clone(tmp_path, day):
+    """Taken, it made recent, status, context and doctor fail with "ValueError: day is out of
+    range for month" on every clone."""
+    b, h = _shared(tmp_path)
+    path = f"logs/2026/{day}.md"
+    (h / path).write_text(f'# {day}\n\n- Bob moved to Rome <!-- mv {{"id":"1k0yyt0000000009",'
+                          f'"at":"2026-11-20T10:00:00+00:00"}} -->\n')
+    _push(h, "a log for a day that never was")
+    _refused(b, path, "a day that does not exist")
+    c = tmp_path / "c"
+    done = run_memvault("clone", str(tmp_path / "remote.git"), str(c))
+    assert done.returncode == ExitCode.SYNC_CONFLICT and path in done.stderr, done.stderr
+    assert not c.exists()
+
+
+def test_a_log_misdated_by_hand_crashes_no_command_and_doctor_names_it(tmp_path):
+    """A typo in a log's name made here (uncommitted, then committed with plain git): every reader
+    passes over it, as over any file that is no daily log, and doctor names it with what to do."""
+    b, _h = _shared(tmp_path)
+    (b / "logs" / "2026" / "2026-02-30.md").write_text(
+        '# 2026-02-30\n\n- Bob moved to Rome <!-- mv {"id":"1k0yyt0000000009","at":"2026-11-20T10:00:00+00:00"} -->\n')
+    for committed in (False, True):
+        if committed:
+            git(b, *HOSTILE, "add", "logs/2026/2026-02-30.md")
+            git(b, *HOSTILE, "commit", "-qm", "a typo")
+        for command in (["recent"], ["status"], ["context"], ["search", "Alice"], ["add", "Carol sings"]):
+            done = run_memvault(*command, "--vault", str(b))
+            assert done.returncode == 0, (command, done.stderr)
+        done = run_memvault("doctor", "--vault", str(b))
+        assert "unexpected error" not in done.stderr, done.stderr
+        line = next(line for line in done.stdout.splitlines() if "log names" in line)
+        assert line.startswith("FAIL") and "rename" in line, done.stdout
+        assert "logs/2026/2026-02-30.md" in done.stdout
+        assert "Bob moved to Rome" not in run_memvault("recent", "--vault", str(b)).stdout
