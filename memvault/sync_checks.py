@@ -2,6 +2,8 @@
 
 A shared remote may be written by someone else, so its commits are read as untrusted input:
 
+- a path git refuses to check out (`..`, `.`, `.git` in any case, at any depth): the merge would
+  fail halfway through, after the journal of a merge was written;
 - a symlink: once checked out, a log or tombstones.jsonl pointing outside the vault would have
   memvault read or append to whatever it names;
 - a path under `.memvault/`: that folder is this machine's own state (write queue, journal, locks,
@@ -31,13 +33,15 @@ text, and the remote's would silently leave the tree.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 
 from memvault.facts import parse_log, stored_id
-from memvault.gitstore import GitStore
+from memvault.gitstore import GitStore, execute
 from memvault.storage.layout import (
     CONFIG_FILE,
     GITATTRIBUTES,
@@ -55,8 +59,12 @@ LLM_ENDPOINT_KEYS = ("model", "api_base")
 
 
 def tree_problem(store: GitStore, rev: str) -> str | None:
-    """Symlinks, submodules, folders where the vault's files belong, daily logs named for no real
-    day, or this machine's state folder in the tree of `rev`."""
+    """Paths git refuses to check out, symlinks, submodules, folders where the vault's files belong,
+    daily logs named for no real day, or this machine's state folder in the tree of `rev`."""
+    invalid = _invalid_path(store, rev)
+    if invalid is not None:
+        return (f"holds a path git refuses to check out ({invalid}): no name in a vault is `.`, `..` or `.git` "
+                "(in any case); remove it")
     listing = [line for line in store.run("ls-tree", "-r", "-z", "--full-tree", rev).split("\0") if line]
     symlinks = sorted(line.split("\t", 1)[1] for line in listing if line.startswith("120000 "))
     if symlinks:
@@ -85,6 +93,22 @@ def tree_problem(store: GitStore, rev: str) -> str | None:
         return (f"holds files under {STATE_DIR}/ ({shown(state)}), which is each machine's own local state and "
                 "never committed; remove them from the repository (git rm --cached)")
     return None
+
+
+def _invalid_path(store: GitStore, rev: str) -> str | None:
+    """The first path of `rev`'s tree that git refuses to check out, or None. git itself is asked
+    (a read of the tree into a throwaway index): its rules (`..`, `.git` in any case and at any
+    depth, core.protectNTFS's `git~1`) vary with its version and settings, and a merge that meets
+    such a path fails halfway."""
+    with tempfile.TemporaryDirectory(prefix="memvault-check-") as folder:
+        command = ["git", "read-tree", rev]
+        status, _out, err = execute(command, {**store.env, "GIT_INDEX_FILE": os.path.join(folder, "index")})
+    if status == 0:
+        return None
+    refused = re.search(r"invalid path '(.*)'", err)
+    if refused is None:
+        raise store.error(command, status, err)
+    return refused.group(1)
 
 
 def _year_folder(path: str) -> bool:

@@ -1,11 +1,12 @@
 """What sync refuses from a remote tree that would break every later command, and how the vault's
 readers cope when such a file is there anyway (made by hand, or taken by a sync before the check).
 
-Faults tried, each pushed with plain git by a "hostile" clone, then `memvault sync` (and `clone`)
-run on another machine: a daily log named for a day that does not exist (2026-02-30.md,
-2026-13-45.md). It stops with exit 7 and one line naming the path, the vault exactly as before and
-still usable. Also tried by hand in one vault: such a log typed there, uncommitted and then
-committed (no command crashes; doctor names it).
+Faults tried, each pushed with plain git by a "hostile" clone (trees built with `git mktree` where
+git itself would not make them), then `memvault sync` run on another machine: a daily log named
+for a day that does not exist (2026-02-30.md, 2026-13-45.md); a tree entry git refuses to check out
+(`..`, `.`, `.git`, `.GIT`, `.Git` deep in a folder, a `logs/../x` path). Each stops with exit 7
+and one line naming the path, the vault exactly as before and still usable. Also tried by hand in
+one vault: a misdated log typed there (no command crashes; doctor names it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from conftest import git, is_clean, run_memvault
 from memvault.errors import ExitCode
 
 HOSTILE = ("-c", "user.name=h", "-c", "user.email=h@example.test")
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _shared(tmp_path: Path) -> tuple[Path, Path]:
@@ -59,6 +61,28 @@ def _refused(b: Path, *words: str) -> str:
     return done.stderr
 
 
+def _with_entry(h: Path, tree: str, parts: list[str], blob: str) -> str:
+    """`tree` with a file at `parts` (each a tree entry's name, as git mktree takes any name)."""
+    entries = [line for line in git(h, "ls-tree", tree).splitlines() if line.split("\t", 1)[1] != parts[0]]
+    if len(parts) == 1:
+        entries.append(f"100644 blob {blob}\t{parts[0]}")
+    else:
+        below = next((line.split()[2] for line in git(h, "ls-tree", tree).splitlines()
+                      if line.split("\t", 1)[1] == parts[0] and line.split()[1] == "tree"), EMPTY_TREE)
+        entries.append(f"040000 tree {_with_entry(h, below, parts[1:], blob)}\t{parts[0]}")
+    return subprocess.run(["git", "-C", str(h), "mktree"], input="\n".join(entries) + "\n", check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _push_entry(h: Path, path: str) -> None:
+    """A commit on top of the remote's main whose tree holds a file at `path`, force-pushed."""
+    blob = subprocess.run(["git", "-C", str(h), "hash-object", "-w", "--stdin"], input="evil\n", check=True,
+                          capture_output=True, text=True).stdout.strip()
+    tree = _with_entry(h, git(h, "rev-parse", "HEAD^{tree}").strip(), path.split("/"), blob)
+    commit = git(h, *HOSTILE, "commit-tree", tree, "-p", "HEAD", "-m", f"plant {path}").strip()
+    git(h, "push", "-q", "-f", "origin", f"{commit}:main")
+
+
 @pytest.mark.parametrize("day", ["2026-02-30", "2026-13-45"])
 def test_a_log_named_for_a_day_that_does_not_exist_is_refused_by_sync_and_clone(tmp_path, day):
     """Taken, it made recent, status, context and doctor fail with "ValueError: day is out of
@@ -94,3 +118,12 @@ def test_a_log_misdated_by_hand_crashes_no_command_and_doctor_names_it(tmp_path)
         assert line.startswith("FAIL") and "rename" in line, done.stdout
         assert "logs/2026/2026-02-30.md" in done.stdout
         assert "Bob moved to Rome" not in run_memvault("recent", "--vault", str(b)).stdout
+
+
+def test_paths_git_refuses_to_check_out_are_refused_before_any_merge(tmp_path):
+    """`..` made the merge fail halfway ("invalid path '..'") and left a journal that stopped every
+    later command; `.git` (any case, any depth) and `logs/../x` ended as exit 1 "could not merge"."""
+    b, h = _shared(tmp_path)
+    for path in ["..", ".", ".git", ".GIT", "wiki/people/.Git", "logs/../x"]:
+        _push_entry(h, path)
+        _refused(b, path, "git refuses to check out")
