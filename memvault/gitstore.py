@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memvault.errors import MemvaultError, VaultBusy, unwritable
-from memvault.storage.layout import GIT_LOCKS_LOCK, LOCKS_DIR
+from memvault.storage.layout import GIT_LOCKS_LOCK, LOCKS_DIR, is_vault_file
 
 FALLBACK_NAME = "memvault"
 _LEAKY_VARS = (
@@ -200,9 +200,18 @@ class GitStore:
         return self._identity
 
     def commit(self, paths: Sequence[str], message: str) -> str | None:
-        """Stage exactly `paths` and commit them; None when nothing changed."""
+        """Stage exactly `paths` and commit them; None when nothing changed.
+
+        The vault's own files are staged even when a .gitignore ignores them (a hand edit, or one
+        synced in before sync refused it): git would refuse them and the write would fail.
+        """
         self.identity()
-        self.run("add", "-A", "--", *paths)
+        own = [path for path in paths if is_vault_file(path)]
+        other = [path for path in paths if not is_vault_file(path)]  # "." at init: ignored files stay out
+        if own:
+            self.run("add", "-A", "-f", "--", *own)
+        if other:
+            self.run("add", "-A", "--", *other)
         try:
             self.run("commit", "-q", "--no-verify", "-m", message, "--", *paths)
         except Exception as e:

@@ -30,6 +30,7 @@ from memvault.storage.layout import (
 from memvault.storage.lock import orphaned_holder
 from memvault.storage.store import Storage
 from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
+from memvault.sync_checks import ignored, own_paths
 
 OK, WARN, FAIL, FIXED = "ok", "warn", "fail", "fixed"
 SHOWN_DETAILS = 20
@@ -327,6 +328,18 @@ def check_symlinks(storage: Storage) -> Check:
     return Check("symlinks", OK, "no symlinks in the vault")
 
 
+def check_ignored(storage: Storage) -> Check:
+    """The vault's own files a .gitignore ignores: memvault commits them anyway, but a plain `git add`,
+    `git status` or another tool passes over them."""
+    head = storage.git.head()
+    found = ignored(storage.git, own_paths(storage.git, *([head] if head else [])))
+    if found:
+        return Check("ignored files", WARN, f"a .gitignore ignores {len(found)} of the vault's own files: memvault "
+                     "commits them anyway, but plain git passes over them; remove the pattern that names them "
+                     "(`git check-ignore -v --no-index PATH` shows it) and commit", _shown(found))
+    return Check("ignored files", OK, "no .gitignore ignores the vault's own files")
+
+
 def check_merge_driver(storage: Storage) -> Check:
     problems = merge_driver_problems(storage)
     if problems:
@@ -595,6 +608,7 @@ CHECKS: list[tuple[Callable[[Storage], Check], Callable[[Storage], list[str]] | 
     (check_purge, None),
     (check_worktree, repair_worktree),
     (check_merge_driver, repair_merge_driver),
+    (check_ignored, None),
     (check_identity, None),
     (check_log_lines, None),
     (check_log_names, None),

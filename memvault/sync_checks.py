@@ -17,6 +17,8 @@ A shared remote may be written by someone else, so its commits are read as untru
   where it keeps a folder (logs/2025): every read of it would fail;
 - a daily log named for a day that does not exist (logs/2026/2026-02-30.md): no reader takes it
   for a log, so its facts would be in the vault and read by nothing;
+- a .gitignore (at any depth) that makes git ignore the vault's own files: plain git would pass
+  over them (memvault stages its own files regardless);
 - an item added under the id of a fact a daily log holds (another log, or the same one): readers
   take one of two items with one id, so a forged copy would stand in for the fact;
 - a change of where dream sends the facts (`[llm] model` or `api_base` in memvault.toml): those
@@ -39,17 +41,23 @@ import tempfile
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import date
 
+from memvault.config import DEFAULT_ZONES
 from memvault.facts import parse_log, stored_id
 from memvault.gitstore import GitStore, execute
 from memvault.storage.layout import (
     CONFIG_FILE,
     GITATTRIBUTES,
+    GITIGNORE,
     LOGS_DIR,
     STATE_DIR,
     TOMBSTONES_FILE,
+    TOP_FILES,
+    WIKI_DIR,
     is_misdated_log,
     is_vault_file,
+    log_relpath,
 )
 from memvault.tombstones import parse_tombstones
 from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS, blocks
@@ -127,8 +135,8 @@ FIX_AT_SOURCE = "fix it where it was pushed from, then sync again"
 
 @dataclass
 class RemoteChanges:
-    """What the remote side changed in the logs, the forget records, dream's endpoint and
-    .gitattributes since the common base of both sides."""
+    """What the remote side changed in the logs, the forget records, dream's endpoint,
+    .gitattributes and the .gitignore files since the common base of both sides."""
 
     removed_facts: list[str] = field(default_factory=list)  # items gone from a log (a purge's excepted)
     unforgotten: list[str] = field(default_factory=list)    # forget records gone from tombstones.jsonl
@@ -137,6 +145,8 @@ class RemoteChanges:
     edited_both: list[str] = field(default_factory=list)    # items changed there and here, differently
     edited_logs: set[str] = field(default_factory=set)      # the logs holding them
     reused: list[str] = field(default_factory=list)         # ids added there that another log holds
+    ignored: list[str] = field(default_factory=list)        # the vault's files a .gitignore changed there ignores
+    ignore_files: list[str] = field(default_factory=list)   # the .gitignore files changed there
     endpoint_move: str | None = None                        # "llm.model: 'a' -> 'b'", when only the remote moved it
     attributes_move: bool = False                           # .gitattributes changed there, not here
 
@@ -152,6 +162,10 @@ class RemoteChanges:
         if self.removed_facts:
             return (f"removes fact(s) {shown(self.removed_facts)} from the daily logs, which are append-only "
                     "(`memvault forget` is how a fact goes)", FIX_AT_SOURCE)
+        if self.ignored:
+            return (f"changes {shown(self.ignore_files)} so that git ignores the vault's own files "
+                    f"({shown(self.ignored)}), which a plain `git add` or `git status` would then pass over; "
+                    "a vault's .gitignore may ignore other files only", FIX_AT_SOURCE)
         # A setting may be the user's own change, made on another machine.
         yours = ("if that change is yours, make the same edit here and commit it (`memvault doctor --fix`), "
                  "then sync again; if not, undo it where it was pushed from")
@@ -167,8 +181,8 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
     nothing: no fact to remove or edit, but an endpoint set there is still a move)."""
     changes = RemoteChanges()
     base = common_base(store, head, rev)
-    changed = store.run("diff", "--name-only", "-z", "--no-renames", base, rev, "--",
-                        LOGS_DIR, TOMBSTONES_FILE, CONFIG_FILE, GITATTRIBUTES).split("\0")
+    changed = store.run("diff", "--name-only", "-z", "--no-renames", base, rev, "--", LOGS_DIR, TOMBSTONES_FILE,
+                        CONFIG_FILE, GITATTRIBUTES, f":(glob)**/{GITIGNORE}").split("\0")
     changed = [path for path in changed if path]
     # Both versions of every changed file from one git process: a sync after months away may bring
     # hundreds of daily logs.
@@ -176,7 +190,9 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
     theirs_tombstones = parse_tombstones(files[rev, TOMBSTONES_FILE])
     added: dict[str, set[str]] = {}  # id -> the logs the remote added an item of it to
     for path in changed:
-        if path == TOMBSTONES_FILE:
+        if path.rsplit("/", 1)[-1] == GITIGNORE:  # logs/.gitignore too
+            changes.ignore_files.append(path)
+        elif path == TOMBSTONES_FILE:
             before = parse_tombstones(files[base, path])
             changes.unforgotten = sorted(set(before) - set(theirs_tombstones))
             ours = parse_tombstones(files[head, path])
@@ -206,6 +222,9 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
             changes.endpoint_move = _llm_endpoint_change(*(files[commit, path] for commit in (base, head, rev)))
         elif path == GITATTRIBUTES:
             changes.attributes_move = not _own_attributes_added(files[head, path], files[rev, path])
+    if changes.ignore_files:
+        own = own_paths(store, head, rev)
+        changes.ignored = sorted(set(ignored(store, own, rev)) - set(ignored(store, own, head)))
     changes.reused = sorted(set(changes.reused) | set(_reused(store, head, added)))
     return changes
 
@@ -230,6 +249,43 @@ def _reused(store: GitStore, head: str, added: dict[str, set[str]]) -> list[str]
     for path in ours:
         reused.update(i for i in _items(files[head, path], path) if i in added and path not in added[i])
     return sorted(reused)
+
+
+def own_paths(store: GitStore, *revs: str) -> list[str]:
+    """The vault's own files in the trees of `revs`, its top files, and a new day's log and a page
+    in each zone: a .gitignore may name those before they exist."""
+    listed = {path for rev in revs
+              for path in store.run("ls-tree", "-r", "--name-only", "-z", "--full-tree", rev).split("\0") if path}
+    zones = {path.split("/")[1] for path in listed if path.startswith(WIKI_DIR + "/") and path.count("/") == 2}
+    new = {log_relpath(date.today()), *(f"{WIKI_DIR}/{zone}/page.md" for zone in zones | set(DEFAULT_ZONES))}
+    return sorted(path for path in listed | TOP_FILES | new if is_vault_file(path))
+
+
+def ignored(store: GitStore, paths: list[str], rev: str | None = None) -> list[str]:
+    """Which of `paths` git ignores by the .gitignore files of `rev`'s tree (None: of the working
+    tree), asked of git itself (`check-ignore --no-index`: tracked files too); this clone's own
+    .git/info/exclude and core.excludesFile count alike for every `rev`."""
+    if rev is None:
+        return _check_ignore(store, store.root, paths)
+    rules = [path for path in store.run("ls-tree", "-r", "--name-only", "-z", "--full-tree", rev).split("\0")
+             if path.rsplit("/", 1)[-1] == GITIGNORE]
+    files = _read_many(store, [(rev, path) for path in rules])
+    with tempfile.TemporaryDirectory(prefix="memvault-check-") as folder:
+        for path in rules:  # tree_problem has refused `..`, symlinks and the like in these paths
+            target = os.path.join(folder, *path.split("/"))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w", encoding="utf-8", errors="surrogateescape", newline="") as rule:
+                rule.write(files[rev, path])
+        return _check_ignore(store, folder, paths)
+
+
+def _check_ignore(store: GitStore, tree: str | os.PathLike, paths: list[str]) -> list[str]:
+    command = ["git", "-C", str(tree), "check-ignore", "--no-index", "--stdin", "-z"]
+    status, out, err = execute(command, {**store.env, "GIT_WORK_TREE": str(tree)},
+                               input="".join(f"{path}\0" for path in paths))
+    if status not in (0, 1):  # 1: none of them ignored
+        raise store.error(command, status, err)
+    return sorted(path for path in out.split("\0") if path)
 
 
 def _own_attributes_added(ours: str, theirs: str) -> bool:

@@ -1,12 +1,15 @@
 """What sync refuses from a remote tree that would break every later command, and how the vault's
-readers cope when such a file is there anyway (made by hand, or taken by a sync before the check).
+readers and writers cope when such a file is there anyway (a hand edit, or a sync before the check).
 
 Faults tried, each pushed with plain git by a "hostile" clone (trees built with `git mktree` where
 git itself would not make them), then `memvault sync` run on another machine: a daily log named
 for a day that does not exist (2026-02-30.md, 2026-13-45.md); a tree entry git refuses to check out
-(`..`, `.`, `.git`, `.GIT`, `.Git` deep in a folder, a `logs/../x` path). Each stops with exit 7
-and one line naming the path, the vault exactly as before and still usable. Also tried by hand in
-one vault: a misdated log typed there (no command crashes; doctor names it).
+(`..`, `.`, `.git`, `.GIT`, `.Git` deep in a folder, a `logs/../x` path); a .gitignore ignoring the
+vault's own files (logs/, tombstones.jsonl, `*.md`, a `*` in logs/.gitignore). Each stops with exit
+7 and one line naming the path, the vault exactly as before and still usable. Also tried by hand in
+one vault: a misdated log typed there (no command crashes; doctor names it), and a .gitignore
+ignoring logs/ and tombstones.jsonl (add and forget still commit; doctor warns). Allowed on
+purpose: a .gitignore of unrelated files.
 """
 
 from __future__ import annotations
@@ -127,3 +130,48 @@ def test_paths_git_refuses_to_check_out_are_refused_before_any_merge(tmp_path):
     for path in ["..", ".", ".git", ".GIT", "wiki/people/.Git", "logs/../x"]:
         _push_entry(h, path)
         _refused(b, path, "git refuses to check out")
+
+
+@pytest.mark.parametrize(("path", "rules"), [
+    (".gitignore", "logs/\ntombstones.jsonl\n.memvault/\n"),
+    (".gitignore", "*.md\n"),
+    ("logs/.gitignore", "*\n"),
+])
+def test_a_gitignore_that_ignores_the_vaults_own_files_is_refused(tmp_path, path, rules):
+    """Taken, it made the next `add --at` a new day and the first `forget` fail in git ("paths are
+    ignored"), while doctor said all was well."""
+    b, h = _shared(tmp_path)
+    (h / path).write_text(rules)
+    _push(h, "ignore")
+    said = _refused(b, path, "ignores the vault's own files")
+    assert ("logs/2026/2026-11-20.md" in said) == ("*" in rules or "logs/" in rules), said
+    assert ("tombstones.jsonl" in said) == ("tombstones.jsonl" in rules), said
+
+
+def test_a_gitignore_of_other_files_is_taken(tmp_path):
+    b, h = _shared(tmp_path)
+    (h / ".gitignore").write_text((h / ".gitignore").read_text() + "*.tmp\n.DS_Store\n")
+    _push(h, "ignore editor files")
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert "*.tmp" in (b / ".gitignore").read_text()
+
+
+def test_memvault_commits_its_own_files_where_a_gitignore_ignores_them_and_doctor_warns(tmp_path):
+    """A .gitignore edited here by hand to ignore logs/ and tombstones.jsonl: add on a new day and
+    forget still commit their files (they failed with "paths are ignored"); doctor warns."""
+    b, _h = _shared(tmp_path)
+    (b / ".gitignore").write_text(".memvault/\nlogs/\ntombstones.jsonl\n")
+    git(b, *HOSTILE, "commit", "-qam", "ignore")
+    done = run_memvault("add", "Dan plays chess", "--at", "2026-11-25T09:00:00", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    fact = done.stdout.strip()
+    assert "Dan plays chess" in git(b, "show", "HEAD:logs/2026/2026-11-25.md")
+    done = run_memvault("forget", fact, "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert fact in git(b, "show", "HEAD:tombstones.jsonl") and is_clean(b)
+    done = run_memvault("doctor", "--vault", str(b))
+    line = next(line for line in done.stdout.splitlines() if "ignored files" in line)
+    assert line.startswith("warn"), done.stdout
+    assert "tombstones.jsonl" in done.stdout and "logs/2026/2026-11-25.md" in done.stdout
+    assert "memvault.toml" not in done.stdout.split("ignored files", 1)[1].split("\n", 1)[0]

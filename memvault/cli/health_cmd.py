@@ -83,7 +83,7 @@ def doctor(
     """Check the vault's health and explain each problem; exits 1 when a check fails.
 
     Checks: the git repository itself, git identity, union merge driver, unparseable log lines,
-    daily logs named for a day that does not exist,
+    daily logs named for a day that does not exist, vault files a .gitignore ignores,
     citations of missing facts, pages citing forgotten facts, search index drift and damage
     (every vector row against its checksum), embedding cache damage, embedding model,
     a dream batch that keeps failing, the LLM configuration (model string, key, window; no network
