@@ -6,6 +6,7 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -110,16 +111,25 @@ def _etc_localtime_name() -> str | None:
 def load_config(path: Path) -> Config:
     """Read the vault's settings file (memvault.toml), then apply environment overrides."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        data = {}
-    except tomllib.TOMLDecodeError as e:
-        raise InvalidInput(f"{path}: invalid TOML: {e}") from e
-    vault = data.get("vault", {})
-    embedding = data.get("embedding", {})
-    llm = data.get("llm", {})
-    dream = data.get("dream", {})
+        text = ""
+    return parse_config(text, str(path))
+
+
+def parse_config(text: str, where: str, environ: Mapping[str, str] = os.environ) -> Config:
+    """Settings from memvault.toml's text, overridden by the MEMVAULT_* variables of `environ`.
+
+    InvalidInput, naming `where`, for a file that does not parse (with tomllib's line and column)
+    or a value out of range (with the key and the value). Sync checks a remote's file with this
+    and no environment, so that what it refuses is what every clone would fail to load.
+    """
     try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidInput(f"{where} does not parse as TOML: {e}") from e
+    try:
+        vault, embedding, llm, dream = (_table(data, name) for name in ("vault", "embedding", "llm", "dream"))
         dream_config = DreamConfig(
             max_days=_positive_int(dream.get("max_days", 14), "dream.max_days"),
             max_retries=_positive_int(dream.get("max_retries", 3), "dream.max_retries"),
@@ -130,12 +140,12 @@ def load_config(path: Path) -> Config:
         config = Config(
             timezone=str(vault.get("timezone", "local")),
             categories=_names(vault.get("categories", CATEGORIES), "vault.categories", _CATEGORY),
-            lock_timeout=_lock_timeout(vault),
-            embed_model=os.environ.get("MEMVAULT_EMBED_MODEL") or embedding.get("model") or DEFAULT_EMBED_MODEL,
-            embed_model_path=os.environ.get("MEMVAULT_EMBED_MODEL_PATH") or embedding.get("path") or None,
+            lock_timeout=_lock_timeout(vault, environ),
+            embed_model=environ.get("MEMVAULT_EMBED_MODEL") or embedding.get("model") or DEFAULT_EMBED_MODEL,
+            embed_model_path=environ.get("MEMVAULT_EMBED_MODEL_PATH") or embedding.get("path") or None,
             llm=LLMConfig(
-                model=os.environ.get("MEMVAULT_MODEL") or llm.get("model") or None,
-                api_base=os.environ.get("MEMVAULT_API_BASE") or llm.get("api_base") or None,
+                model=environ.get("MEMVAULT_MODEL") or llm.get("model") or None,
+                api_base=environ.get("MEMVAULT_API_BASE") or llm.get("api_base") or None,
                 timeout=_positive_number(llm.get("timeout", 120.0), "llm.timeout"),
                 attempts=_positive_int(llm.get("attempts", 3), "llm.attempts"),
                 backoff=_non_negative_number(llm.get("backoff", 2.0), "llm.backoff"),
@@ -145,18 +155,26 @@ def load_config(path: Path) -> Config:
             dream=dream_config,
         )
     except (TypeError, ValueError) as e:
-        raise InvalidInput(f"{path}: {e}") from e
+        raise InvalidInput(f"{where}: {e}") from e
     return config
 
 
-def _lock_timeout(vault: dict) -> float:
+def _table(data: dict, name: str) -> dict:
+    """A [section] of the file; `vault = 5` is no table to read settings from."""
+    section = data.get(name, {})
+    if not isinstance(section, dict):
+        raise ValueError(f"{name} must be a table ([{name}]), got {section!r}")
+    return section
+
+
+def _lock_timeout(vault: dict, environ: Mapping[str, str]) -> float:
     """MEMVAULT_LOCK_TIMEOUT, else vault.lock_timeout: a bad value is blamed on where it came from."""
-    raw = os.environ.get("MEMVAULT_LOCK_TIMEOUT")
+    raw = environ.get("MEMVAULT_LOCK_TIMEOUT")
     if raw:
         try:
             return _positive_number(float(raw), "MEMVAULT_LOCK_TIMEOUT")
         except ValueError:
-            # Raised outside load_config's handler, which would blame memvault.toml.
+            # Raised outside parse_config's handler, which would blame memvault.toml.
             raise InvalidInput(f"MEMVAULT_LOCK_TIMEOUT must be a positive number of seconds, got {raw!r}") from None
     return _positive_number(vault.get("lock_timeout", 10.0), "vault.lock_timeout")
 

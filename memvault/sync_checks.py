@@ -17,6 +17,8 @@ A shared remote may be written by someone else, so its commits are read as untru
   where it keeps a folder (logs/2025): every read of it would fail;
 - a daily log named for a day that does not exist (logs/2026/2026-02-30.md): no reader takes it
   for a log, so its facts would be in the vault and read by nothing;
+- a memvault.toml memvault cannot load (a value out of range, a TOML syntax error): every command
+  on every clone would stop at it, sync and `doctor --fix` included;
 - a .gitignore (at any depth) that makes git ignore the vault's own files: plain git would pass
   over them (memvault stages its own files regardless);
 - an item added under the id of a fact a daily log holds (another log, or the same one): readers
@@ -43,7 +45,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 
-from memvault.config import DEFAULT_ZONES
+from memvault.config import DEFAULT_ZONES, parse_config, resolve_timezone
+from memvault.errors import InvalidInput
 from memvault.facts import parse_log, stored_id
 from memvault.gitstore import GitStore, execute
 from memvault.storage.layout import (
@@ -135,8 +138,8 @@ FIX_AT_SOURCE = "fix it where it was pushed from, then sync again"
 
 @dataclass
 class RemoteChanges:
-    """What the remote side changed in the logs, the forget records, dream's endpoint,
-    .gitattributes and the .gitignore files since the common base of both sides."""
+    """What the remote side changed in the logs, the forget records, memvault.toml, .gitattributes
+    and the .gitignore files since the common base of both sides."""
 
     removed_facts: list[str] = field(default_factory=list)  # items gone from a log (a purge's excepted)
     unforgotten: list[str] = field(default_factory=list)    # forget records gone from tombstones.jsonl
@@ -147,6 +150,7 @@ class RemoteChanges:
     reused: list[str] = field(default_factory=list)         # ids added there that another log holds
     ignored: list[str] = field(default_factory=list)        # the vault's files a .gitignore changed there ignores
     ignore_files: list[str] = field(default_factory=list)   # the .gitignore files changed there
+    config_problem: str | None = None                       # why memvault.toml there cannot be loaded
     endpoint_move: str | None = None                        # "llm.model: 'a' -> 'b'", when only the remote moved it
     attributes_move: bool = False                           # .gitattributes changed there, not here
 
@@ -162,6 +166,9 @@ class RemoteChanges:
         if self.removed_facts:
             return (f"removes fact(s) {shown(self.removed_facts)} from the daily logs, which are append-only "
                     "(`memvault forget` is how a fact goes)", FIX_AT_SOURCE)
+        if self.config_problem:
+            return (f"changes {CONFIG_FILE} into settings memvault cannot load ({self.config_problem}), which "
+                    "would stop every command on every clone, sync included", FIX_AT_SOURCE)
         if self.ignored:
             return (f"changes {shown(self.ignore_files)} so that git ignores the vault's own files "
                     f"({shown(self.ignored)}), which a plain `git add` or `git status` would then pass over; "
@@ -219,6 +226,7 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
                     changes.edited_both.append(i)
                     changes.edited_logs.add(path)
         elif path == CONFIG_FILE:
+            changes.config_problem = _config_problem(files[rev, path])
             changes.endpoint_move = _llm_endpoint_change(*(files[commit, path] for commit in (base, head, rev)))
         elif path == GITATTRIBUTES:
             changes.attributes_move = not _own_attributes_added(files[head, path], files[rev, path])
@@ -314,6 +322,17 @@ def _edit(base_raw, ours_raw, theirs_raw, base, ours, theirs) -> str | None:
     if ours_raw is None or ours_raw == base_raw:
         return "taken" if theirs != base else None
     return "conflict" if ours != theirs else None
+
+
+def _config_problem(text: str) -> str | None:
+    """Why memvault.toml's `text` cannot be loaded, as the loader says it (the key and the value, or
+    where it does not parse), or None. No MEMVAULT_* variable stands in for a bad value here: a
+    clone without it would fail."""
+    try:
+        resolve_timezone(parse_config(text, CONFIG_FILE, environ={}).timezone)
+    except InvalidInput as e:
+        return str(e)
+    return None
 
 
 def _llm_endpoint_change(base_toml: str, ours_toml: str, theirs_toml: str) -> str | None:

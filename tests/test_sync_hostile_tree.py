@@ -5,11 +5,12 @@ Faults tried, each pushed with plain git by a "hostile" clone (trees built with 
 git itself would not make them), then `memvault sync` run on another machine: a daily log named
 for a day that does not exist (2026-02-30.md, 2026-13-45.md); a tree entry git refuses to check out
 (`..`, `.`, `.git`, `.GIT`, `.Git` deep in a folder, a `logs/../x` path); a .gitignore ignoring the
-vault's own files (logs/, tombstones.jsonl, `*.md`, a `*` in logs/.gitignore). Each stops with exit
-7 and one line naming the path, the vault exactly as before and still usable. Also tried by hand in
-one vault: a misdated log typed there (no command crashes; doctor names it), and a .gitignore
-ignoring logs/ and tombstones.jsonl (add and forget still commit; doctor warns). Allowed on
-purpose: a .gitignore of unrelated files.
+vault's own files (logs/, tombstones.jsonl, `*.md`, a `*` in logs/.gitignore); a memvault.toml
+holding a value out of range (lock_timeout = -1, a zone named `..`, an unknown timezone) or a TOML
+syntax error. Each stops with exit 7 and one line naming the path, or the key and the value, the
+vault exactly as before and still usable. Also tried by hand in one vault: a misdated log typed
+there (no command crashes; doctor names it), and a .gitignore ignoring logs/ and tombstones.jsonl
+(add and forget still commit; doctor warns). Allowed on purpose: a .gitignore of unrelated files.
 """
 
 from __future__ import annotations
@@ -175,3 +176,23 @@ def test_memvault_commits_its_own_files_where_a_gitignore_ignores_them_and_docto
     assert line.startswith("warn"), done.stdout
     assert "tombstones.jsonl" in done.stdout and "logs/2026/2026-11-25.md" in done.stdout
     assert "memvault.toml" not in done.stdout.split("ignored files", 1)[1].split("\n", 1)[0]
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ("lock_timeout = 10", "lock_timeout = -1", ["vault.lock_timeout", "-1"]),
+    ('zones = ["0_Inbox",', 'zones = ["..",', ["dream.zones", "'..'"]),
+    ('timezone = "local"', 'timezone = "Mars/Olympus"', ["Mars/Olympus"]),
+    ('model = ""', 'model = "', ["does not parse as TOML", "line 17"]),
+])
+def test_a_memvault_toml_no_clone_could_load_is_refused(tmp_path, old, new, words):
+    """Taken, every command on every clone exited 2, `sync` and `doctor --fix` included, until the
+    file was edited by hand on each. A syntax error was blamed on the endpoint (`llm.model: '' -> None`)."""
+    b, h = _shared(tmp_path)
+    config = h / "memvault.toml"
+    assert old in config.read_text()
+    config.write_text(config.read_text().replace(old, new))
+    _push(h, "settings")
+    said = _refused(b, "memvault.toml", *words)
+    assert "llm.model" not in said
+    done = run_memvault("doctor", "--fix", "--vault", str(b))
+    assert "unexpected error" not in done.stderr and done.returncode != ExitCode.USAGE, done.stderr
