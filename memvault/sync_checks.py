@@ -188,9 +188,10 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
     nothing: no fact to remove or edit, but an endpoint set there is still a move)."""
     changes = RemoteChanges()
     base = common_base(store, head, rev)
-    changed = store.run("diff", "--name-only", "-z", "--no-renames", base, rev, "--", LOGS_DIR, TOMBSTONES_FILE,
-                        CONFIG_FILE, GITATTRIBUTES, f":(glob)**/{GITIGNORE}").split("\0")
-    changed = [path for path in changed if path]
+    # (memvault's paths to git are literal, so the .gitignore files at any depth are picked here)
+    changed = [path for path in store.run("diff", "--name-only", "-z", "--no-renames", base, rev).split("\0")
+               if path.startswith(LOGS_DIR + "/") or path in (TOMBSTONES_FILE, CONFIG_FILE, GITATTRIBUTES)
+               or path.rsplit("/", 1)[-1] == GITIGNORE]
     # Both versions of every changed file from one git process: a sync after months away may bring
     # hundreds of daily logs.
     files = _read_many(store, [(commit, path) for path in [*changed, TOMBSTONES_FILE] for commit in (base, head, rev)])
@@ -289,7 +290,9 @@ def ignored(store: GitStore, paths: list[str], rev: str | None = None) -> list[s
 
 def _check_ignore(store: GitStore, tree: str | os.PathLike, paths: list[str]) -> list[str]:
     command = ["git", "-C", str(tree), "check-ignore", "--no-index", "--stdin", "-z"]
-    status, out, err = execute(command, {**store.env, "GIT_WORK_TREE": str(tree)},
+    # check-ignore takes file names, not pathspecs, and refuses to run with literal pathspecs set.
+    environ = {key: value for key, value in store.env.items() if key != "GIT_LITERAL_PATHSPECS"}
+    status, out, err = execute(command, {**environ, "GIT_WORK_TREE": str(tree)},
                                input="".join(f"{path}\0" for path in paths))
     if status not in (0, 1):  # 1: none of them ignored
         raise store.error(command, status, err)
