@@ -453,6 +453,39 @@ def test_memory_lines_pointing_nowhere_are_dropped(vault, fake):
     assert f"- Omar likes maps — [Omar]({path})" in memory and "made up" not in memory
 
 
+@pytest.mark.parametrize("named", ["../../etc/passwd", "/etc/passwd", "wiki/topics/../../log.md", "index.md",
+                                   "log.md", "wiki/topics/linked.md"])
+def test_memory_lines_naming_a_file_that_is_no_wiki_page_never_stop_dream_or_empty_memory_md(vault, fake, named):
+    """Bad answers tried (as a small model may write them): a MEMORY.md line whose `page` is a path
+    outside the vault, through `..`, a symlinked page, or a file of the vault that is no page
+    (index.md, log.md). The first ones failed the whole dream ("not a path inside the vault"),
+    uncounted and unlogged, every night; the others emptied MEMORY.md to its header. Such a line
+    is dropped with a note; with no usable line left, MEMORY.md stays as it was."""
+    first = add(vault, "Omar likes maps", "2026-11-01")
+    path = "wiki/people/omar.md"
+    fake.script = [answer(pages=[{"action": "create", "path": path, "title": "Omar", "body": f"Maps [^{first.id}]."}],
+                          facts=[consolidated(first.id, path)], memory=[{"text": "Omar likes maps", "page": path}])]
+    assert dream(vault, fake, today=date(2026, 11, 2)).ok
+    (vault.root / "elsewhere.md").write_text("---\ntitle: Elsewhere\n---\nNot a page.\n")
+    (vault.root / "wiki" / "topics").mkdir(parents=True, exist_ok=True)
+    (vault.root / "wiki" / "topics" / "linked.md").symlink_to(vault.root / "elsewhere.md")
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-qm", "a symlinked page")
+    def memory_lines() -> list[str]:  # (its header names the watermark, which moves)
+        return [line for line in (vault.root / "MEMORY.md").read_text().splitlines() if line.startswith("- ")]
+
+    memory_before = memory_lines()
+    assert memory_before == [f"- Omar likes maps — [Omar]({path})"]
+    second = add(vault, "Omar moved to Oslo", "2026-11-02")
+    body = f"Maps [^{first.id}]. Oslo [^{second.id}]."
+    fake.script = [answer(pages=[{"action": "update", "path": path, "body": body}],
+                          facts=[consolidated(second.id, path)], memory=[{"text": "All of it", "page": named}])]
+    result = dream(vault, fake, today=date(2026, 11, 3))
+    assert result.ok and vault.watermark == date(2026, 11, 2)
+    assert memory_lines() == memory_before
+    assert "naming no wiki page" in (vault.root / "log.md").read_text()
+
+
 def test_a_failed_batch_is_retried_on_the_same_days_even_when_new_days_arrive(vault, fake):
     add(vault, "Tom fixes bikes", "2026-11-01")
     fake.default = "not json"

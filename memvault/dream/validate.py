@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, DreamAnswer
+from memvault.errors import UnsafePath
 from memvault.pages import (
     CONFLICTS_PAGE,
     INBOX_ZONE,
@@ -252,7 +253,7 @@ def build_proposal(
     if prop.conflicts:
         _add_conflicts(prop, root, day, label)
     if answer.memory is not None:
-        prop.memory = _memory_lines(answer.memory, root, prop, memory_shown)
+        prop.memory = _memory_lines(answer.memory, root, zones, prop, memory_shown)
     return prop
 
 
@@ -269,13 +270,14 @@ def _cited_on_pages(root: Path, ids: set[str], written: dict[str, Page]) -> set[
     return found
 
 
-def _memory_lines(lines, root: Path, prop: Proposal, shown: bool) -> list[tuple[str, str]] | None:
+def _memory_lines(lines, root: Path, zones: Sequence[str], prop: Proposal,
+                  shown: bool) -> list[tuple[str, str]] | None:
     if not shown:
         prop.notes.append("ignored \"memory\": the model was not shown the current MEMORY.md")
         return None
     kept, nowhere = [], 0
     for line in lines:
-        if line.page in prop.pages or read_page(root, line.page) is not None:
+        if line.page in prop.pages or _a_wiki_page(line.page, root, zones):
             kept.append((line.text, line.page))
         else:
             nowhere += 1
@@ -285,6 +287,16 @@ def _memory_lines(lines, root: Path, prop: Proposal, shown: bool) -> list[tuple[
         prop.notes.append("no usable MEMORY.md line: the current ones are kept")
         return None
     return kept
+
+
+def _a_wiki_page(path: str, root: Path, zones: Sequence[str]) -> bool:
+    """Does a memory line's `page` name an existing wiki page? The model may name any file
+    (`index.md`, `../../etc/passwd`, a symlink): such a line names no page and is dropped, with the
+    batch's other lines, never failing the dream or emptying MEMORY.md."""
+    try:
+        return read_page(root, check_page_path(path, root, zones, allow_inbox=True)) is not None
+    except (PagePathError, UnsafePath):
+        return False
 
 
 def _add_conflicts(prop: Proposal, root: Path, day: str, label: str) -> None:
