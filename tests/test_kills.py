@@ -247,6 +247,33 @@ def test_dream_under_signals_commits_a_batch_whole_or_not_at_all(vault_dir, slow
     assert_usable(vault_dir)
 
 
+def test_dream_ends_when_terminated_while_its_model_call_runs(vault_dir, slow_model):
+    """Fault tried: SIGTERM 0-0.4 s after dream starts asking a model that answers in 6 s. The call
+    runs on a thread of its own, maybe inside litellm's lazy imports; at exit litellm's finalizers
+    imported too and waited for that thread's import lock for ever: dream printed "memvault:
+    terminated" and never ended (3 of 21 tries). It now ends at once, 143, nothing committed."""
+    rng = random.Random(21)
+    slow_model.default = lambda body: {"content": consolidate_everything(_batch_page(body))(body), "delay": 6}
+    Vault.open(vault_dir).add("Kim bakes sourdough", at=(date.today() - timedelta(days=2)).isoformat())
+    head = git(vault_dir, "rev-parse", "HEAD")
+    for _ in range(4):
+        proc = start(vault_dir, "dream")
+        said = ""
+        while "asking" not in said and proc.poll() is None:
+            said += proc.stderr.readline()
+        time.sleep(rng.uniform(0, 0.4))
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail("dream did not end after SIGTERM")
+        assert proc.returncode == ExitCode.TERMINATED and (said + err).rstrip().endswith("memvault: terminated")
+        assert git(vault_dir, "rev-parse", "HEAD") == head
+    assert_usable(vault_dir)
+
+
 def test_sync_under_signals_never_leaves_a_half_merge(tmp_path, vault_dir):
     """Faults tried: SIGINT, SIGTERM, SIGKILL at 9 seeded moments of `sync` against a local bare
     remote that keeps receiving commits from a second machine."""

@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 import traceback
+from contextlib import suppress
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -82,6 +83,25 @@ class MemvaultGroup(TyperGroup):
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
                 sys.unraisablehook = hook
+
+
+def end_now_if_a_call_lingers(code: int | str | None) -> None:
+    """End the process at once, with `code`, when a model call given up on still runs.
+
+    That call's thread may be inside litellm's lazy imports, holding the import lock; at
+    interpreter exit litellm's finalizers import too and wait for that lock for ever (seen: a
+    dream that printed "terminated" and never ended, its cron runs piling up). The command is
+    done by now, its files written or undone: only flushing the output is left.
+    """
+    llm = sys.modules.get("memvault.dream.llm")
+    if llm is None or not llm.abandoned_calls():
+        return
+    if isinstance(code, str):  # (what Python would print for it on the way out)
+        sys.stderr.write(code + "\n")
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
 
 
 def _terminate(signum, frame) -> None:
