@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+
 
 def main() -> None:
-    from memvault.cli.app import app, end_now_if_a_call_lingers, quiet_stdout
+    from memvault.cli.app import app, end_past_litellm, quiet_stdout
 
     try:
         app(prog_name="memvault")
@@ -12,5 +14,9 @@ def main() -> None:
         # The reader left before everything was written (`memvault ... | head`): not an error.
         quiet_stdout()
     except SystemExit as done:
-        end_now_if_a_call_lingers(done.code)
+        end_past_litellm(done.code)
         raise
+    finally:
+        # An interrupt redelivered by timer (app._interrupt_again) after the command is over would
+        # only kill the exiting process by SIGALRM.
+        signal.setitimer(signal.ITIMER_REAL, 0)

@@ -85,16 +85,16 @@ class MemvaultGroup(TyperGroup):
                 sys.unraisablehook = hook
 
 
-def end_now_if_a_call_lingers(code: int | str | None) -> None:
-    """End the process at once, with `code`, when a model call given up on still runs.
+def end_past_litellm(code: int | str | None) -> None:
+    """End the process at once, with `code`, once a command that loaded litellm is over.
 
-    That call's thread may be inside litellm's lazy imports, holding the import lock; at
-    interpreter exit litellm's finalizers import too and wait for that lock for ever (seen: a
-    dream that printed "terminated" and never ended, its cron runs piling up). The command is
-    done by now, its files written or undone: only flushing the output is left.
+    A model call given up on (a timeout, Ctrl-C, SIGTERM) runs on in its thread, maybe inside
+    litellm's lazy imports, holding the import lock; at interpreter exit litellm's finalizers
+    import too and wait for that lock for ever (seen: a dream that printed "terminated" and never
+    ended, its cron runs piling up). The command is done by now, its files written or undone, its
+    index and caches committed: only flushing the output is left.
     """
-    llm = sys.modules.get("memvault.dream.llm")
-    if llm is None or not llm.abandoned_calls():
+    if "litellm" not in sys.modules:
         return
     if isinstance(code, str):  # (what Python would print for it on the way out)
         sys.stderr.write(code + "\n")
@@ -112,6 +112,8 @@ def _interrupt_again(unraisable) -> None:
     """A Ctrl-C or SIGTERM that landed in a finalizer or an extension's callback, where Python
     can only print and drop the exception: deliver the signal again, to land in ordinary code and
     unwind the command (undoing its write) instead of being lost with a traceback on stderr."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and sys.is_finalizing():
+        return  # the command is over; a timer would outlive Python's handlers and kill it by SIGALRM
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
         # Raised from here it would be dropped again (the hook runs inside the same callback):
         # a timer delivers it a moment later, once the callback has returned.

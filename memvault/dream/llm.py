@@ -146,8 +146,9 @@ def model_limits(settings: LLMSettings) -> Limits:
 
 
 def provider_name(model: str) -> str | None:
+    litellm = load_litellm()  # (outside the try: an import cut short by a signal is no unknown model)
     try:
-        return load_litellm().get_llm_provider(model)[1]
+        return litellm.get_llm_provider(model)[1]
     except Exception:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
         return None
 
@@ -229,14 +230,6 @@ class Timeout(Exception):
     """The whole call outlasted [llm] timeout: an outage, not retried within the run."""
 
 
-CALL_THREAD = "memvault-llm"
-
-
-def abandoned_calls() -> bool:
-    """Is a model call given up on (a timeout, Ctrl-C, SIGTERM) still running on its thread?"""
-    return any(thread.name == CALL_THREAD and thread.is_alive() for thread in threading.enumerate())
-
-
 def _within(seconds: float, call, kwargs: dict):
     """`call(**kwargs)`, or Timeout once `seconds` have passed.
 
@@ -253,7 +246,7 @@ def _within(seconds: float, call, kwargs: dict):
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             outcome["error"] = exc
 
-    worker = threading.Thread(target=run, name=CALL_THREAD, daemon=True)
+    worker = threading.Thread(target=run, name="memvault-llm", daemon=True)
     worker.start()
     worker.join(seconds + 1.0)  # (a second of grace: litellm's own timeout reports better when it fires)
     if worker.is_alive():
