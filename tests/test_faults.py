@@ -577,3 +577,35 @@ def test_a_daily_log_with_bytes_that_are_not_utf8_is_still_read(vault_dir):
     doctor = run_memvault("doctor", "--vault", str(vault_dir))
     assert doctor.returncode == 1 and f"{log.relative_to(vault_dir)}:3: holds bytes that are not UTF-8" in doctor.stdout
     assert add(vault_dir, "written after").returncode == 0 and is_clean(vault_dir)
+
+
+@pytest.mark.parametrize("leave_kb", [8, 24, 48])
+def test_a_dream_on_a_full_disk_says_what_became_of_its_files(small_disk, leave_kb):
+    """Fault tried: `dream` on a disk with 8, 24 and 48 KB free, the model answering at once. It
+    said "nothing was changed" while its pages, MEMORY.md and log.md stayed changed in the work
+    tree (its undo needed room too) until the next command, and the journal's temp file stayed
+    for good. Now it says the files stay changed until the next command, which puts them back,
+    and no temp file is left."""
+    from dream_support import MODEL, FakeLLM
+    from fake_llm import consolidate_everything
+
+    vault = Vault.init(small_disk / "vault")
+    vault.add_many([{"text": f"day {day} note {i} " + "z" * 300, "at": f"2026-10-{day:02d}"}
+                    for day in range(1, 15) for i in range(3)])
+    head = git(vault.root, "rev-parse", "HEAD")
+    with FakeLLM(default=consolidate_everything("wiki/topics/journal.md", "Journal")) as fake:
+        filler = fill(small_disk, leave=leave_kb * 1024)
+        done = run_memvault("dream", "--vault", str(vault.root), env={
+            "MEMVAULT_MODEL": MODEL, "MEMVAULT_API_BASE": fake.api_base, "OPENAI_API_KEY": "sk-test"}, timeout=300)
+    if done.returncode == 0:
+        filler.unlink()
+        pytest.skip(f"the dream fitted in {leave_kb} KB")
+    assert done.returncode == ExitCode.UNWRITABLE and "disk full while writing" in done.stderr.splitlines()[-1]
+    changed = git(vault.root, "status", "--porcelain").strip()
+    said = done.stderr.splitlines()[-1]
+    assert ("the next memvault command" in said) if changed else ("nothing was changed" in said), (said, changed)
+    assert git(vault.root, "rev-parse", "HEAD") == head
+    filler.unlink()
+    assert run_memvault("status", "--vault", str(vault.root)).returncode == 0
+    assert is_clean(vault.root) and not list(vault.root.rglob("*.tmp"))
+    assert_fsck_clean(vault.root)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from memvault.errors import VaultUnwritable, unwritable
@@ -13,11 +13,18 @@ from memvault.errors import VaultUnwritable, unwritable
 def atomic_write(path: Path, content: str) -> None:
     """Replace a file so readers see the old or the new content, never a torn one."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(content)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # A full disk, a signal: the half-written copy is no one's (a killed process's still is,
+        # and remove_temp_files takes it); deleting it frees the room the failure ran out of.
+        with suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def remove_temp_files(path: Path) -> None:

@@ -22,7 +22,16 @@ from pathlib import Path
 
 from memvault import dreamlog
 from memvault.config import Config, load_config
-from memvault.errors import DreamRunning, InvalidInput, MemvaultError, NotFound, SyncConflict, VaultBusy, unwritable
+from memvault.errors import (
+    DreamRunning,
+    InvalidInput,
+    MemvaultError,
+    NotFound,
+    SyncConflict,
+    VaultBusy,
+    VaultUnwritable,
+    unwritable,
+)
 from memvault.facts import Fact, ParseProblem, log_header, normalize_id, parse_log, stored_id
 from memvault.storage import lock
 from memvault.storage.files import (
@@ -64,6 +73,9 @@ _log = logging.getLogger("memvault")
 # A queued writer says it is waiting once it has waited this long.
 WAIT_NOTICE_SECONDS = 1.0
 QUEUE_POLL_SECONDS = 0.02
+# What a failed write says when even its undo failed (the disk still full): the files stay changed.
+UNDO_PENDING = ("nothing was committed; the files stay changed until the next memvault command, with room, "
+                "puts them back")
 
 
 class Storage:
@@ -200,15 +212,25 @@ class Storage:
             self.journal.begin(entry)
         try:
             yield
-        except BaseException:
+        except BaseException as failure:
             # Undo now rather than at the next command; if even that fails (the disk is still
             # full), the journal stays and the next command finishes the job.
-            with suppress(Exception):
+            try:
                 self._settle(entry, discard=own)
+            except Exception:  # noqa: BLE001 - the write's own failure is the one to report
+                # It said "nothing was changed": no longer true if the undo stopped short of the files.
+                if isinstance(failure, VaultUnwritable) and self._still_changed(entry.paths):
+                    raise VaultUnwritable(failure.reason, failure.where, UNDO_PENDING) from None
             raise
         for name in entry.claims:
             self.queue.finish(name)
         self.journal.end()
+
+    def _still_changed(self, paths: list[str]) -> bool:
+        try:
+            return bool(paths) and bool(self.git.status(*in_work_tree(paths)))
+        except Exception:  # noqa: BLE001 - (git cannot even read: say the files may be changed)
+            return True
 
     def _settle(self, entry: Entry, discard: str | None = None) -> str | None:
         """Finish an interrupted write: keep it if its commit landed, else undo it. Hold the lock."""
