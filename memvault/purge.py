@@ -520,13 +520,31 @@ def _refuse_records_alone(storage: Storage, tracking: str | None, ids: set[str])
     if tracking is None:
         return
     theirs = sorted(ids & (purged_ids_at(storage, tracking) - purged_ids_at(storage, None)))
-    alone = [fact_id for fact_id in theirs if _mentioned(storage, fact_id, tracking)]
+    alone = [fact_id for fact_id in theirs if _item_in_history(storage, fact_id, tracking)]
     if alone:
         raise SyncConflict(
             f"sync stopped: {tracking.removeprefix('refs/remotes/')} records the purge of {', '.join(alone)} but "
             "its own history still holds the fact (a purge rewrites it away: the record is forged, or old history "
             "was pushed back over the purge); nothing was merged and the vault is as before; to purge it anyway, "
             "run `memvault purge ID` here, then `memvault sync`")
+
+
+def _item_in_history(storage: Storage, fact_id: str, rev: str) -> bool:
+    """Does a commit of `rev` hold a daily-log item of this fact? Its id quoted in another fact's
+    text (which a purge leaves) is no item: each commit that changed how often the id is written
+    is read, and only an item parsed as this fact counts."""
+    import git
+
+    needle = stored_id(fact_id)
+    for commit in storage.git.run("log", "--format=%H", "-S", needle, rev, "--", LOGS_DIR).split():
+        try:
+            hits = storage.git.run("grep", "-l", "-F", "-e", needle, commit, "--", LOGS_DIR).splitlines()
+        except git.GitCommandError:
+            continue  # (git grep exits 1 when nothing matches: the commit removed it)
+        for hit in hits:
+            if any(fact.id == fact_id for fact in parse_log(storage.git.run("show", hit), hit.split(":", 1)[1])[0]):
+                return True
+    return False
 
 
 def purge_groups(storage: Storage, tracking: str | None, ids: set[str]) -> list[list[str]]:

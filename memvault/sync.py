@@ -15,6 +15,7 @@ pruned here too.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import sys
@@ -341,8 +342,8 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
         taken = _refuse_untrusted(storage, tracking, f"{REMOTE}/{branch}")
         storage.git.identity()  # the merge commit needs an author even on a machine with no identity
         message = f"sync: merge {received} commit{'s' if received != 1 else ''} from {REMOTE}/{branch}"
-        touched = storage.git.run("diff", "--name-only", common_base(storage.git, "HEAD", tracking),
-                                  tracking).splitlines()
+        touched = _names(storage, "diff", "--name-only", "-z", "--no-renames",
+                         common_base(storage.git, "HEAD", tracking), tracking)
         _refuse_files_in_the_way(storage, tracking, f"{REMOTE}/{branch}", touched)
         # Journaled: a sync killed mid-merge is aborted by the next command, not left half-merged.
         with storage.transaction(MERGE, touched, message):
@@ -350,7 +351,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
                 storage.git.run("merge", "--no-edit", "--no-verify", "--allow-unrelated-histories", "-m", message,
                                 tracking)
             except git.GitCommandError as e:
-                conflicts = storage.git.run("diff", "--name-only", "--diff-filter=U").splitlines()
+                conflicts = _names(storage, "diff", "--name-only", "-z", "--diff-filter=U")
                 if storage.git.merge_in_progress() or conflicts:
                     storage.git.run("merge", "--abort")
                 if storage.git.head() != before:  # cannot happen after --abort; never report success then
@@ -359,7 +360,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
                     raise _conflict(storage, conflicts, branch) from None
                 raise MemvaultError(
                     f"git could not merge {REMOTE}/{branch}: {_git_reason(e)}; nothing changed") from None
-        changed = storage.git.run("diff", "--name-only", before, "HEAD").splitlines()
+        changed = _names(storage, "diff", "--name-only", "-z", before, "HEAD")
         report.merged = report.merged or len(storage.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
         report.edited = sorted(set(report.edited) | set(taken.edited))
         report.forgotten = sorted(set(report.forgotten) | set(taken.forgotten))
@@ -385,12 +386,21 @@ def _refuse_untrusted(storage: Storage, rev: str, name: str) -> RemoteChanges:
     return changes
 
 
+def _names(storage: Storage, *args: str) -> list[str]:
+    """The paths a `-z` git listing names, exactly as in the tree (never quoted: `réunion.md`)."""
+    return [path for path in storage.git.run(*args).split("\0") if path]
+
+
 def _refuse_files_in_the_way(storage: Storage, rev: str, name: str, touched: list[str]) -> None:
     """Stop when the remote brings a file where this clone has one git does not hold (a note of
-    yours): git would refuse to overwrite it, or overwrite it silently if it is ignored."""
-    present = storage.git.untracked_present(in_work_tree(touched))
-    brought = storage.git.run("ls-tree", "-r", "-z", "--name-only", rev, "--", *present).split("\0") if present else []
-    in_the_way = [rel for rel in present if rel in brought]
+    yours), or a folder where it has such a file (`notes` for `notes/a.md`): git would refuse to
+    overwrite it, or overwrite or delete it silently if it is ignored."""
+    paths = in_work_tree(touched)
+    brought = _names(storage, "ls-tree", "-r", "-z", "--name-only", rev, "--", *paths) if paths else []
+    folders = {"/".join(parts[:n]) for parts in (path.split("/") for path in brought) for n in range(1, len(parts))}
+    wanted = set(brought) | {folder for folder in folders if os.path.islink(storage.root / folder)
+                             or os.path.isfile(storage.root / folder)}
+    in_the_way = storage.git.untracked_present(sorted(wanted))
     if in_the_way:
         raise SyncConflict(f"sync stopped: {name} adds {shown(in_the_way)}, here a file git does not hold (not the "
                            "vault's); nothing was merged and the vault is as before; move or rename it, then run "

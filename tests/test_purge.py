@@ -173,6 +173,24 @@ def _machines(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     return remote, a, b, ids
 
 
+def test_a_purge_whose_id_another_fact_quotes_is_still_adopted(tmp_path):
+    """A later fact quotes the purged fact's id as JSON (`correction: fact "<id>" is outdated`),
+    which the purge leaves (it removes the fact's item and text, not another fact's words). The
+    check that refuses a purge record the remote's history does not bear out took that quote for
+    the item and refused the honest purge on every other clone (exit 7). Only an item counts."""
+    _remote, a, b, ids = _machines(tmp_path)
+    Vault(a).add(f'correction: fact "{ids["secret"]}" is outdated', at="2026-11-04")
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    Vault(b).add("b's own fact", at="2026-11-05")
+    synced = run_memvault("sync", "--json", "--vault", str(b))
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["purged"] == [ids["secret"]]
+    _assert_gone(b, SECRET)
+
+
 def _remote_gc(remote: Path) -> None:
     subprocess.run(["git", "-C", str(remote), "reflog", "expire", "--expire=now", "--all"], check=True)
     subprocess.run(["git", "-C", str(remote), "gc", "-q", "--prune=now"], check=True)

@@ -421,3 +421,23 @@ def test_a_purge_record_the_remote_history_does_not_bear_out_is_refused(tmp_path
     assert target in _refused(b, "records the purge of", "memvault purge ID")
     assert "Bob fixed the kitchen tap" in _ids(b).values()
     assert "Bob fixed the kitchen tap" in git(b, "log", "--all", "-p")
+
+
+@pytest.mark.parametrize("mine, theirs", [("notes", "notes/a.md"), ("réunion.md", "réunion.md")])
+def test_an_ignored_file_of_yours_where_the_remote_brings_one_is_never_overwritten(tmp_path, mine, theirs):
+    """Faults tried, with the user's file ignored (`.git/info/exclude`), which git overwrites or
+    deletes without asking: the remote adds a folder where it lies (`notes/a.md` for the file
+    `notes`: the file was deleted, the sync exit 0), and a file with a non-ASCII name (git quoted
+    it as "r\\303\\251union.md", so the check matched nothing and the remote's file replaced it)."""
+    _a, b, h = _shared(tmp_path)
+    (b / mine).write_text("my precious ignored file\n")
+    with (b / ".git" / "info" / "exclude").open("a") as exclude:
+        exclude.write(f"/{mine.split('/')[0]}\n")
+    (h / theirs).parent.mkdir(parents=True, exist_ok=True)
+    (h / theirs).write_text("theirs\n")
+    git(h, "add", "-A")
+    _push(h, "a file")
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
+    assert f"adds {mine}," in done.stderr and "nothing was merged" in done.stderr, done.stderr
+    assert (b / mine).read_text() == "my precious ignored file\n"

@@ -422,7 +422,8 @@ class Storage:
         if not paths:
             return  # (no pathspec would mean the whole tree)
         self.git.run("reset", "-q", "--", *paths)  # unstaged first: `git clean` leaves a staged new file
-        tracked = set(self.git.run("ls-tree", "-r", "--name-only", "HEAD", "--", *paths).splitlines())
+        tracked = {path for path in self.git.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths).split("\0")
+                   if path}
         if tracked:
             self.git.run("checkout", "HEAD", "--", *sorted(tracked))
         keep = set(keep)
