@@ -219,7 +219,8 @@ class Storage:
                 self._settle(entry, discard=own)
             except Exception:  # noqa: BLE001 - the write's own failure is the one to report
                 # It said "nothing was changed": no longer true if the undo stopped short of the files.
-                if isinstance(failure, VaultUnwritable) and self._still_changed(entry.paths):
+                left = [rel for rel in entry.paths if rel not in entry.kept]  # (not the user's own files)
+                if isinstance(failure, VaultUnwritable) and self._still_changed(left):
                     raise VaultUnwritable(failure.reason, failure.where, UNDO_PENDING) from None
             raise
         for name in entry.claims:
