@@ -459,8 +459,10 @@ def _push(storage: Storage, url: str, branch: str, fetched: str | None) -> tuple
                         kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
         reason = str(e.stderr)
+        # (Another clone pushing at the same moment: refused as behind, or the remote's branch moved
+        # by that push while this one held its old value: "cannot lock ref …: is at X but expected Y".)
         if "[rejected]" in reason or "non-fast-forward" in reason or "fetch first" in reason \
-                or "stale info" in reason:
+                or "stale info" in reason or "but expected" in reason:
             raise _PushRejected() from None
         raise RemoteError(f"merged locally but cannot push to {url}: {_git_reason(e)}") from None
     return ahead, replace

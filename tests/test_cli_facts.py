@@ -47,6 +47,27 @@ def test_a_tag_given_twice_is_stored_once_in_the_order_given(cli, vault_dir):
     assert (vault_dir / fact["path"]).read_text().count('"ops"') == 1
 
 
+@pytest.mark.parametrize("signal_error, code, word", [("Terminated", 143, "terminated"),
+                                                     ("KeyboardInterrupt", 130, "interrupted")])
+def test_a_signal_python_wrapped_while_a_library_loads_reads_as_the_signal(cli, monkeypatch, signal_error, code,
+                                                                            word):
+    """Fault seen under signals: SIGTERM landing in a class body's `__set_name__` while dream
+    imported litellm; Python wraps it in RuntimeError ("Error calling __set_name__ …"), and
+    dream answered "unexpected error: RuntimeError", exit 1. It is the signal: 143 (130)."""
+    import memvault.errors
+    from memvault.vault import Vault
+
+    def wrapped(*_args, **_kwargs):
+        try:
+            raise getattr(memvault.errors, signal_error, None) or KeyboardInterrupt()
+        except KeyboardInterrupt as interrupt:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance 'api_key'") from interrupt
+
+    monkeypatch.setattr(Vault, "recent", wrapped)
+    result = cli("recent")
+    assert result.exit_code == code and result.stderr.strip() == f"memvault: {word}", result.stderr
+
+
 def test_the_same_text_twice_is_two_facts(cli, vault_dir):
     first = cli("add", "duplicate me").stdout.strip()
     second = cli("add", "duplicate me").stdout.strip()

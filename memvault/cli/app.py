@@ -71,6 +71,11 @@ class MemvaultGroup(TyperGroup):
         except (Exit, Abort, ClickException):
             raise
         except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
+            interrupt = _interrupt_inside(e)
+            if interrupt is not None:  # Python wrapped it (`__set_name__` during an import: RuntimeError)
+                terminated = isinstance(interrupt, Terminated)
+                _fail("Terminated" if terminated else "Interrupted", "terminated" if terminated else "interrupted",
+                      ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED, wants_json)
             # Disk full, read-only or not ours, wherever it happened: one line naming the file.
             clear = unwritable_in(e)
             if clear is None and isinstance(e, ImportError) and shutil.which("git") is None:
@@ -102,6 +107,18 @@ def end_past_litellm(code: int | str | None) -> None:
         with suppress(Exception):
             stream.flush()
     os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+
+
+def _interrupt_inside(error: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM an error was raised from, if any (a signal landing in a class body's
+    `__set_name__` while a library is imported comes out as RuntimeError)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _terminate(signum, frame) -> None:
