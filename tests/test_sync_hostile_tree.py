@@ -20,49 +20,11 @@ from pathlib import Path
 
 import pytest
 from conftest import git, is_clean, run_memvault
+from sync_support import HOSTILE, push, refused, shared
 
 from memvault.errors import ExitCode
 
-HOSTILE = ("-c", "user.name=h", "-c", "user.email=h@example.test")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-
-
-def _shared(tmp_path: Path) -> tuple[Path, Path]:
-    """Machine B clones a published vault with memvault, H clones it with plain git."""
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    a, b, h = tmp_path / "a", tmp_path / "b", tmp_path / "h"
-    assert run_memvault("init", str(a)).returncode == 0
-    added = run_memvault("add", "Alice drinks green tea", "--at", "2026-11-20T10:00:00", "--vault", str(a))
-    assert added.returncode == 0
-    assert run_memvault("remote", "set", str(remote), "--vault", str(a)).returncode == 0
-    assert run_memvault("sync", "--vault", str(a)).returncode == 0
-    assert run_memvault("clone", str(remote), str(b)).returncode == 0
-    subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(h)], check=True)
-    return b, h
-
-
-def _push(h: Path, message: str = "tidy") -> None:
-    git(h, "add", "-A", "-f")
-    git(h, *HOSTILE, "commit", "-qm", message)
-    git(h, "push", "-q", "origin", "HEAD:main")
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {p: (root / p).read_bytes() for p in git(root, "ls-files", "-z").split("\0") if p}
-
-
-def _refused(b: Path, *words: str) -> str:
-    """sync stops with exit 7 and one line holding `words`; nothing in b changed, b still works."""
-    head, files = git(b, "rev-parse", "HEAD"), _snapshot(b)
-    done = run_memvault("sync", "--vault", str(b))
-    assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "nothing was merged" in done.stderr and all(word in done.stderr for word in words), done.stderr
-    assert git(b, "rev-parse", "HEAD") == head and _snapshot(b) == files
-    assert is_clean(b) and not (b / ".memvault" / "journal.json").exists()
-    assert run_memvault("add", "Erin reads poetry", "--vault", str(b)).returncode == 0  # b keeps working
-    return done.stderr
 
 
 def _with_entry(h: Path, tree: str, parts: list[str], blob: str) -> str:
@@ -91,12 +53,12 @@ def _push_entry(h: Path, path: str) -> None:
 def test_a_log_named_for_a_day_that_does_not_exist_is_refused_by_sync_and_clone(tmp_path, day):
     """Taken, it made recent, status, context and doctor fail with "ValueError: day is out of
     range for month" on every clone."""
-    b, h = _shared(tmp_path)
+    _a, b, h = shared(tmp_path)
     path = f"logs/2026/{day}.md"
     (h / path).write_text(f'# {day}\n\n- Bob moved to Rome <!-- mv {{"id":"1k0yyt0000000009",'
                           f'"at":"2026-11-20T10:00:00+00:00"}} -->\n')
-    _push(h, "a log for a day that never was")
-    _refused(b, path, "a day that does not exist")
+    push(h, "a log for a day that never was")
+    refused(b, path, "a day that does not exist")
     c = tmp_path / "c"
     done = run_memvault("clone", str(tmp_path / "remote.git"), str(c))
     assert done.returncode == ExitCode.SYNC_CONFLICT and path in done.stderr, done.stderr
@@ -106,7 +68,7 @@ def test_a_log_named_for_a_day_that_does_not_exist_is_refused_by_sync_and_clone(
 def test_a_log_misdated_by_hand_crashes_no_command_and_doctor_names_it(tmp_path):
     """A typo in a log's name made here (uncommitted, then committed with plain git): every reader
     passes over it, as over any file that is no daily log, and doctor names it with what to do."""
-    b, _h = _shared(tmp_path)
+    _a, b, _h = shared(tmp_path)
     (b / "logs" / "2026" / "2026-02-30.md").write_text(
         '# 2026-02-30\n\n- Bob moved to Rome <!-- mv {"id":"1k0yyt0000000009","at":"2026-11-20T10:00:00+00:00"} -->\n')
     for committed in (False, True):
@@ -127,10 +89,10 @@ def test_a_log_misdated_by_hand_crashes_no_command_and_doctor_names_it(tmp_path)
 def test_paths_git_refuses_to_check_out_are_refused_before_any_merge(tmp_path):
     """`..` made the merge fail halfway ("invalid path '..'") and left a journal that stopped every
     later command; `.git` (any case, any depth) and `logs/../x` ended as exit 1 "could not merge"."""
-    b, h = _shared(tmp_path)
+    _a, b, h = shared(tmp_path)
     for path in ["..", ".", ".git", ".GIT", "wiki/people/.Git", "logs/../x"]:
         _push_entry(h, path)
-        _refused(b, path, "git refuses to check out")
+        refused(b, path, "git refuses to check out")
 
 
 @pytest.mark.parametrize(("path", "rules"), [
@@ -141,18 +103,18 @@ def test_paths_git_refuses_to_check_out_are_refused_before_any_merge(tmp_path):
 def test_a_gitignore_that_ignores_the_vaults_own_files_is_refused(tmp_path, path, rules):
     """Taken, it made the next `add --at` a new day and the first `forget` fail in git ("paths are
     ignored"), while doctor said all was well."""
-    b, h = _shared(tmp_path)
+    _a, b, h = shared(tmp_path)
     (h / path).write_text(rules)
-    _push(h, "ignore")
-    said = _refused(b, path, "ignores the vault's own files")
+    push(h, "ignore")
+    said = refused(b, path, "ignores the vault's own files")
     assert ("logs/2026/2026-11-20.md" in said) == ("*" in rules or "logs/" in rules), said
     assert ("tombstones.jsonl" in said) == ("tombstones.jsonl" in rules), said
 
 
 def test_a_gitignore_of_other_files_is_taken(tmp_path):
-    b, h = _shared(tmp_path)
+    _a, b, h = shared(tmp_path)
     (h / ".gitignore").write_text((h / ".gitignore").read_text() + "*.tmp\n.DS_Store\n")
-    _push(h, "ignore editor files")
+    push(h, "ignore editor files")
     done = run_memvault("sync", "--vault", str(b))
     assert done.returncode == 0, done.stderr
     assert "*.tmp" in (b / ".gitignore").read_text()
@@ -161,7 +123,7 @@ def test_a_gitignore_of_other_files_is_taken(tmp_path):
 def test_memvault_commits_its_own_files_where_a_gitignore_ignores_them_and_doctor_warns(tmp_path):
     """A .gitignore edited here by hand to ignore logs/ and tombstones.jsonl: add on a new day and
     forget still commit their files (they failed with "paths are ignored"); doctor warns."""
-    b, _h = _shared(tmp_path)
+    _a, b, _h = shared(tmp_path)
     (b / ".gitignore").write_text(".memvault/\nlogs/\ntombstones.jsonl\n")
     git(b, *HOSTILE, "commit", "-qam", "ignore")
     done = run_memvault("add", "Dan plays chess", "--at", "2026-11-25T09:00:00", "--vault", str(b))
@@ -187,12 +149,12 @@ def test_memvault_commits_its_own_files_where_a_gitignore_ignores_them_and_docto
 def test_a_memvault_toml_no_clone_could_load_is_refused(tmp_path, old, new, words):
     """Taken, every command on every clone exited 2, `sync` and `doctor --fix` included, until the
     file was edited by hand on each. A syntax error was blamed on the endpoint (`llm.model: '' -> None`)."""
-    b, h = _shared(tmp_path)
+    _a, b, h = shared(tmp_path)
     config = h / "memvault.toml"
     assert old in config.read_text()
     config.write_text(config.read_text().replace(old, new))
-    _push(h, "settings")
-    said = _refused(b, "memvault.toml", *words)
+    push(h, "settings")
+    said = refused(b, "memvault.toml", *words)
     assert "llm.model" not in said
     done = run_memvault("doctor", "--fix", "--vault", str(b))
     assert "unexpected error" not in done.stderr and done.returncode != ExitCode.USAGE, done.stderr
