@@ -282,6 +282,9 @@ def test_the_union_lines_doctor_fix_adds_on_another_machine_are_taken(tmp_path):
         git(root, *HOSTILE, "commit", "-qm", "lose a line")
     git(h, "push", "-q", "origin", "HEAD:main")
     assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    # (the two "lose a line" commits are one commit only when made within the same second: else b
+    # pushed a merge of both, which h takes before pushing on top)
+    git(h, *HOSTILE, "pull", "-q", "--no-rebase", "origin", "main")
     (h / ".gitattributes").write_text((h / ".gitattributes").read_text() + "tombstones.jsonl merge=union\n")
     git(h, "add", ".gitattributes")
     git(h, *HOSTILE, "commit", "-qm", "doctor: union merge for daily logs and tombstones")
