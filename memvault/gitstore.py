@@ -107,10 +107,10 @@ class GitStore:
 
     @classmethod
     def clone(cls, url: str, root: Path, *, remote: str, timeout: float) -> GitStore:
-        """Clone `url` into `root` (raises git.GitCommandError)."""
+        """Clone `url` into `root` without checking out any file (raises git.GitCommandError)."""
         env = outside_env()
         env["GIT_TERMINAL_PROMPT"] = "0"
-        command = ["git", "clone", "--quiet", "--origin", remote, "--", url, str(root)]
+        command = ["git", "clone", "--quiet", "--no-checkout", "--origin", remote, "--", url, str(root)]
         status, _out, err = execute(command, env, timeout=timeout)
         if status:
             raise command_error(command, status, err)

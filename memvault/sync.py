@@ -531,12 +531,17 @@ def clone(url: str, root: Path) -> Path:
     except git.GitCommandError as e:
         _remove(root, created)
         raise RemoteError(f"cannot clone {url}: {_git_reason(e)}") from None
-    if not (root / CONFIG_FILE).is_file():
-        _checkout_vault_branch(store)
-    problem = tree_problem(store, "HEAD") if store.head() is not None else None
+    # The tree is checked before git writes any of it: a path git refuses (`..`) failed the
+    # checkout itself, as if the remote could not be reached (exit 8), and a symlink was on disk.
+    branch = _vault_branch(store)
+    problem = tree_problem(store, f"{REMOTE}/{branch}" if branch else "HEAD") if store.head() or branch else None
     if problem:
         _remove(root, created)
         raise SyncConflict(f"{url} {problem}; nothing was cloned")
+    if branch:
+        store.run("checkout", "-q", "-B", branch, "--track", f"{REMOTE}/{branch}")
+    elif store.head() is not None:
+        store.run("reset", "-q", "--hard")
     if not (root / CONFIG_FILE).is_file() or (root / CONFIG_FILE).is_symlink():
         _remove(root, created)
         raise InvalidInput(
@@ -547,14 +552,19 @@ def clone(url: str, root: Path) -> Path:
     return root
 
 
-def _checkout_vault_branch(store) -> None:
-    """A bare remote made by `git init --bare` may name a HEAD branch that was never pushed
-    (master, while vaults use main): check out the remote's main branch, or its only one."""
+def _vault_branch(store) -> str | None:
+    """The branch to check out when the remote's HEAD holds no vault: a bare remote made by
+    `git init --bare` may name a HEAD branch that was never pushed (master, while vaults use
+    main), so its main branch, or its only one; None when HEAD holds one (or nothing does)."""
+    if store.head() is not None and _holds(store, "HEAD", CONFIG_FILE):
+        return None
     branches = store.run("for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/{REMOTE}").split()
     branches = [b for b in branches if b != "HEAD"]
-    chosen = "main" if "main" in branches else (branches[0] if len(branches) == 1 else None)
-    if chosen:
-        store.run("checkout", "-q", "-B", chosen, "--track", f"{REMOTE}/{chosen}")
+    return "main" if "main" in branches else (branches[0] if len(branches) == 1 else None)
+
+
+def _holds(store, rev: str, path: str) -> bool:
+    return bool(store.run("ls-tree", "--name-only", rev, "--", path))
 
 
 def _remove(root: Path, created: bool) -> None:

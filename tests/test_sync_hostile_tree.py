@@ -95,6 +95,19 @@ def test_paths_git_refuses_to_check_out_are_refused_before_any_merge(tmp_path):
         refused(b, path, "git refuses to check out")
 
 
+@pytest.mark.parametrize("path", ["..", ".git", "logs/../x"])
+def test_a_clone_of_a_tree_git_refuses_to_check_out_is_refused_and_leaves_nothing(tmp_path, path):
+    """git's own checkout of such a tree failed first: "unexpected error: GitCommandError", exit 1
+    (exit 8 for `..` with git's message), where it is the remote's tree that is refused."""
+    _a, _b, h = shared(tmp_path)
+    _push_entry(h, path)
+    c = tmp_path / "c"
+    done = run_memvault("clone", str(tmp_path / "remote.git"), str(c))
+    assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "git refuses to check out" in done.stderr, done.stderr
+    assert not c.exists()
+
+
 @pytest.mark.parametrize(("path", "rules"), [
     (".gitignore", "logs/\ntombstones.jsonl\n.memvault/\n"),
     (".gitignore", "*.md\n"),
