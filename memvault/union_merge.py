@@ -26,11 +26,13 @@ UNION_PATTERNS = (f"{LOGS_DIR}/**", TOMBSTONES_FILE)  # what .gitattributes send
 Block = tuple[object, str]  # (key, text): a fact item keyed by its id, any other line by its text
 
 
-def blocks(text: str, path: str) -> list[Block]:
+def blocks(text: str, path: str, known: dict[str, Block] | None = None) -> list[Block]:
     """Split a file into blocks: one per fact item (with its continuation lines), one per other line.
 
     Lines end at "\n" only, as the log parser reads them (facts.split_log): a fact whose text
     holds "\r", U+2028 or another character str.splitlines() breaks at stays one block.
+    `known` (item -> its block) lets the versions of one log share the items they have in common:
+    each is keyed once, and held once.
     """
     if path.endswith(".jsonl"):
         lines = text.split("\n")
@@ -39,7 +41,12 @@ def blocks(text: str, path: str) -> list[Block]:
     found: list[Block] = []
     for chunk in split_log(text):
         if chunk.is_item:
-            found.append((_item_key(chunk.text.split("\n", 1)[0], chunk.text), chunk.text))
+            block = None if known is None else known.get(chunk.text)
+            if block is None:
+                block = (_item_key(chunk.text.split("\n", 1)[0], chunk.text), chunk.text)
+                if known is not None:
+                    known[chunk.text] = block
+            found.append(block)
         else:
             found.append((("line", chunk.text.removesuffix("\n")), chunk.text))
     return found
@@ -52,12 +59,13 @@ def _item_key(first: str, item: str) -> object:
 
 def merge(base: str, ours: str, theirs: str, path: str) -> str:
     """Three-way merge at block level: edits on one side win, additions from both are kept."""
-    base_text = {key: text for key, text in blocks(base, path)}
-    their_blocks = blocks(theirs, path)
+    known: dict[str, Block] = {}  # the three versions share nearly all their items
+    base_text = {key: text for key, text in blocks(base, path, known)}
+    their_blocks = blocks(theirs, path, known)
     their_text = {key: text for key, text in their_blocks}
     merged: list[str] = []
     our_keys = set()
-    for key, text in blocks(ours, path):
+    for key, text in blocks(ours, path, known):
         our_keys.add(key)
         if key in their_text and key in base_text and text == base_text[key] != their_text[key]:
             text = their_text[key]  # edited on their side only (a hand fix of a fact)
