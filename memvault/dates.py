@@ -11,7 +11,7 @@ the 1970s) still fits.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from memvault.errors import InvalidInput
 
@@ -56,12 +56,31 @@ def check_range(since: datetime | None, until: datetime | None) -> None:
         raise InvalidInput(f"since ({since.isoformat()}) is after until ({until.isoformat()})")
 
 
+def log_days(since: datetime | None, until: datetime | None) -> tuple[date | None, date | None]:
+    """The days whose logs (and index days) may hold a fact timed within since..until.
+
+    A fact's day is the date of its time in the zone it was written in, which need not be this
+    vault's zone now: a clone elsewhere with `timezone = "local"`, a laptop that travelled, a zone
+    changed in memvault.toml. Offsets are under a day, so a day of slack either side of the bounds'
+    instants holds them all; the exact bounds are then checked on the facts' times.
+    """
+    def shifted(moment: datetime | None, hours: int) -> date | None:
+        if moment is None:
+            return None
+        try:
+            return (moment.astimezone(UTC) + timedelta(hours=hours)).date()
+        except OverflowError:  # at the ends of the calendar: no day is left out
+            return None
+    return shifted(since, -24), shifted(until, 24)
+
+
 def _as_bound(value: Bound, tz: tzinfo, *, end: bool, now: datetime | None, option: str) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, datetime):
         check_plausible(value, option)
-        return value if value.tzinfo else value.replace(tzinfo=tz)
+        # In the vault's zone, as every bound is: a page dated by day only is compared by date.
+        return value.astimezone(tz) if value.tzinfo else value.replace(tzinfo=tz)
     if isinstance(value, date):
         check_plausible(value, option)
         return _day_bound(value, tz, end)

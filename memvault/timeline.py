@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memvault.dates import check_range
+from memvault.dates import check_range, log_days
 from memvault.errors import InvalidInput
 from memvault.facts import Fact, validate_category
 from memvault.storage.store import Storage
@@ -29,12 +29,13 @@ def recent(storage: Storage, limit: int | None = 20, *, since: datetime | None =
     if category is not None:
         category = validate_category(category, storage.config.categories)
     forgotten = set(storage.tombstones())
+    first, last = log_days(since, until)
     found: list[Fact] = []
     for path in reversed(storage.log_files()):
         day = storage.day_of(path)
-        if until is not None and day > until.date():
+        if last is not None and day > last:
             continue
-        if since is not None and day < since.date():
+        if first is not None and day < first:
             break
         if limit is not None and len(found) >= limit:
             break

@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memvault.citations import accounted_ids, withheld_pages
+from memvault.dates import log_days
 from memvault.facts import validate_category
 from memvault.index import location
 from memvault.index.corpus import Corpus
@@ -70,8 +71,10 @@ def _reporting(index: SearchIndex, progress: Progress | None) -> Iterator[None]:
 def _filters(storage: Storage, query: SearchQuery) -> Filters:
     category = validate_category(query.category, storage.config.categories) if query.category is not None else None
     watermark = None if query.include_all else storage.watermark
+    # Whole days, with a day's slack for facts written in another zone; _within checks the bounds.
+    first, last = log_days(query.since, query.until)
     return Filters(category=category, tag=query.tag, source=query.source, session=query.session,
-                   since=_day(query.since), until=_day(query.until), watermark=_day(watermark))
+                   since=_day(first), until=_day(last), watermark=_day(watermark))
 
 
 def _day(value) -> int | None:

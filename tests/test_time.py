@@ -1,0 +1,46 @@
+"""Time: the zone that cuts days, facts written in other zones, and the since/until bounds."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from memvault import Vault
+
+
+def _ids(result) -> list[str]:
+    assert result.exit_code == 0, result.stderr
+    return [item["id"] for item in json.loads(result.stdout or "[]")]
+
+
+def test_a_fact_written_in_another_zone_is_found_by_since_and_until(cli, monkeypatch):
+    # timezone = "local" (the default) on a laptop that flew from Honolulu to Kiritimati: the fact
+    # at 20:00 on the 23rd in Honolulu is 20:00 on the 24th in Kiritimati, yet it sits in the
+    # 23rd's log. It was missing from `--since 2026-11-24` (and shown by `--until 2026-11-23`'s
+    # day filter only by luck): the log's day was compared with the bound's day.
+    monkeypatch.setenv("TZ", "Pacific/Honolulu")
+    added = cli("add", "The ferry to Tarawa leaves at dawn", "--at", "2026-11-23T20:00")
+    assert added.exit_code == 0, added.stderr
+    fact_id = added.stdout.strip()
+
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")
+    assert _ids(cli("recent", "--since", "2026-11-24", "--json")) == [fact_id]
+    assert _ids(cli("recent", "--since", "2026-11-24T19:00", "--until", "2026-11-24T21:00", "--json")) == [fact_id]
+    assert _ids(cli("sessions", "--since", "2026-11-24", "--json")) == []  # no source: not listed, no error
+    assert fact_id in _ids(cli("search", "ferry to Tarawa", "--since", "2026-11-24", "--all", "--json"))
+    # ... and the bounds still hold: in Kiritimati it happened on the 24th, not the 23rd nor the 25th.
+    assert _ids(cli("recent", "--until", "2026-11-23", "--json")) == []
+    assert _ids(cli("recent", "--since", "2026-11-25", "--json")) == []
+    assert _ids(cli("search", "ferry to Tarawa", "--until", "2026-11-23", "--all", "--json")) == []
+
+
+def test_api_bounds_in_another_zone_than_the_vault_s(vault_dir):
+    vault = Vault.open(vault_dir)  # the tests' TZ is UTC
+    fact = vault.add("The penguins were fed late", at="2026-11-20T20:00")
+    kiritimati = ZoneInfo("Pacific/Kiritimati")
+    since = datetime(2026, 11, 21, 0, 0, tzinfo=kiritimati)  # 2026-11-20T10:00 UTC: before the fact
+    assert [f.id for f in vault.recent(since=since)] == [fact.id]
+    assert [h.id for h in vault.search("penguins fed", since=since, include_all=True)] == [fact.id]
+    until = datetime(2026, 11, 21, 5, 0, tzinfo=kiritimati)  # 2026-11-20T15:00 UTC: before it too
+    assert vault.recent(until=until) == []
