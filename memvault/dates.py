@@ -118,7 +118,10 @@ def check_plausible(moment: date, option: str, typed: str | None = None) -> None
 
 def _ago(now: datetime, match: re.Match, value: str, option: str) -> datetime:
     try:
-        moment = now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        # That long ago by the clock on the wall of no zone: arithmetic on an aware datetime keeps
+        # its wall time, so across a DST change `12h` was 11 or 13 hours.
+        span = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        moment = (now.astimezone(UTC) - span).astimezone(now.tzinfo)
     except OverflowError:
         moment = datetime.min
     check_plausible(moment, option, value)
@@ -132,7 +135,13 @@ def _day_bound(day: date, tz: tzinfo, end: bool) -> datetime:
 
 
 def _is_date_only(value: str) -> bool:
-    return re.fullmatch(r"\s*\d{4}-\d{2}-\d{2}\s*", value) is not None
+    """A day without a time, in any ISO 8601 form Python reads (2026-11-24, 20261124, 2026-W48-2):
+    each is a whole day as a bound, not its midnight."""
+    try:
+        date.fromisoformat(value.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def _parse_iso(value: str, tz: tzinfo, *, option: str) -> datetime:
@@ -152,4 +161,6 @@ def _parse_iso(value: str, tz: tzinfo, *, option: str) -> datetime:
     check_plausible(moment, option, value)
     if moment.tzinfo is None:
         return moment.replace(tzinfo=tz)
-    return moment.astimezone(tz)
+    moment = moment.astimezone(tz)
+    check_plausible(moment, option, value)  # 1900-01-01T00:30+01:00 is still 1899 in UTC
+    return moment

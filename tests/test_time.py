@@ -6,6 +6,8 @@ import json
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from conftest import snapshot
+
 from memvault import Vault
 
 
@@ -44,3 +46,32 @@ def test_api_bounds_in_another_zone_than_the_vault_s(vault_dir):
     assert [h.id for h in vault.search("penguins fed", since=since, include_all=True)] == [fact.id]
     until = datetime(2026, 11, 21, 5, 0, tzinfo=kiritimati)  # 2026-11-20T15:00 UTC: before it too
     assert vault.recent(until=until) == []
+
+
+def test_hours_ago_are_elapsed_hours_across_a_dst_change():
+    from memvault.dates import parse_at, parse_bound
+
+    paris = ZoneInfo("Europe/Paris")
+    noon = datetime(2026, 3, 29, 12, 0, tzinfo=paris)  # the clocks went 02:00 -> 03:00 this night
+    for moment in (parse_bound("12h", paris, now=noon), parse_at("720min", paris, now=noon)):
+        # was 00:00+01:00 the same day: 11 hours ago, so `--since 12h` left an hour of facts out
+        assert noon.timestamp() - moment.timestamp() == 12 * 3600
+        assert moment.isoformat() == "2026-03-28T23:00:00+01:00"
+    autumn = datetime(2026, 10, 25, 12, 0, tzinfo=paris)  # 03:00 -> 02:00: the night had 25 hours
+    assert autumn.timestamp() - parse_bound("12h", paris, now=autumn).timestamp() == 12 * 3600
+
+
+def test_a_day_written_without_dashes_is_a_whole_day_as_a_bound(cli):
+    fact_id = cli("add", "The quarterly report went out", "--at", "2026-11-24T10:00").stdout.strip()
+    for day in ("20261124", "2026-W48-2"):  # ISO 8601 too, and accepted: was the day's midnight
+        assert _ids(cli("recent", "--until", day, "--json")) == [fact_id], day
+        assert _ids(cli("recent", "--since", day, "--until", day, "--json")) == [fact_id], day
+
+
+def test_an_offset_that_puts_a_time_before_1900_in_the_vault_s_zone_is_refused(cli, vault_dir):
+    before = snapshot(vault_dir)
+    result = cli("add", "Grandfather was born", "--at", "1900-01-01T00:30+01:00")
+    # was stored as 1899-12-31T23:30+00:00 in logs/1899/, past the documented limit
+    assert result.exit_code == 2 and "too far back" in result.stderr
+    assert snapshot(vault_dir) == before
+    assert cli("add", "Grandmother was born", "--at", "1900-01-01T00:30-01:00").exit_code == 0
