@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
+import struct
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,14 +91,60 @@ def resolve_timezone(name: str) -> tzinfo:
             raise InvalidInput(
                 f"unknown timezone {name!r} (vault.timezone: an IANA name such as Europe/Paris, or local)"
             ) from e
-    for candidate in (os.environ.get("TZ", "").lstrip(":"), _etc_localtime_name()):
-        if candidate:
-            try:
-                return ZoneInfo(candidate)
-            except (ZoneInfoNotFoundError, ValueError):
-                continue
+    zone = _tz_variable(os.environ.get("TZ", "")) or _etc_localtime()
     # Last resort: a fixed offset is right today, if not across a DST change.
-    return datetime.now().astimezone().tzinfo  # type: ignore[return-value]
+    return zone or datetime.now().astimezone().tzinfo  # type: ignore[return-value]
+
+
+def _tz_variable(value: str) -> tzinfo | None:
+    """The zone TZ names, read as the C library reads it (so days are cut where `date` cuts them):
+    an IANA name, a zone file's path, or a POSIX rule such as JST-9 or CET-1CEST,M3.5.0,M10.5.0/3.
+    These last two were passed over for /etc/localtime's zone."""
+    name = value.removeprefix(":")
+    if not name:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        pass
+    if name.startswith("/"):
+        return _zone_file(name)
+    try:
+        return _posix_rule(name)
+    except ValueError:
+        return None
+
+
+def _posix_rule(rule: str) -> tzinfo:
+    """A POSIX TZ rule as a zone: a TZif file (RFC 8536) with no transitions, only one UTC type and
+    the rule as its footer, which zoneinfo applies to every time. ValueError if it does not parse."""
+    counts = struct.pack(">6l", 0, 0, 0, 0, 1, 4)  # isut, isstd, leap, transition, type, char counts
+    block = b"TZif2" + bytes(15) + counts + struct.pack(">lBB", 0, 0, 0) + b"UTC\0"
+    try:
+        footer = b"\n" + rule.encode("ascii") + b"\n"
+    except UnicodeEncodeError:
+        raise ValueError(f"not a POSIX TZ rule: {rule!r}") from None
+    return ZoneInfo.from_file(io.BytesIO(block + block + footer), key=rule)
+
+
+def _zone_file(path: str) -> tzinfo | None:
+    try:
+        with open(path, "rb") as f:
+            return ZoneInfo.from_file(f, key=path)
+    except (OSError, ValueError):
+        return None
+
+
+def _etc_localtime() -> tzinfo | None:
+    """The host's zone: by its IANA name when /etc/localtime links into a zoneinfo folder, else
+    the file itself (a copy, as many container images have)."""
+    name = _etc_localtime_name()
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    return _zone_file("/etc/localtime")
 
 
 def _etc_localtime_name() -> str | None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+import pytest
 from conftest import snapshot
 
 from memvault import Vault
@@ -75,3 +77,26 @@ def test_an_offset_that_puts_a_time_before_1900_in_the_vault_s_zone_is_refused(c
     assert result.exit_code == 2 and "too far back" in result.stderr
     assert snapshot(vault_dir) == before
     assert cli("add", "Grandmother was born", "--at", "1900-01-01T00:30-01:00").exit_code == 0
+
+
+def _at(cli, *args: str) -> str:
+    result = cli("add", "The tide tables were printed", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)["at"]
+
+
+@pytest.mark.parametrize("tz, summer, winter", [
+    ("JST-9", "+09:00", "+09:00"),                                  # a POSIX rule, no DST
+    ("CET-1CEST,M3.5.0,M10.5.0/3", "+02:00", "+01:00"),             # a POSIX rule with DST
+    ("/usr/share/zoneinfo/Asia/Tokyo", "+09:00", "+09:00"),         # a zone file's path
+    (":/usr/share/zoneinfo/Europe/Paris", "+02:00", "+01:00"),
+])
+def test_timezone_local_follows_tz_in_every_form_the_c_library_reads(cli, monkeypatch, tz, summer, winter):
+    # With timezone = "local", TZ set to anything but an IANA name was passed over for
+    # /etc/localtime's zone (UTC here): facts were filed under another day than `date` shows.
+    if tz.lstrip(":").startswith("/") and not os.path.exists(tz.lstrip(":")):
+        pytest.skip(f"no {tz} on this machine")
+    monkeypatch.setenv("TZ", tz)
+    assert _at(cli, "--at", "2026-07-01T12:00").endswith(summer)
+    assert _at(cli, "--at", "2026-01-15T12:00").endswith(winter)
+    assert _at(cli, "--at", "2026-01-15T23:30+00:00").startswith("2026-01-16T")  # east of UTC: the next day
