@@ -22,7 +22,9 @@ from memvault.index.embedder import content_hash
 # 3: facts say whether they hold a credential stored on purpose (`secret`).
 # 4: the vector file's rows and their CRC-32 are recorded (meta vector_rows, vector_crc).
 # 5: purges a generation was built knowing (meta clean_of), learnt of since (purge_todo); `dropped`.
-SCHEMA_VERSION = "5"
+# 6: the lexical half indexes text folded (NFKC, no format characters): older segments hold NFD
+#    words cut in two, which folded queries never match.
+SCHEMA_VERSION = "6"
 SCHEMA_CHANGED = "made by another memvault version"
 
 _SCHEMA = """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,15 @@ own same so than too very can will just don s t d ll m re ve now nowadays curren
 # ordinary text ("http:*" names a field that does not exist, "did NOT go" excludes "go") or crashes
 # the process outright (a few thousand nested parentheses overflow the parser's stack).
 _QUERY_SYNTAX = re.compile(r"[^\w ]|\b(?:AND|OR|NOT|IN)\b")
+
+
+def fold(text: str) -> str:
+    """Text as the tokenizer should see it, facts and queries alike: one unicode form (NFKC: an
+    "é" typed as e + U+0301 is the "é" of a query typed on a French keyboard; the tokenizer cut
+    the former in two) and no invisible format characters (a zero-width space, soft hyphen or
+    bidi mark pasted inside "password" made it two words no query finds)."""
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(c for c in text if unicodedata.category(c) != "Cf") if not text.isascii() else text
 
 
 def literal_query(text: str) -> str:
@@ -127,7 +137,7 @@ class LexicalIndex:
                     "key": doc.key,
                     "file": doc.file,
                     "kind": doc.kind,
-                    "text": doc.search_text + ("\n" + " ".join(doc.tags) if doc.tags else ""),
+                    "text": fold(doc.search_text + ("\n" + " ".join(doc.tags) if doc.tags else "")),
                 }
                 if doc.category:
                     fields["category"] = doc.category
@@ -136,7 +146,7 @@ class LexicalIndex:
                 if doc.session:
                     fields["session"] = doc.session
                 if doc.context:
-                    fields["context"] = doc.context
+                    fields["context"] = fold(doc.context)
                 if doc.tags:
                     fields["tag"] = list(doc.tags)
                 if doc.day is not None:
@@ -168,6 +178,7 @@ class LexicalIndex:
         """
         import tantivy
 
+        query = fold(query)
         parsed, _errors = self.index.parse_query_lenient(literal_query(query), ["text", "context"],
                                                          field_boosts={"context": context})
         clauses = [(tantivy.Occur.Must, parsed)]
