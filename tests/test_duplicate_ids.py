@@ -69,3 +69,13 @@ def test_dream_sends_each_fact_once_and_its_answer_is_applied(vault):
     sent = [f for body in fake.requests for f in request_data(body)["facts"]]
     assert sorted(f["text"] for f in sent) == ["Alice prefers green tea", "Bob fixes bicycles"]
     assert vault.watermark.isoformat() == "2026-11-03"
+
+
+def test_show_gives_the_counted_copy_of_an_id_copied_into_a_later_log(vault, cli):
+    # `show` read the newest log first: it gave the scooters text that search, dream and doctor
+    # pass over, from the later day's log.
+    first, other = _duplicate(vault)
+    shown = json.loads(cli("show", other.id, "--json").stdout)
+    assert (shown["text"], shown["path"]) == ("Bob fixes bicycles", other.path)
+    assert vault.show(other.id).fact.text == "Bob fixes bicycles"
+    assert json.loads(cli("show", first.id, "--json").stdout)["text"] == "Alice prefers green tea"

@@ -507,7 +507,9 @@ class Storage:
 
     def _find_exact(self, fact_id: str) -> Fact | None:
         needle = stored_id(fact_id)
-        for path in reversed(self.log_files()):
+        # Oldest log first: an id a hand edit repeated counts as its first copy, as for search,
+        # dream and doctor (from the newest log, `show` gave a later copy's text).
+        for path in self.log_files():
             content = read_text(path)
             if needle in content:
                 for fact in parse_log(content, self.relpath(path))[0]:
