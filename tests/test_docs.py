@@ -66,6 +66,21 @@ def test_help_paragraphs_wrap_at_the_terminal_width(command):
                             for line in examples), examples
 
 
+def test_help_prints_every_word_of_its_text():
+    """`--help` shows the text docs/cli.md shows: rich's markup once read `[dream] max_days`,
+    `[llm] model` and `[default: ...]` as style tags and dropped them ("batches of  max_days",
+    "Order of the listed facts .")."""
+    from conftest import run_memvault
+
+    missing = []
+    for name, command in _commands():
+        out = run_memvault(*name.split()[1:], "--help", env={"COLUMNS": "2000", "NO_COLOR": "1"}).stdout
+        shown = " ".join(out.replace("│", " ").split())
+        texts = [command.help.split("Example:")[0], *(p.help for p in command.params if getattr(p, "help", None))]
+        missing += [f"{name}: {t}" for t in (" ".join(t.split()) for t in texts) if t not in shown]
+    assert not missing, missing
+
+
 def test_help_lines_that_start_with_a_label_keep_their_line():
     from conftest import run_memvault
 

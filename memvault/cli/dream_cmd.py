@@ -14,7 +14,7 @@ def dream(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the model's proposed operations for the first batch; write nothing.")] = False,
     max_batches: Annotated[int | None, typer.Option("--max-batches", min=0, help="Stop after N batches (default: until caught up).")] = None,
     min_facts: Annotated[int | None, typer.Option("--min-facts", min=0, help="Skip a quiet night: do nothing unless at least N facts are pending.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="litellm model string (default: MEMVAULT_MODEL, then [llm] model in memvault.toml).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="litellm model string (default: MEMVAULT_MODEL, then llm.model in memvault.toml).")] = None,
     undo: Annotated[bool, typer.Option("--undo", help="Revert the last applied dream batch (commits that only logged a failure are passed over).")] = False,
     status: Annotated[bool, typer.Option("--status", help="Show the watermark, pending days and facts, and the last result.")] = False,
     json_: JsonOption = False,
@@ -22,9 +22,10 @@ def dream(
 ) -> None:
     """Consolidate pending daily logs into wiki pages, index.md and MEMORY.md with an LLM.
 
-    Days after the watermark and before today are sent in batches of [dream] max_days; each
-    batch that passes validation is one commit and moves the watermark. Exit codes: 5 when the
-    model fails or answers badly (nothing written, log.md records it), 6 when a dream is running.
+    Days after the watermark and before today are sent in batches of at most dream.max_days days
+    (memvault.toml); each batch that passes validation is one commit and moves the watermark.
+    Exit codes: 5 when the model fails or answers badly (nothing written, log.md records it), 6
+    when a dream is running.
 
     Example: memvault dream --min-facts 5 --model openai/gpt-4o-mini
     """

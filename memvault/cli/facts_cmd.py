@@ -114,7 +114,7 @@ def recent(
     tag: TagOption = None,
     source: Annotated[str | None, typer.Option("--source", help="Only facts from this source.")] = None,
     session: Annotated[str | None, typer.Option("--session", help="Only facts from this session.")] = None,
-    oldest_first: Annotated[bool | None, typer.Option("--oldest-first/--newest-first", help="Order of the listed facts [default: oldest first with --source or --session, else newest first].", show_default=False)] = None,
+    oldest_first: Annotated[bool | None, typer.Option("--oldest-first/--newest-first", help="Order of the listed facts (default: oldest first with --source or --session, else newest first).", show_default=False)] = None,
     full: FullOption = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
