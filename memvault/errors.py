@@ -25,10 +25,25 @@ class ExitCode(IntEnum):
     TERMINATED = 143
 
 
+# The error types scripts may match on, as docs/json.md lists them (ErrorDetail.type). UndoRefused
+# lives in dream/undo.py; the front ends add UsageError, Interrupted, Terminated, InternalError.
+PUBLIC_TYPES = ("InvalidInput", "NotFound", "NotAVault", "VaultBusy", "VaultUnwritable", "LLMError",
+                "DreamRunning", "UndoRefused", "SyncConflict", "RemoteError", "UnsafePath", "MemvaultError")
+
+
 class MemvaultError(Exception):
     """Base class: a one-line message meant for the user, and an exit code."""
 
     exit_code = ExitCode.ERROR
+
+    @property
+    def kind(self) -> str:
+        """The `type` of `{"error": ...}` (--json, MCP): the nearest class docs/json.md names.
+
+        Subclasses kept for the code's own use (ProviderUnavailable, BrokenRepository, ...) are
+        not part of that contract: a script matching "LLMError" or "NotAVault" must see it.
+        """
+        return next(c.__name__ for c in type(self).__mro__ if c.__name__ in PUBLIC_TYPES)
 
 
 class InvalidInput(MemvaultError):

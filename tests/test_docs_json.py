@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -201,3 +202,36 @@ def test_error_output_matches_the_documentation(cli):
     assert result.exit_code == 3
     assert result.stdout == ""
     assert problems(json.loads(result.stderr), "Error", types) == []
+
+
+def _documented_error_types() -> set[str]:
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    row = next(line for line in lines if line.startswith("| type | string | error class:"))
+    return {name.strip() for name in row.split("error class:", 1)[1].strip(" |").split(",")}
+
+
+def test_error_types_are_the_documented_ones(cli, vault_dir, tmp_path):
+    """A script matching `type` sees only the names docs/json.md lists: a model server that does
+    not answer is an LLMError (it was ProviderUnavailable), a vault with an empty .git a NotAVault
+    (BrokenRepository), as they are for every other cause of the same exit code."""
+    import socket
+
+    documented = _documented_error_types()
+    with socket.socket() as s:  # a port nothing listens on: the provider cannot be reached
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cli("add", "Alice prefers green tea", "--at", "2026-01-02")
+    env = {"MEMVAULT_MODEL": "openai/fake", "MEMVAULT_API_BASE": f"http://127.0.0.1:{port}/v1",
+           "OPENAI_API_KEY": "sk-test"}
+    from conftest import run_memvault
+
+    dream = run_memvault("dream", "--dry-run", "--json", "--vault", str(vault_dir), env=env, timeout=120)
+    broken = tmp_path / "broken"
+    assert cli("init", str(broken), vault=False).exit_code == 0
+    shutil.rmtree(broken / ".git")
+    (broken / ".git").mkdir()
+    recent = run_memvault("recent", "--json", "--vault", str(broken))
+    for result, code in ((dream, 5), (recent, 3)):
+        assert result.returncode == code, result.stderr
+        error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
+        assert error["exit_code"] == code and error["type"] in documented, error

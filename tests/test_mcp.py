@@ -258,7 +258,7 @@ def test_a_git_repository_broken_while_serving_is_said_as_the_cli_says_it(server
         cli = server.cli("status")
         for tool, arguments in (("add", {"text": "while .git was broken"}), ("status", {})):
             error = server.call(tool, **arguments).structured_content["error"]
-            assert error["type"] == "BrokenRepository" and error["exit_code"] == 3, error
+            assert error["type"] == "NotAVault" and error["exit_code"] == 3, error
             assert "its git repository (.git) is broken" in error["message"] and "doctor --fix" in error["message"]
         assert cli.returncode == 3
     finally:

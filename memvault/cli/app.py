@@ -53,7 +53,7 @@ class MemvaultGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except MemvaultError as e:
-            _fail(type(e).__name__, str(e), e.exit_code, wants_json)
+            _fail(e.kind, str(e), e.exit_code, wants_json)
         except Terminated:
             _fail("Terminated", "terminated", ExitCode.TERMINATED, wants_json)
         except BrokenPipeError:
@@ -83,7 +83,7 @@ class MemvaultGroup(TyperGroup):
                 _fail("MemvaultError", GIT_MISSING, ExitCode.ERROR, wants_json)
             if clear is None:
                 _unexpected(e, wants_json)
-            _fail(type(clear).__name__, str(clear), clear.exit_code, wants_json)
+            _fail(clear.kind, str(clear), clear.exit_code, wants_json)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)

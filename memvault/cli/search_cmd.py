@@ -119,7 +119,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
                 hits = vault.search(search_query, progress=progress)
         except MemvaultError as e:
             failed += 1
-            error = {"type": type(e).__name__, "message": f"line {number}: {e}", "exit_code": int(e.exit_code)}
+            error = {"type": e.kind, "message": f"line {number}: {e}", "exit_code": int(e.exit_code)}
             if as_json:
                 emit_jsonl({"query": query, "error": error})
             else:

@@ -135,7 +135,7 @@ def error_result(error: Exception) -> CallToolResult:
     if not isinstance(error, MemvaultError):
         error = unwritable_in(error) or error
     if isinstance(error, MemvaultError):
-        kind, message, code = type(error).__name__, str(error), int(error.exit_code)
+        kind, message, code = error.kind, str(error), int(error.exit_code)
     else:
         if os.environ.get("MEMVAULT_DEBUG"):
             traceback.print_exception(error, file=sys.stderr)
