@@ -177,6 +177,7 @@ def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     run("remote set", str(remote))
     run("remote show")
+    run("remote")  # the group alone answers as `remote show`
     run("sync")
     run("clone", str(remote), str(tmp_path / "clone"), vault=False)
     run("forget", fact["id"], "--reason", "test")
