@@ -105,6 +105,13 @@ def test_staleness_is_detected(tmp_path):
     assert sorted(stale_files(tmp_path)) == sorted(["docs/cli.md", COMPLETION_FILES["fish"]])
 
 
+def test_cli_md_lists_the_options_of_memvault_itself():
+    """`memvault --version` and `memvault --vault PATH <command>` were in no document."""
+    text = (ROOT / "docs/cli.md").read_text()
+    assert "| `--version` | Print the version and exit. |" in text
+    assert "| `--vault <path>` | Vault directory for the command" in text
+
+
 def test_cli_md_lists_every_command():
     text = (ROOT / "docs/cli.md").read_text()
     for name, _ in _commands()[1:]:

@@ -28,8 +28,12 @@ def cli_markdown() -> str:
            "Every command but `mcp` takes `--json` (one JSON document on stdout; see [json.md](json.md)) and",
            "`--vault PATH` (or `MEMVAULT_VAULT`), before or after the command name. Errors: one line on stderr",
            "and a non-zero exit code. On a terminal, lists are tables fitted to its width (`--full` shows whole",
-           "texts); piped, they are tab-separated rows.", "",
-           "| command | what it does |", "|---|---|"]
+           "texts); piped, they are tab-separated rows.", ""]
+    # The options of `memvault` itself (--version, --vault before the command), as each command's.
+    rows = [r for r in (p.get_help_record(root_ctx) for p in root.params if not getattr(p, "hidden", False)) if r]
+    out += ["| option of `memvault` itself | description |", "|---|---|",
+            *(f"| `{name}` | {_cell(text)} |" for name, text in rows), "",
+            "| command | what it does |", "|---|---|"]
     commands = _walk(root, root_ctx)
     for words, command, _ in commands:
         out.append(f"| [`{' '.join(words)}`](#{'-'.join([PROG, *words])}) | {_short(command.help)} |")
