@@ -27,7 +27,7 @@ from memvault.storage.layout import (
     is_misdated_log,
     symlinks_in,
 )
-from memvault.storage.lock import orphaned_holder
+from memvault.storage.lock import held_by, orphaned_holder
 from memvault.storage.store import Storage
 from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
 from memvault.sync_checks import ignored, own_paths
@@ -236,8 +236,7 @@ def check_locks(storage: Storage) -> Check:
     holder = storage.lock_holder()
     stale_record = False
     if holder:
-        details.append(f"write lock held by pid {holder.get('pid')} ({holder.get('command')}) "
-                       f"since {holder.get('since')}")
+        details.append(f"write lock {held_by(holder)}")
     else:
         # harmless: the lock is free (the kernel let it go with the process); the next write removes it
         stale_record = orphaned_holder(storage.lock_path(WRITE_LOCK)) is not None

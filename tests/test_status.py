@@ -106,3 +106,27 @@ def test_status_reports_a_missing_or_damaged_index_without_building_it(cli, vaul
     fixed = {c["name"]: c for c in json.loads(cli("doctor", "--fix", "--json").stdout)["checks"]}["search index"]
     assert fixed["status"] == "fixed" and "rebuilt" in fixed["message"]
     assert json.loads(cli("status", "--json").stdout)["index"]["documents"] == 1
+
+
+def test_a_lock_holder_that_left_no_record_is_said_plainly(cli, vault):
+    """A process holds the write lock but wrote no holder record (a `flock` of the file, or a
+    memvault write whose disk was full): status and doctor said "held by pid None (None) since
+    None"; now they say the holder is unknown."""
+    lock_file = vault.root / ".memvault" / "locks" / "write.lock"
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, sys, time\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\ntime.sleep(30)", str(lock_file)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        status = cli("status").stdout
+        doctor = cli("doctor").stdout
+    finally:
+        holder.kill()
+        holder.wait()
+    line = next(line for line in status.splitlines() if line.startswith("lock"))
+    assert "None" not in line and "left no record" in line, line
+    assert "pid None" not in doctor and "write lock held by a process that left no record" in doctor, doctor

@@ -104,6 +104,14 @@ def holder(path: Path) -> dict | None:
     return None
 
 
+def held_by(who: dict) -> str:
+    """`holder`'s answer in words. A holder that left no record (its disk was full, or it is not
+    memvault: a `flock` of the file) is said to be unknown, never "pid None (None) since None"."""
+    if not who.get("pid"):
+        return "held by a process that left no record of itself (not a memvault write, or its disk was full)"
+    return f"held by pid {who['pid']} ({who.get('command')}) since {who.get('since')}"
+
+
 def orphaned_holder(path: Path) -> Path | None:
     """The holder record of a lock nobody holds (its process was killed), if one was left."""
     record = path.with_name(path.name + HOLDER_SUFFIX)
