@@ -474,9 +474,13 @@ def check_index(storage: Storage) -> Check:
     lag = []
     if state["drift"]:
         lag.append(f"{state['drift']} file(s) changed since indexing")
+    summary = f"{state['documents']} document(s){_kept_elsewhere(storage)}"
+    if state["pending_embeddings"] and not state["drift"] and not _model_on_disk(storage):
+        # Only the model can give them one: a reindex would change nothing (see "embedding model").
+        return Check("search index", WARN, f"{summary}; {state['pending_embeddings']} document(s) without a "
+                     "vector until the embedding model is on this machine (search uses their words)")
     if state["pending_embeddings"]:
         lag.append(f"{state['pending_embeddings']} document(s) without a vector")
-    summary = f"{state['documents']} document(s){_kept_elsewhere(storage)}"
     if lag:
         return Check("search index", WARN, f"{summary}; " + ", ".join(lag) + " (the next search catches up)",
                      fix="reindex")
@@ -509,6 +513,16 @@ def check_embedding_model(storage: Storage) -> Check:
     return Check("embedding model", WARN, f"{name} is not in the model cache ({cache}) and searches never "
                  "download it: search uses words only; run `memvault reindex --download-model` once, or set "
                  "MEMVAULT_EMBED_MODEL_PATH to a local ONNX model directory")
+
+
+def _model_on_disk(storage: Storage) -> bool:
+    """Is the embedding model's file where search loads it from (whether it loads is not asked)?"""
+    path = storage.config.embed_model_path
+    if path:
+        return (Path(path).expanduser() / "model.onnx").is_file()
+    from memvault.index.embedder import model_cache_dir
+
+    return cached_model(model_cache_dir(), storage.config.embed_model) is not None
 
 
 def _loadable(storage: Storage, where: str) -> Check:

@@ -172,3 +172,19 @@ def test_fix_commits_only_the_vaults_own_files(cli, vault):
     assert "notes.txt" not in tree and ".merge_file" not in tree
     after = _checks(cli("doctor", "--json"))["uncommitted changes"]
     assert after["status"] == "warn" and after["details"] == ["notes.txt"]
+
+
+def test_without_the_model_doctor_does_not_offer_a_reindex_that_cannot_help(cli, vault, monkeypatch, tmp_path):
+    """Documents left without a vector (the model is not on this machine) were a warning whose
+    advice, `doctor --fix` would reindex, changed nothing: the next doctor gave it again."""
+    monkeypatch.delenv("MEMVAULT_EMBED_MODEL_PATH")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
+    vault.add("Alice prefers green tea")
+    assert cli("search", "green tea").exit_code == 0  # builds the index by words only
+    for _ in range(2):
+        result = cli("doctor", "--fix", "--json")
+        index = _checks(result)["search index"]
+        assert index["status"] == "warn" and "until the embedding model is on this machine" in index["message"]
+        assert "reindex" not in json.dumps(index)
+    text = cli("doctor").stdout
+    assert "would reindex" not in text and "embedding model" in text
