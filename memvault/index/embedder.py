@@ -211,7 +211,8 @@ def _normalize(matrix: np.ndarray) -> np.ndarray:
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    # The caller goes on with its own "; ..." or ": ...": a trailing stop would read ".;".
+    return text[0].rstrip(".") if text else type(exc).__name__
 
 
 # sqlite's primary result codes for a file that is not (or no longer) a sound database. Anything
