@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import commit_count, git, is_clean
+from conftest import commit_count, git, is_clean, run_memvault
 
 
 def _checks(result) -> dict[str, dict]:
@@ -174,17 +174,19 @@ def test_fix_commits_only_the_vaults_own_files(cli, vault):
     assert after["status"] == "warn" and after["details"] == ["notes.txt"]
 
 
-def test_without_the_model_doctor_does_not_offer_a_reindex_that_cannot_help(cli, vault, monkeypatch, tmp_path):
+def test_without_the_model_doctor_does_not_offer_a_reindex_that_cannot_help(vault, tmp_path):
     """Documents left without a vector (the model is not on this machine) were a warning whose
     advice, `doctor --fix` would reindex, changed nothing: the next doctor gave it again."""
-    monkeypatch.delenv("MEMVAULT_EMBED_MODEL_PATH")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
+    env = {"XDG_CACHE_HOME": str(tmp_path / "empty-cache"), "MEMVAULT_EMBED_MODEL_PATH": ""}
     vault.add("Alice prefers green tea")
-    assert cli("search", "green tea").exit_code == 0  # builds the index by words only
+
+    def memvault(*args: str):
+        return run_memvault(*args, "--vault", str(vault.root), env=env)
+
+    assert memvault("search", "green tea").returncode == 0  # builds the index by words only
     for _ in range(2):
-        result = cli("doctor", "--fix", "--json")
-        index = _checks(result)["search index"]
+        index = _checks(memvault("doctor", "--fix", "--json"))["search index"]
         assert index["status"] == "warn" and "until the embedding model is on this machine" in index["message"]
         assert "reindex" not in json.dumps(index)
-    text = cli("doctor").stdout
+    text = memvault("doctor").stdout
     assert "would reindex" not in text and "embedding model" in text
