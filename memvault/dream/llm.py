@@ -298,7 +298,7 @@ def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
     if name == "NotFoundError" or status == 404:
         return "setup", (f"{model}: the provider does not know this model ({text}); check --model, "
                          "MEMVAULT_MODEL or [llm] model")
-    if name == "ContentPolicyViolationError":
+    if name == "ContentPolicyViolationError" or _provider_code(exc) == "content_policy_violation":
         return "refused", f"{model}: the provider refused the batch under its content policy ({text})"
     if name == "APIConnectionError" or any(k in lowered for k in _NO_CONNECTION):
         where = settings.api_base or "the provider"
@@ -309,6 +309,15 @@ def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
         words = "rate limited" if status == 429 else _TRANSIENT_WORDS.get(name, "server error")
         return "transient", f"{words}{f' ({status})' if isinstance(status, int) else ''}: {text}"
     return "refused", f"{model}: the provider rejected the request ({name}: {text})"
+
+
+def _provider_code(exc: Exception) -> str | None:
+    """The `code` of the provider's error body, when litellm kept the body: its own class for an
+    error depends on the words of the message it was handed, the body's code does not."""
+    body = getattr(exc, "body", None)
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    code = inner.get("code") if isinstance(inner, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def provider_message(exc: Exception) -> str:
