@@ -837,3 +837,29 @@ def test_a_reindex_first_after_a_purge_arrives_keeps_no_older_generation(tmp_pat
     _take_by_plain_git(b)
     found = run_memvault("search", "tea", "--vault", str(b))
     assert found.returncode == 0 and found.stderr == ""
+
+
+def test_a_reindex_whose_index_a_purge_deletes_midway_finishes_on_the_new_one(tmp_path):
+    """Concurrency tried: `reindex --clear` (and `doctor --fix`, which reindexes) fills its new
+    generation outside the index lock; a purge in another process deletes the whole index folder,
+    that generation too, and rebuilds it. The reindex asks again on what is there now, as a
+    search does, and answers; it used to fail with "unexpected error: FileNotFoundError:
+    .../vectors-0.f32" (or Tantivy's "Failed to acquire Lockfile"), exit 1."""
+    root = tmp_path / "v"
+    vault = Vault.init(root)
+    doomed = vault.add(SECRET).id
+    vault.add_many([f"topic {n}: the garden shed needs a new roof" for n in range(100)])
+    purges: list[subprocess.CompletedProcess] = []
+
+    def purge_midway(_phase: str, _done: int, _total: int) -> None:
+        # Called while the new generation is being filled (the embedding cache is cold): the purge
+        # runs to its end in another process before the reindex goes on.
+        if not purges:
+            purges.append(run_memvault("purge", doomed, "--yes", "--vault", str(root), timeout=120))
+
+    report = vault.reindex(clear=True, progress=purge_midway)
+    assert purges and purges[0].returncode == 0, purges[0].stderr if purges else "the reindex never embedded"
+    assert report["facts"] == 100
+    assert doomed not in {hit.id for hit in vault.search("vault door code alpha kilo", min_score=0, include_all=True)}
+    assert len(vault.search("garden shed roof", limit=200, min_score=0)) == 100
+    vault.close()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
+from typing import TypeVar
 
 from memvault.citations import accounted_ids, withheld_pages
 from memvault.dates import log_days
@@ -29,6 +30,8 @@ CANDIDATES_PER_HIT = 5
 CANDIDATES_MIN = 50
 # Tries of a search whose files vanished under it (a concurrent purge or checkout).
 VANISHED_ATTEMPTS = 4
+
+T = TypeVar("T")
 
 
 def model_spec(storage: Storage) -> ModelSpec:
@@ -94,9 +97,15 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
     Searches never wait for writers: when files or the index vanish under one (a purge deleting
     the index, a checkout replacing a log), it is asked again on what is there now.
     """
+    return _asked_again(storage, lambda: _search(storage, query, weights=weights, dense_only=dense_only,
+                                                 progress=progress))
+
+
+def _asked_again(storage: Storage, work: Callable[[], T]) -> T:
+    """`work()`, asked again (up to VANISHED_ATTEMPTS times) when files or the index vanish under it."""
     for attempt in range(1, VANISHED_ATTEMPTS + 1):
         try:
-            return _search(storage, query, weights=weights, dense_only=dense_only, progress=progress)
+            return work()
         except Exception as e:
             if attempt == VANISHED_ATTEMPTS or not _vanished(e):
                 raise
@@ -305,8 +314,15 @@ def _within(at: str | None, lower: datetime | None, upper: datetime | None) -> b
 
 
 def reindex(storage: Storage, clear: bool = False, progress: Progress | None = None) -> dict:
-    """Bring the index up to date (or rebuild it from scratch, aside); returns what was done."""
+    """Bring the index up to date (or rebuild it from scratch, aside); returns what was done.
+
+    A rebuild fills its new generation outside the index lock, so a purge in another process may
+    delete it midway (with the whole index folder): it is then done again on what is there now."""
     started = time.perf_counter()
+    return _asked_again(storage, lambda: _reindex(storage, clear, progress, started))
+
+
+def _reindex(storage: Storage, clear: bool, progress: Progress | None, started: float) -> dict:
     index = engine(storage)
     with _reporting(index, progress):
         if clear or not index.exists():
@@ -367,7 +383,7 @@ def _kinds(catalog) -> dict[str, int]:
 def index_status(storage: Storage, verify: bool = False) -> dict:
     """Documents indexed, documents still without a vector, and files that differ from the index;
     with `verify`, every vector row and catalog page is read and checked (doctor)."""
-    return engine(storage).status(verify=verify)
+    return _asked_again(storage, lambda: engine(storage).status(verify=verify))
 
 
 def refill_embedding_cache(storage: Storage) -> int:
