@@ -21,13 +21,14 @@ from memvault.index.search import engine, index_status, model_spec, refill_embed
 from memvault.pages import cited_ids, list_pages, read_page
 from memvault.storage.layout import (
     CONFIG_FILE,
+    DREAM_LOCK,
     LOGS_DIR,
     STATE_DIR,
     WRITE_LOCK,
     is_misdated_log,
     symlinks_in,
 )
-from memvault.storage.lock import held_by, orphaned_holder
+from memvault.storage.lock import held_by, holder, orphaned_holder
 from memvault.storage.store import Storage
 from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
 from memvault.sync_checks import ignored, own_paths
@@ -307,6 +308,13 @@ def check_purge(storage: Storage) -> Check:
     from memvault.purge import unfinished_purge
 
     ids = unfinished_purge(storage)
+    who = storage.lock_holder() if ids else None
+    if who is not None and holder(storage.lock_path(DREAM_LOCK)) is not None:
+        # The ids stay pending until the purge (or a sync adopting one) has finished, and it holds
+        # the dream and write locks all along (OS locks: they die with it). Both held: at work.
+        # (A dream holds both only for its commits, and an add never takes the dream lock.)
+        by = f" (pid {who['pid']}: {who['command']})" if who.get("pid") else ""
+        return Check("purge", OK, f"a purge of {len(ids)} fact(s) is under way{by}", ids)
     if ids:
         return Check("purge", FAIL, f"a purge of {len(ids)} fact(s) was interrupted before it finished: run "
                      f"`memvault purge {' '.join(ids)} --yes` again to finish it", ids)

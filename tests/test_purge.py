@@ -863,3 +863,30 @@ def test_a_reindex_whose_index_a_purge_deletes_midway_finishes_on_the_new_one(tm
     assert doomed not in {hit.id for hit in vault.search("vault door code alpha kilo", min_score=0, include_all=True)}
     assert len(vault.search("garden shed roof", limit=200, min_score=0)) == 100
     vault.close()
+
+
+def test_doctor_during_a_purge_says_it_is_under_way_not_interrupted(tmp_path):
+    """A purge records its ids as pending until it has finished (so a killed one is named), and
+    a live one holds the vault's locks all along. `doctor` run while it works (cron, another
+    terminal) used to fail the check (exit 1), calling it interrupted and asking for the same
+    purge to be run again; it says the purge is under way, exit 0."""
+    root = tmp_path / "v"
+    vault = Vault.init(root)
+    doomed = vault.add(SECRET).id
+    vault.add_many([f"topic {n}: the garden shed needs a new roof" for n in range(80)])
+    assert vault.search("garden shed")  # an index, which the purge rebuilds
+    (root / ".memvault" / "cache" / "embeddings.sqlite").unlink()  # so the rebuild embeds, telling progress
+    doctors: list[subprocess.CompletedProcess] = []
+
+    def doctor_midway(_phase: str, _done: int, _total: int) -> None:
+        if not doctors:
+            doctors.append(run_memvault("doctor", "--json", "--vault", str(root), timeout=120))
+
+    vault.purge([doomed], progress=doctor_midway)
+    assert doctors, "the purge's rebuild never reported progress"
+    assert doctors[0].returncode == 0, doctors[0].stdout
+    check = next(c for c in json.loads(doctors[0].stdout)["checks"] if c["name"] == "purge")
+    assert check["status"] == "ok" and "under way" in check["message"], check
+    after = run_memvault("doctor", "--json", "--vault", str(root))
+    assert after.returncode == 0 and "no unfinished purge" in after.stdout
+    vault.close()
