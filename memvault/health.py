@@ -270,11 +270,14 @@ def check_worktree(storage: Storage) -> Check:
     if storage.git.merge_in_progress():
         return Check(name, FAIL, "a git merge is in progress (a sync conflict being resolved by hand?): "
                      "finish it with `git commit` or abandon it with `git merge --abort`")
-    ours, temp, foreign = storage.uncommitted()
+    ours, temp, foreign, writer = _uncommitted_at_rest(storage)
     if not (ours or temp):
         if foreign:
             return Check(name, WARN, f"{len(foreign)} file(s) that are not part of the vault's layout are not "
                          "committed; memvault leaves them alone (commit or remove them yourself)", _shown(foreign))
+        if writer is not None:
+            by = f" (pid {writer['pid']}: {writer['command']})" if writer.get("pid") else ""
+            return Check(name, OK, f"working tree clean but for a write under way{by}, committing its changes")
         return Check(name, OK, "working tree clean")
     problems = []
     if ours:
@@ -283,6 +286,26 @@ def check_worktree(storage: Storage) -> Check:
         problems.append(f"{len(temp)} temp file(s) left by a killed git or memvault process")
     return Check(name, FAIL, "; ".join(problems), _shown(ours + temp + foreign),
                  fix="commit the vault's files as one commit (never other files) and delete the temp files")
+
+
+def _uncommitted_at_rest(storage: Storage, tries: int = 3) -> tuple[list[str], list[str], list[str], dict | None]:
+    """storage.uncommitted(), less what writes of other processes have under way: an add appends,
+    then commits, and a doctor looking in between (agents at work, doctor from cron) would call
+    its change uncommitted. The files a live writer's journal names are its own; a change seen
+    only while writers came and went (a write begun and done within one look, a temp file of
+    theirs) is gone when looked at again. Also returns the writer whose change was set aside."""
+    seen = None
+    for attempt in range(tries):
+        before, holder = storage.being_written()
+        ours, temp, foreign = storage.uncommitted()
+        after, later = storage.being_written()
+        busy = before | after
+        seen = seen or ((holder or later) if busy & set(ours) else None)
+        ours = [rel for rel in ours if rel not in busy]
+        if not (ours or temp) or attempt == tries - 1:
+            return ours, temp, foreign, seen
+        time.sleep(0.05)
+    raise AssertionError("unreachable")
 
 
 def repair_worktree(storage: Storage) -> list[str]:

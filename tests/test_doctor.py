@@ -190,3 +190,54 @@ def test_without_the_model_doctor_does_not_offer_a_reindex_that_cannot_help(vaul
         assert "reindex" not in json.dumps(index)
     text = memvault("doctor").stdout
     assert "would reindex" not in text and "embedding model" in text
+
+
+def test_a_write_under_way_in_another_process_is_not_called_uncommitted(vault_dir, vault):
+    """Concurrency tried: `memvault doctor` (a cron health check) while agents add. An add appends
+    to today's log, then commits; doctor looking in between used to fail (exit 1) "1 uncommitted
+    change(s) to the vault's files", 2 runs in 6 beside four writers. The writer is caught here
+    between its append and its commit and stopped there (SIGSTOP, its git children too): the
+    changes its journal names are its own, under way, and doctor passes."""
+    import signal
+    import subprocess
+    import sys
+
+    first = vault.add("the first fact of the day")
+    log = vault_dir / first.path
+    journal = vault_dir / ".memvault" / "journal.json"
+    for attempt in range(60):
+        size = log.stat().st_size
+        writer = subprocess.Popen([sys.executable, "-m", "memvault", "add", f"fact number {attempt}", "--vault",
+                                   str(vault_dir)], start_new_session=True, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        caught = False
+        while writer.poll() is None and not caught:
+            if journal.exists() and log.stat().st_size > size:
+                os.killpg(writer.pid, signal.SIGSTOP)
+                # appended and not committed yet (else this attempt proves nothing: let it go on)
+                caught = bool(git(vault_dir, "status", "--porcelain", "--", first.path).strip())
+                if not caught:
+                    os.killpg(writer.pid, signal.SIGCONT)
+        if caught:
+            break
+        assert writer.wait(timeout=60) == 0
+    else:
+        raise AssertionError("never caught a writer between its append and its commit")
+    try:
+        doctor = subprocess.run([sys.executable, "-m", "memvault", "doctor", "--json", "--vault", str(vault_dir)],
+                                capture_output=True, text=True, timeout=120)
+    finally:
+        os.killpg(writer.pid, signal.SIGCONT)
+    assert writer.wait(timeout=60) == 0
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["uncommitted changes"]["status"] == "ok", checks["uncommitted changes"]
+    assert "under way" in checks["uncommitted changes"]["message"]
+    assert doctor.returncode == 0, [c for c in checks.values() if c["status"] == "fail"]
+    assert is_clean(vault_dir)
+    # A change nobody is writing is still named.
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write("- a hand edit left uncommitted\n")
+    after = subprocess.run([sys.executable, "-m", "memvault", "doctor", "--json", "--vault", str(vault_dir)],
+                           capture_output=True, text=True, timeout=120)
+    assert after.returncode == 1
+    assert {c["name"]: c for c in json.loads(after.stdout)["checks"]}["uncommitted changes"]["status"] == "fail"

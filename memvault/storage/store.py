@@ -188,6 +188,19 @@ class Storage:
         """Who holds the write lock right now (None when nobody does)."""
         return lock.holder(self.lock_path(WRITE_LOCK))
 
+    def being_written(self) -> tuple[set[str], dict | None]:
+        """The paths a write under way may have changed without committing them yet (its journal
+        names them), and who writes (the write lock's holder); (empty, None) when nobody does.
+        Reads only: unlike the recovery, an unreadable journal is left alone (its writer lives)."""
+        holder = self.lock_holder()
+        if holder is None:
+            return set(), None
+        try:
+            data = json.loads(self.journal.path.read_text(encoding="utf-8"))
+            return {str(p) for p in data.get("paths") or []}, holder
+        except (OSError, ValueError, AttributeError, TypeError):
+            return set(), holder
+
     @contextmanager
     def transaction(self, kind: str, paths: Iterable[str], message: str, *, claims: Iterable[str] = (),
                     own: str | None = None) -> Iterator[None]:
