@@ -298,12 +298,7 @@ class GitStore:
         before that check (same inode and times) and older than it: while a stale lock exists no git
         can create it anew, so what is removed is never a live git's lock.
         """
-        seen = {}
-        for path in self.stale_locks():
-            try:
-                seen[path] = _identity_of(path.stat())
-            except OSError:
-                continue
+        seen = self._lock_identities()
         if not seen:
             return []
         # One clearer at a time: two could otherwise both pass the checks and the second remove
@@ -323,13 +318,8 @@ class GitStore:
             if git_running_in(self.root):
                 return []
             removed = []
-            for path, before in seen.items():
+            for path in _unchanged_since(seen, scanned):
                 try:
-                    stat = path.stat()
-                    # The same file, and made before the scan began: never one a git created after
-                    # the scan found no git (file times are coarse, hence the margin).
-                    if _identity_of(stat) != before or stat.st_mtime > scanned - STALE_MARGIN_SECONDS:
-                        continue
                     path.unlink()
                 except OSError:
                     continue  # gone meanwhile: nothing to do
@@ -338,9 +328,44 @@ class GitStore:
         finally:
             os.close(mutex)
 
+    def abandoned_locks(self) -> list[Path]:
+        """The lock files killed git processes left, judged as clear_stale_locks judges them but
+        removing nothing (doctor): a lock seen just before its git finished is gone, or another
+        file, by the time no git is found working in the vault, so it is no killed git's."""
+        seen = self._lock_identities()
+        if not seen:
+            return []
+        scanned = time.time()
+        if git_running_in(self.root):
+            return []
+        return _unchanged_since(seen, scanned)
+
+    def _lock_identities(self) -> dict[Path, tuple[int, int, int, int]]:
+        seen = {}
+        for path in self.stale_locks():
+            try:
+                seen[path] = _identity_of(path.stat())
+            except OSError:
+                continue
+        return seen
+
 
 def _identity_of(stat: os.stat_result) -> tuple[int, int, int, int]:
     return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _unchanged_since(seen: dict[Path, tuple[int, int, int, int]], scanned: float) -> list[Path]:
+    """The locks still there as they were seen, and made before the scan for git processes began:
+    never one a git created after the scan found no git (file times are coarse, hence the margin)."""
+    kept = []
+    for path, before in seen.items():
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # gone meanwhile: its git finished
+        if _identity_of(stat) == before and stat.st_mtime <= scanned - STALE_MARGIN_SECONDS:
+            kept.append(path)
+    return kept
 
 
 def execute(command: list[str], env: dict[str, str], *, timeout: float | None = None,

@@ -15,7 +15,7 @@ from pathlib import Path
 from memvault.citations import pages_citing
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
-from memvault.gitstore import GitStore, execute, git_running_in
+from memvault.gitstore import GitStore, execute
 from memvault.index import location
 from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex
 from memvault.pages import cited_ids, list_pages, read_page
@@ -243,8 +243,8 @@ def check_locks(storage: Storage) -> Check:
         stale_record = orphaned_holder(storage.lock_path(WRITE_LOCK)) is not None
     if storage.journal.exists() and not holder:
         problems.append(f"an interrupted command left a change half-done ({storage.relpath(storage.journal.path)})")
-    git_locks = storage.git.stale_locks()
-    if git_locks and not git_running_in(storage.root):
+    git_locks = storage.git.abandoned_locks()
+    if git_locks:
         names = ", ".join(storage.relpath(p) for p in git_locks)
         problems.append(f"stale git lock file(s) left by a killed git process: {names}")
     if problems:

@@ -330,3 +330,38 @@ def test_a_journal_from_an_older_memvault_is_rolled_back_too(vault):
     result = run_memvault("status", "--vault", str(vault.root))
     assert result.returncode == 0, result.stderr
     assert not path.exists() and not journal.exists() and is_clean(vault.root)
+
+
+def test_doctor_never_calls_stale_the_lock_of_a_git_that_finished_while_it_looked(vault_dir, monkeypatch):
+    """Concurrency tried: `doctor` beside a writer. A git lock is stale when no git process works
+    in the vault; doctor listed the lock files, then looked for git processes, so a git that
+    finished in between (its lock gone with it) was taken for a killed one: "stale git lock
+    file(s) left by a killed git process: .git/index.lock", exit 1, 43 times in 16,800 checks
+    beside one writer adding in a loop. Here a real git holds index.lock and ends just before the
+    look; only a lock still there, the same file, is called stale."""
+    from memvault import gitstore, health
+
+    vault = Vault.open(vault_dir)
+    git_proc = _git_holding_index_lock(vault_dir, 1)
+    looks = []
+
+    def git_ends_first(root):
+        if not looks:
+            git_proc.wait(timeout=30)  # the editor's time is up: git aborts and removes its locks
+            assert not (vault_dir / ".git" / "index.lock").exists()
+        looks.append(root)
+        return gitstore.git_running_in.__wrapped__(root)
+
+    git_ends_first.__wrapped__ = gitstore.git_running_in
+    monkeypatch.setattr(gitstore, "git_running_in", git_ends_first)
+    monkeypatch.setattr(health, "git_running_in", git_ends_first, raising=False)
+    check = health.check_locks(vault.storage)
+    assert looks, "the check never looked for git processes"
+    assert check.status == "ok", check.message
+    # A lock nobody holds is still named.
+    (vault_dir / ".git" / "index.lock").write_text("")
+    time.sleep(0.2)  # (older than the margin for coarse file times)
+    monkeypatch.undo()
+    check = health.check_locks(vault.storage)
+    assert check.status == "fail" and ".git/index.lock" in check.message
+    vault.close()
