@@ -163,3 +163,43 @@ def test_template_is_what_init_copies(tmp_path):
     for path in repo_template.rglob("*"):
         if path.is_file():
             assert (root / path.relative_to(repo_template)).read_bytes() == path.read_bytes()
+
+
+def test_a_vault_kept_open_answers_from_any_thread(tmp_path):
+    """Concurrency tried: a long-lived Vault in an async agent: blocking calls go to `asyncio.to_thread`, a pool
+    thread that changes from call to call. Every search after the first one's thread used to fail
+    with sqlite's "SQLite objects created in a thread can only be used in that same thread" (the
+    embedding cache's connection), as soon as a new fact needed a vector."""
+    import asyncio
+
+    vault = Vault.init(tmp_path / "v")
+    first = vault.add("Alice prefers green tea")
+    assert [hit.id for hit in vault.search("green tea")] == [first.id]
+
+    async def agent() -> list[list[str]]:
+        found = []
+        for n in range(3):
+            fact = await asyncio.to_thread(vault.add, f"Bob drinks coffee number {n}")
+            hits = await asyncio.to_thread(vault.search, f"coffee number {n}", min_score=0)
+            found.append(fact.id in {hit.id for hit in hits})
+            bundle = await asyncio.to_thread(vault.context, "coffee", budget=400)
+            found.append(fact.id in bundle.markdown)
+        return found
+
+    assert asyncio.run(agent()) == [True] * 6
+
+    # Shared by threads at once, its calls take turns (they failed now and then with sqlite's
+    # "cannot commit transaction - SQL statements in progress" or "database table is locked").
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one_agent(n: int) -> bool:
+        found = True
+        for k in range(6):
+            fact = vault.add(f"agent {n} learned thing {k}")
+            found &= fact.id in {hit.id for hit in vault.search(f"agent {n} thing {k}", min_score=0)}
+            vault.context("agent", budget=300)
+        return found
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(one_agent, range(4))) == [True] * 4
+    vault.close()

@@ -263,7 +263,9 @@ class EmbeddingCache:
             return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+        # Not tied to the opening thread (as the catalog's is not): a Vault kept open is called
+        # from whichever thread its program has free (asyncio.to_thread), one call at a time.
+        db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")

@@ -102,10 +102,12 @@ def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_W
 
 
 def _asked_again(storage: Storage, work: Callable[[], T]) -> T:
-    """`work()`, asked again (up to VANISHED_ATTEMPTS times) when files or the index vanish under it."""
+    """`work()`, asked again (up to VANISHED_ATTEMPTS times) when files or the index vanish under it;
+    in turn with the other index calls of this storage's threads."""
     for attempt in range(1, VANISHED_ATTEMPTS + 1):
         try:
-            return work()
+            with storage.index_turn:
+                return work()
         except Exception as e:
             if attempt == VANISHED_ATTEMPTS or not _vanished(e):
                 raise
@@ -356,7 +358,7 @@ def purge_index(storage: Storage, texts: list[str], progress: Progress | None = 
     index = engine(storage)
     built = index.exists()
     removed = 0
-    with index.lock():
+    with storage.index_turn, index.lock():
         storage.close()  # the open generation, if any: its files are about to go
         shutil.rmtree(index.root, ignore_errors=True)
         # This user's copies of the vault made while it could not be written hold them too.
@@ -388,7 +390,8 @@ def index_status(storage: Storage, verify: bool = False) -> dict:
 
 def refill_embedding_cache(storage: Storage) -> int:
     """Put the index's verified vectors back into the (emptied) embedding cache; how many."""
-    return engine(storage).refill_cache()
+    with storage.index_turn:
+        return engine(storage).refill_cache()
 
 
 def index_built(storage: Storage) -> bool:

@@ -1,12 +1,12 @@
 """The threads that own the server's vault: reads on one, writes on another, off the event loop.
 
-Vault methods block (git, the write lock, embedding) and the open search index is not meant for
-concurrent use; its embedding cache is a sqlite connection tied to the thread that opened it. So
-every read (search, context, recent, show, status, MEMORY.md) goes to one thread that owns the
-warm Vault, in order. Writes (add, forget) go to a second thread with a Vault of their own: a
-write waiting for the write lock held by another process (a dream, a sync, another agent) then
-delays only the writes behind it, never a search. The two Vaults share nothing but the files:
-the reads see a write as they see another process's, by the index's freshness check.
+Vault methods block (git, the write lock, embedding) and the open search index serves one call at
+a time (a Vault's index calls take turns). So every read (search, context, recent, show, status,
+MEMORY.md) goes to one thread that owns the warm Vault, in order. Writes (add, forget) go to a
+second thread with a Vault of their own: a write waiting for the write lock held by another
+process (a dream, a sync, another agent) then delays only the writes behind it, never a search.
+The two Vaults share nothing but the files: the reads see a write as they see another process's,
+by the index's freshness check.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import errno
 import json
 import logging
 import os
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -90,6 +91,9 @@ class Storage:
         # The search engine memvault.index opens on first use, kept here so a long-lived process
         # (the MCP server, the Python API) pays the index opening and model load once.
         self.search_index = None
+        # Its calls take turns: a Vault may be shared by a program's threads, and the open index
+        # (its generation, folder watch, embedding cache connection) serves one call at a time.
+        self.index_turn = threading.RLock()
         self.journal = Journal(self.root / JOURNAL_FILE)
         self.queue = Queue(self.root / QUEUE_DIR)
 
