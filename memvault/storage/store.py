@@ -99,9 +99,10 @@ class Storage:
 
     def close(self) -> None:
         """Release what the storage holds open (the search index), e.g. before deleting the vault."""
-        if self.search_index is not None:
-            self.search_index.close()
-            self.search_index = None
+        with self.index_turn:  # never under another thread's search
+            if self.search_index is not None:
+                self.search_index.close()
+                self.search_index = None
 
     # -- paths ----------------------------------------------------------------------------------
 
