@@ -276,8 +276,8 @@ def check_worktree(storage: Storage) -> Check:
             return Check(name, WARN, f"{len(foreign)} file(s) that are not part of the vault's layout are not "
                          "committed; memvault leaves them alone (commit or remove them yourself)", _shown(foreign))
         if writer is not None:
-            by = f" (pid {writer['pid']}: {writer['command']})" if writer.get("pid") else ""
-            return Check(name, OK, f"working tree clean but for a write under way{by}, committing its changes")
+            return Check(name, OK, f"working tree clean but for a write under way{_process(writer)}, committing "
+                         "its changes")
         return Check(name, OK, "working tree clean")
     problems = []
     if ours:
@@ -286,6 +286,11 @@ def check_worktree(storage: Storage) -> Check:
         problems.append(f"{len(temp)} temp file(s) left by a killed git or memvault process")
     return Check(name, FAIL, "; ".join(problems), _shown(ours + temp + foreign),
                  fix="commit the vault's files as one commit (never other files) and delete the temp files")
+
+
+def _process(who: dict) -> str:
+    """What to say of a lock holder: " (pid N: command)", or "" when it left no record."""
+    return f" (pid {who['pid']}: {who['command']})" if who.get("pid") else ""
 
 
 def _uncommitted_at_rest(storage: Storage, tries: int = 3) -> tuple[list[str], list[str], list[str], dict | None]:
@@ -336,8 +341,7 @@ def check_purge(storage: Storage) -> Check:
         # The ids stay pending until the purge (or a sync adopting one) has finished, and it holds
         # the dream and write locks all along (OS locks: they die with it). Both held: at work.
         # (A dream holds both only for its commits, and an add never takes the dream lock.)
-        by = f" (pid {who['pid']}: {who['command']})" if who.get("pid") else ""
-        return Check("purge", OK, f"a purge of {len(ids)} fact(s) is under way{by}", ids)
+        return Check("purge", OK, f"a purge of {len(ids)} fact(s) is under way{_process(who)}", ids)
     if ids:
         return Check("purge", FAIL, f"a purge of {len(ids)} fact(s) was interrupted before it finished: run "
                      f"`memvault purge {' '.join(ids)} --yes` again to finish it", ids)
