@@ -198,3 +198,17 @@ def worded(error: BaseException) -> str:
     its type and message."""
     clear = unwritable_in(error)
     return str(clear) if clear is not None else f"{type(error).__name__}: {error}"
+
+
+# An error quotes what it was given (an id, a category, a date): 100 KB typed as an id made a
+# 100 KB error line. Its start says what went wrong and its end what to do, so the middle goes.
+MESSAGE_MAX_CHARS = 1000
+
+
+def one_line(message: str) -> str:
+    """An error message as it is shown: on one line, and at most MESSAGE_MAX_CHARS characters."""
+    message = " ".join(message.split()) if "\n" in message else message
+    if len(message) <= MESSAGE_MAX_CHARS:
+        return message
+    left_out = len(message) - 700
+    return f"{message[:500]} … ({left_out:,} characters left out) … {message[-200:]}"

@@ -259,3 +259,19 @@ def test_a_byte_order_mark_opening_stdin_is_no_part_of_a_fact_or_query(vault_dir
     assert found.returncode == 0, found.stderr
     line = json.loads(found.stdout.splitlines()[0])
     assert line["query"] == "bom line" and [hit["text"] for hit in line["hits"]] == ["bom line"]
+
+
+def test_an_error_quoting_a_huge_value_stays_a_short_line(vault_dir):
+    """Bad inputs tried: a 100,000-character id (show, forget), category and date. Each error quoted
+    the value whole: a 100 KB error line on a terminal, in a log, in an agent's context."""
+    huge = "x" * 100_000
+    for args, code in ((["show", huge], ExitCode.NOT_FOUND), (["forget", huge], ExitCode.NOT_FOUND),
+                       (["add", "a fact", "--category", huge], ExitCode.USAGE),
+                       (["recent", "--since", huge], ExitCode.USAGE)):
+        for json_flag in ([], ["--json"]):
+            done = run_memvault(*args, *json_flag, "--vault", str(vault_dir))
+            assert done.returncode == code, (args[0], done.stderr[:300])
+            assert done.stderr.count("\n") == 1 and len(done.stderr) < 1_200, (args[0], len(done.stderr))
+            message = json.loads(done.stderr)["error"]["message"] if json_flag else done.stderr
+            assert "characters left out" in message, message
+    assert commit_count(vault_dir) == 1  # nothing was written

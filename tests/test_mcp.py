@@ -189,6 +189,7 @@ BAD_CALLS = [
     ("search", {"query": "word " * 2001}, "search query is too long (10005 characters, at most 10000)", 2),
     ("recent", {"limit": -1}, "limit must be at least 1", 2),
     ("show", {"id": "0000000000000000"}, "no fact with id '0000000000000000'", 3),
+    ("show", {"id": "x" * 100_000}, "characters left out) …", 3),  # not a 100 KB error line
     ("forget", {"id": "nonsense"}, "nonsense", 3),
     ("forget", {"id": "0000000000000000", "reason": "a\nb"}, "reason must be one line", 2),
     ("context", {"budget": 0}, "budget must be a whole number", 2),
@@ -218,9 +219,9 @@ def test_a_string_that_looks_like_json_stays_the_string_sent(server):
 def test_bad_calls_are_one_line_tool_errors_and_change_nothing(server):
     """Every bad argument (empty text, unknown category, importance out of range, a date memvault
     cannot read, a bad tag, a NUL byte, a missing or mistyped argument, a misspelt argument name,
-    an inverted range, a query over 10000 characters, unknown ids, a multi-line reason, a zero
-    budget, an unknown tool) is an MCP tool error with one line and the CLI's exit code; nothing is
-    written and the server stays up."""
+    an inverted range, a query over 10000 characters, unknown ids (one of 100,000 characters), a
+    multi-line reason, a zero budget, an unknown tool) is an MCP tool error with one line and the
+    CLI's exit code; nothing is written and the server stays up."""
     before, files = commit_count(server.vault), git(server.vault, "ls-files")
     for tool, arguments, message, code in BAD_CALLS:
         result = server.call(tool, **arguments)

@@ -22,7 +22,7 @@ from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
-from memvault.errors import ExitCode, MemvaultError, Terminated, unwritable_in
+from memvault.errors import ExitCode, MemvaultError, Terminated, one_line, unwritable_in
 from memvault.gitstore import GIT_MISSING
 
 
@@ -165,7 +165,7 @@ def quiet_stdout() -> None:
 
 
 def _fail(kind: str, message: str, code: int, wants_json: bool) -> None:
-    message = " ".join(message.split()) if "\n" in message else message
+    message = one_line(message)
     if wants_json:
         sys.stderr.write(json.dumps({"error": {"type": kind, "message": message, "exit_code": int(code)}}) + "\n")
     else:

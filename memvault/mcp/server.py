@@ -27,7 +27,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memvault import __version__
-from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, unwritable_in
+from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, one_line, unwritable_in
 from memvault.index import vectors
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
@@ -142,7 +142,7 @@ def error_result(error: Exception) -> CallToolResult:
         detail = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
         kind, message, code = "InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)", \
             int(ExitCode.ERROR)
-    message = " ".join(message.split()) if "\n" in message else message
+    message = one_line(message)
     return CallToolResult(content=[TextContent(type="text", text=message)],
                           structured_content={"error": {"type": kind, "message": message, "exit_code": code}},
                           is_error=True)
