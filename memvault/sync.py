@@ -543,7 +543,14 @@ def clone(url: str, root: Path) -> Path:
     elif store.head() is not None:
         store.run("reset", "-q", "--hard")
     if not (root / CONFIG_FILE).is_file() or (root / CONFIG_FILE).is_symlink():
+        vaults = [] if branch else [b for b in _branches(store) if _holds(store, f"{REMOTE}/{b}", CONFIG_FILE)]
         _remove(root, created)
+        if vaults:  # several branches, none named main, and HEAD names none of them
+            raise InvalidInput(
+                f"{url} holds a vault on several branches ({shown(vaults)}) and its HEAD names none of them; "
+                f"clone one with `git clone -b {vaults[0]} {url} DIR` (memvault sets it up on first use), or make "
+                "the remote's HEAD name it"
+            )
         raise InvalidInput(
             f"{url} holds no memvault vault (no {CONFIG_FILE}); to publish one, run "
             "`memvault remote set URL` and `memvault sync` in an existing vault"
@@ -558,9 +565,14 @@ def _vault_branch(store) -> str | None:
     main), so its main branch, or its only one; None when HEAD holds one (or nothing does)."""
     if store.head() is not None and _holds(store, "HEAD", CONFIG_FILE):
         return None
-    branches = store.run("for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/{REMOTE}").split()
-    branches = [b for b in branches if b != "HEAD"]
+    branches = _branches(store)
     return "main" if "main" in branches else (branches[0] if len(branches) == 1 else None)
+
+
+def _branches(store) -> list[str]:
+    """The remote's branches, as this clone fetched them."""
+    names = store.run("for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/{REMOTE}").split()
+    return [name for name in names if name != "HEAD"]
 
 
 def _holds(store, rev: str, path: str) -> bool:

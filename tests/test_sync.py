@@ -234,6 +234,20 @@ def test_unreachable_remote_is_a_clear_error_and_changes_nothing(tmp_path, vault
     assert done.returncode == ExitCode.USAGE and "not empty" in done.stderr
 
 
+def test_a_remote_with_vaults_on_branches_its_head_does_not_name_says_which(tmp_path, vault_dir):
+    """Bad input tried: a bare remote (HEAD master, never pushed) holding a vault on two branches,
+    neither named main. clone said it held no vault at all."""
+    remote = _remote(tmp_path)
+    Vault(vault_dir).add("Alice drinks green tea")
+    git(vault_dir, "push", "-q", str(remote), "main:work", "main:home")
+    target = tmp_path / "clone-target"
+    done = run_memvault("clone", str(remote), str(target))
+    assert done.returncode == ExitCode.USAGE and not target.exists(), done.stderr
+    assert "several branches (home, work)" in done.stderr and "git clone -b home" in done.stderr, done.stderr
+    git(tmp_path, "clone", "-q", "-b", "home", str(remote), str(target))
+    assert "Alice drinks green tea" in run_memvault("recent", "--vault", str(target)).stdout
+
+
 def test_a_plain_git_clone_gets_the_merge_driver_on_first_open(tmp_path):
     """git config is not pushed: opening a vault installs the driver; `sync` with nothing new is a no-op."""
     remote, a, _ = _machines(tmp_path)
