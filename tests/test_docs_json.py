@@ -232,7 +232,13 @@ def test_error_types_are_the_documented_ones(cli, vault_dir, tmp_path):
     shutil.rmtree(broken / ".git")
     (broken / ".git").mkdir()
     recent = run_memvault("recent", "--json", "--vault", str(broken))
-    for result, code in ((dream, 5), (recent, 3)):
+    stopped = tmp_path / "stopped"  # a pending day whose log has a line that does not parse
+    assert cli("init", str(stopped), vault=False).exit_code == 0
+    assert cli("add", "Bob fixed the tap", "--at", "2026-01-02", "--vault", str(stopped), vault=False).exit_code == 0
+    with open(stopped / "logs" / "2026" / "2026-01-02.md", "a") as log:
+        log.write("a line typed by hand\n")
+    halted = run_memvault("dream", "--dry-run", "--json", "--vault", str(stopped), env=env, timeout=120)
+    for result, code in ((dream, 5), (recent, 3), (halted, 1)):
         assert result.returncode == code, result.stderr
         error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
         assert error["exit_code"] == code and error["type"] in documented, error
