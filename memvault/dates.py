@@ -80,7 +80,7 @@ def _as_bound(value: Bound, tz: tzinfo, *, end: bool, now: datetime | None, opti
     if isinstance(value, datetime):
         check_plausible(value, option)
         # In the vault's zone, as every bound is: a page dated by day only is compared by date.
-        return value.astimezone(tz) if value.tzinfo else value.replace(tzinfo=tz)
+        return _in_zone(value, tz) if value.tzinfo else value.replace(tzinfo=tz)
     if isinstance(value, date):
         check_plausible(value, option)
         return _day_bound(value, tz, end)
@@ -161,6 +161,16 @@ def _parse_iso(value: str, tz: tzinfo, *, option: str) -> datetime:
     check_plausible(moment, option, value)
     if moment.tzinfo is None:
         return moment.replace(tzinfo=tz)
-    moment = moment.astimezone(tz)
+    moment = _in_zone(moment, tz)
     check_plausible(moment, option, value)  # 1900-01-01T00:30+01:00 is still 1899 in UTC
     return moment
+
+
+def _in_zone(moment: datetime, tz: tzinfo) -> datetime:
+    """An aware time in the vault's zone. Past the calendar's end there (9999-12-31T20:00+00:00 is
+    in year 10000 in Tokyo; a script's `datetime.max` as "no upper bound") it is that end itself:
+    the conversion overflowed, an unexpected error, exit 1."""
+    try:
+        return moment.astimezone(tz)
+    except OverflowError:
+        return (datetime.max if moment.year > 1 else datetime.min).replace(tzinfo=tz)

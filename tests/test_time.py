@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -48,6 +48,21 @@ def test_api_bounds_in_another_zone_than_the_vault_s(vault_dir):
     assert [h.id for h in vault.search("penguins fed", since=since, include_all=True)] == [fact.id]
     until = datetime(2026, 11, 21, 5, 0, tzinfo=kiritimati)  # 2026-11-20T15:00 UTC: before it too
     assert vault.recent(until=until) == []
+
+
+def test_a_bound_at_the_calendar_s_end_in_another_zone_is_no_error(cli, monkeypatch):
+    """Bad inputs tried: `datetime.max` in UTC as a script's "no upper bound", and
+    9999-12-31T20:00+00:00 typed on the CLI, in a vault east of UTC, where both are in year 10000:
+    an unexpected OverflowError (exit 1). They bound nothing now."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    fact_id = cli("add", "The lantern festival is in August").stdout.strip()
+    for command in (["recent"], ["search", "lantern festival"]):
+        result = cli(*command, "--until", "9999-12-31T20:00+00:00", "--json")
+        assert _ids(result) == [fact_id], result.stderr
+    vault = Vault.open(cli.vault_dir)
+    assert [h.id for h in vault.search("lantern festival", until=datetime.max.replace(tzinfo=UTC))] == [fact_id]
+    assert [f.id for f in vault.recent(until=datetime.max.replace(tzinfo=UTC))] == [fact_id]
+    assert vault.recent(since=datetime.max.replace(tzinfo=UTC)) == []
 
 
 def test_hours_ago_are_elapsed_hours_across_a_dst_change():
