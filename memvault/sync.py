@@ -543,9 +543,9 @@ def clone(url: str, root: Path) -> Path:
     elif store.head() is not None:
         store.run("reset", "-q", "--hard")
     if not (root / CONFIG_FILE).is_file() or (root / CONFIG_FILE).is_symlink():
-        vaults = [] if branch else [b for b in _branches(store) if _holds(store, f"{REMOTE}/{b}", CONFIG_FILE)]
+        vaults = [] if branch else _vault_branches(store)
         _remove(root, created)
-        if vaults:  # several branches, none named main, and HEAD names none of them
+        if vaults:  # several, none named main, and HEAD names none of them
             raise InvalidInput(
                 f"{url} holds a vault on several branches ({shown(vaults)}) and its HEAD names none of them; "
                 f"clone one with `git clone -b {vaults[0]} {url} DIR` (memvault sets it up on first use), or make "
@@ -562,17 +562,25 @@ def clone(url: str, root: Path) -> Path:
 def _vault_branch(store) -> str | None:
     """The branch to check out when the remote's HEAD holds no vault: a bare remote made by
     `git init --bare` may name a HEAD branch that was never pushed (master, while vaults use
-    main), so its main branch, or its only one; None when HEAD holds one (or nothing does)."""
+    main), so its main branch, or the only one holding a vault; None when HEAD holds one (or
+    nothing does, or several branches do)."""
     if store.head() is not None and _holds(store, "HEAD", CONFIG_FILE):
         return None
-    branches = _branches(store)
-    return "main" if "main" in branches else (branches[0] if len(branches) == 1 else None)
+    vaults = _vault_branches(store)
+    return "main" if "main" in vaults else (vaults[0] if len(vaults) == 1 else None)
 
 
-def _branches(store) -> list[str]:
-    """The remote's branches, as this clone fetched them."""
+def _vault_branches(store) -> list[str]:
+    """The remote's branches (as this clone fetched them) whose tree holds a vault, asked of one
+    git process: a remote may have many branches."""
     names = store.run("for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/{REMOTE}").split()
-    return [name for name in names if name != "HEAD"]
+    names = [name for name in names if name != "HEAD"]
+    if not names:
+        return []
+    found = store.run("cat-file", "--batch-check",
+                      input="".join(f"refs/remotes/{REMOTE}/{name}:{CONFIG_FILE}\n" for name in names)).split("\n")
+    # each line "<sha> blob <size>", or "<name> missing"
+    return [name for name, line in zip(names, found, strict=True) if line.split(" ")[1:2] == ["blob"]]
 
 
 def _holds(store, rev: str, path: str) -> bool:

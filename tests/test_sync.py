@@ -236,7 +236,8 @@ def test_unreachable_remote_is_a_clear_error_and_changes_nothing(tmp_path, vault
 
 def test_a_remote_with_vaults_on_branches_its_head_does_not_name_says_which(tmp_path, vault_dir):
     """Bad input tried: a bare remote (HEAD master, never pushed) holding a vault on two branches,
-    neither named main. clone said it held no vault at all."""
+    neither named main: clone said it held no vault at all. With one vault branch beside a main
+    that holds none, clone checked out main and said the same."""
     remote = _remote(tmp_path)
     Vault(vault_dir).add("Alice drinks green tea")
     git(vault_dir, "push", "-q", str(remote), "main:work", "main:home")
@@ -246,6 +247,21 @@ def test_a_remote_with_vaults_on_branches_its_head_does_not_name_says_which(tmp_
     assert "several branches (home, work)" in done.stderr and "git clone -b home" in done.stderr, done.stderr
     git(tmp_path, "clone", "-q", "-b", "home", str(remote), str(target))
     assert "Alice drinks green tea" in run_memvault("recent", "--vault", str(target)).stdout
+
+    # One branch holding a vault among others (a main without one): clone takes that branch.
+    other = _remote(tmp_path / "other")
+    git(vault_dir, "push", "-q", str(other), "main:work")
+    readme = tmp_path / "readme"
+    git(tmp_path, "init", "-q", "-b", "main", str(readme))
+    (readme / "README").write_text("not a vault\n")
+    git(readme, "add", "README")
+    git(readme, "commit", "-qm", "readme")
+    git(readme, "push", "-q", str(other), "main:main", "main:notes")
+    third = tmp_path / "third"
+    done = run_memvault("clone", str(other), str(third))
+    assert done.returncode == 0, done.stderr
+    assert git(third, "rev-parse", "--abbrev-ref", "HEAD").strip() == "work"
+    assert "Alice drinks green tea" in run_memvault("recent", "--vault", str(third)).stdout
 
 
 def test_a_plain_git_clone_gets_the_merge_driver_on_first_open(tmp_path):
