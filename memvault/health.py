@@ -486,11 +486,12 @@ def repair_embedding_cache(storage: Storage) -> list[str]:
     path = _embedding_cache(storage)
     if cache_problem(path) is None:
         return []
-    index = storage.search_index
-    if index is not None:
-        index.close()  # its open cache connection would keep the deleted file
-    delete_cache(path)
-    refilled = refill_embedding_cache(storage)
+    with storage.index_turn:  # never under another thread's search
+        index = storage.search_index
+        if index is not None:
+            index.close()  # its open cache connection would keep the deleted file
+        delete_cache(path)
+        refilled = refill_embedding_cache(storage)
     return [f"deleted the damaged embedding cache; refilled {refilled} vector(s) from the search index"]
 
 
