@@ -168,8 +168,8 @@ def _parse_iso(value: str, tz: tzinfo, *, option: str) -> datetime:
 
 def _in_zone(moment: datetime, tz: tzinfo) -> datetime:
     """An aware time in the vault's zone. Past the calendar's end there (9999-12-31T20:00+00:00 is
-    in year 10000 in Tokyo; a script's `datetime.max` as "no upper bound") it is that end itself:
-    the conversion overflowed, an unexpected error, exit 1."""
+    in year 10000 in Tokyo; a script's `datetime.max` as "no upper bound") it is that end itself,
+    where the conversion would overflow."""
     try:
         return moment.astimezone(tz)
     except OverflowError:

@@ -203,6 +203,7 @@ def worded(error: BaseException) -> str:
 # An error quotes what it was given (an id, a category, a date): 100 KB typed as an id made a
 # 100 KB error line. Its start says what went wrong and its end what to do, so the middle goes.
 MESSAGE_MAX_CHARS = 1000
+_KEPT_HEAD, _KEPT_TAIL = 500, 200
 
 
 def one_line(message: str) -> str:
@@ -210,5 +211,5 @@ def one_line(message: str) -> str:
     message = " ".join(message.split()) if "\n" in message else message
     if len(message) <= MESSAGE_MAX_CHARS:
         return message
-    left_out = len(message) - 700
-    return f"{message[:500]} … ({left_out:,} characters left out) … {message[-200:]}"
+    left_out = len(message) - _KEPT_HEAD - _KEPT_TAIL
+    return f"{message[:_KEPT_HEAD]} … ({left_out:,} characters left out) … {message[-_KEPT_TAIL:]}"

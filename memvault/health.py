@@ -301,16 +301,17 @@ def _uncommitted_at_rest(storage: Storage, tries: int = 3) -> tuple[list[str], l
     theirs) is gone when looked at again. Also returns the writer whose change was set aside."""
     seen = None
     for attempt in range(tries):
+        if attempt:
+            time.sleep(0.05)
         before, holder = storage.being_written()
         ours, temp, foreign = storage.uncommitted()
         after, later = storage.being_written()
         busy = before | after
         seen = seen or ((holder or later) if busy & set(ours) else None)
         ours = [rel for rel in ours if rel not in busy]
-        if not (ours or temp) or attempt == tries - 1:
-            return ours, temp, foreign, seen
-        time.sleep(0.05)
-    raise AssertionError("unreachable")
+        if not (ours or temp):
+            break
+    return ours, temp, foreign, seen
 
 
 def repair_worktree(storage: Storage) -> list[str]:

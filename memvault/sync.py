@@ -533,14 +533,15 @@ def clone(url: str, root: Path) -> Path:
         raise RemoteError(f"cannot clone {url}: {_git_reason(e)}") from None
     # The tree is checked before git writes any of it: a path git refuses (`..`) failed the
     # checkout itself, as if the remote could not be reached (exit 8), and a symlink was on disk.
-    branch = _vault_branch(store)
-    problem = tree_problem(store, f"{REMOTE}/{branch}" if branch else "HEAD") if store.head() or branch else None
+    head = store.head()
+    branch = _vault_branch(store, head)
+    problem = tree_problem(store, f"{REMOTE}/{branch}" if branch else "HEAD") if head or branch else None
     if problem:
         _remove(root, created)
         raise SyncConflict(f"{url} {problem}; nothing was cloned")
     if branch:
         store.run("checkout", "-q", "-B", branch, "--track", f"{REMOTE}/{branch}")
-    elif store.head() is not None:
+    elif head is not None:
         store.run("reset", "-q", "--hard")
     if not (root / CONFIG_FILE).is_file() or (root / CONFIG_FILE).is_symlink():
         vaults = [] if branch else _vault_branches(store)
@@ -559,12 +560,12 @@ def clone(url: str, root: Path) -> Path:
     return root
 
 
-def _vault_branch(store) -> str | None:
+def _vault_branch(store, head: str | None) -> str | None:
     """The branch to check out when the remote's HEAD holds no vault: a bare remote made by
     `git init --bare` may name a HEAD branch that was never pushed (master, while vaults use
     main), so its main branch, or the only one holding a vault; None when HEAD holds one (or
     nothing does, or several branches do)."""
-    if store.head() is not None and _holds(store, "HEAD", CONFIG_FILE):
+    if head is not None and _holds(store, "HEAD", CONFIG_FILE):
         return None
     vaults = _vault_branches(store)
     return "main" if "main" in vaults else (vaults[0] if len(vaults) == 1 else None)
