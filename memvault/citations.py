@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 
 from memvault import dreamlog
+from memvault.credentials import find_credentials
 from memvault.pages import CITATION, FOOTNOTE_DEF, cited_ids, clean_body, list_pages, read_page, split_frontmatter
 from memvault.storage.store import Storage
 
@@ -61,6 +62,21 @@ def pages_citing(storage: Storage, ids: Iterable[str] | None = None) -> dict[str
         if hits:
             found[rel] = hits
     return found
+
+
+def pages_holding_credentials(storage: Storage) -> set[str]:
+    """Pages whose file (title, tags or body) holds a credential. Dream writes pages only from
+    facts, and never sends it one holding a credential, so a hand edit or another tool put it
+    there: no model is shown such a page, nor the MEMORY.md and index.md lines linking it, and
+    dream leaves it as it is."""
+    lines: list[tuple[str, str]] = []  # (page, line)
+    for rel in list_pages(storage.root):
+        page = read_page(storage.root, rel)
+        if page is not None:  # what a prompt would show of it, not the runner's sources block
+            lines.extend((rel, line) for line in [page.title, *page.tags, *page.body.splitlines()])
+    # line by line: the detector then reads only the lines that could hold one (about 1.4% of
+    # texts), not every line of a page that has one such line somewhere
+    return {lines[i][0] for i in find_credentials([line for _rel, line in lines])}
 
 
 def withheld_pages(storage: Storage) -> set[str]:

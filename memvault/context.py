@@ -14,6 +14,7 @@ from typing import Any
 
 from memvault import tokens
 from memvault.citations import withheld_pages, without_lines_linking
+from memvault.credentials import find_credentials, kept_from_prompts
 from memvault.errors import InvalidInput
 from memvault.index.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchQuery
 from memvault.index.search import search
@@ -102,10 +103,17 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
     # A context's query may be a whole prompt: its first MAX_QUERY_CHARS characters are searched
     # (a search query longer than that is refused; a prompt is no mistake).
     hits = search(storage, SearchQuery(query[:MAX_QUERY_CHARS], limit=relevant)) if searched else []
-    # a bundle exists to go into a prompt: a fact holding a credential (--allow-secret) never does
-    pages = [_page_item(h) for h in hits if h.kind == "page"]
-    found = [_fact_item(h, "relevant") for h in hits if h.kind == "fact" and not h.secret]
-    latest = [_fact_item(f, "recent") for f in recent_facts(storage, recent) if not f.secret] if recent else []
+    # a bundle exists to go into a prompt: a fact holding a credential (--allow-secret, or unmarked
+    # by a hand edit) never does, nor a page section holding one
+    page_hits = [h for h in hits if h.kind == "page"]
+    closed = find_credentials([h.text for h in page_hits])
+    pages = [_page_item(h) for i, h in enumerate(page_hits) if i not in closed]
+    facts = [h for h in hits if h.kind == "fact"]
+    held = kept_from_prompts(facts)
+    found = [_fact_item(h, "relevant") for h in facts if h.id not in held]
+    newest = recent_facts(storage, recent) if recent else []
+    held = kept_from_prompts(newest)
+    latest = [_fact_item(f, "recent") for f in newest if f.id not in held]
 
     sections = [
         (f"## Relevant to: {query}" if query else "## Relevant", pages + found),
@@ -202,6 +210,8 @@ def _memory_item(storage: Storage) -> ContextItem | None:
     # lines written from a page citing a forgotten fact may repeat it: withheld until the scrub
     text = without_lines_linking(_COMMENT.sub("", text), withheld_pages(storage))
     lines = text.strip("\n").split("\n")
+    found = find_credentials(lines)  # a hand edit's credential
+    lines = [line for i, line in enumerate(lines) if i not in found]
     if lines and re.match(r"^#\s", lines[0]):
         lines = lines[1:]  # the bundle gives the file its own heading
     text = "\n".join(lines).strip("\n")

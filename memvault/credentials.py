@@ -63,6 +63,15 @@ def find_credentials(texts: Sequence[str], *, labels: bool = False) -> dict[int,
     return {i: found[first[text]] for i, text in enumerate(texts) if first.get(text) in found}
 
 
+def kept_from_prompts(facts: Sequence) -> set[str]:
+    """Ids of the facts no prompt may hold: those stored with a credential on purpose (`secret`),
+    and those holding one unmarked — text that reached a log without `add` and its check: a hand
+    edit, a plain git commit, a remote written by another tool."""
+    unmarked = [fact for fact in facts if not fact.secret]
+    found = find_credentials([fact.text for fact in unmarked])
+    return {fact.id for fact in facts if fact.secret} | {unmarked[i].id for i in found}
+
+
 def _scan(texts: Sequence[str], candidates: list[int]) -> dict[int, list[Finding]]:
     if not candidates:
         return {}

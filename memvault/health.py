@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from memvault.citations import pages_citing
+from memvault.citations import pages_citing, pages_holding_credentials
+from memvault.credentials import find_credentials
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
 from memvault.gitstore import GitStore, execute
@@ -450,6 +451,25 @@ def check_forgotten_citations(storage: Storage) -> Check:
                  _shown([f"{path} cites {', '.join(ids)}" for path, ids in citing.items()]))
 
 
+def check_credentials(storage: Storage) -> Check:
+    """Credentials that reached the vault without `add` and its check (a hand edit, a plain git
+    commit, another tool): prompts already leave them out; the user decides whether they stay."""
+    name = "credentials"
+    facts = list(storage.iter_facts())
+    unmarked = [f for f in facts if not f.secret]
+    found = [f"{unmarked[i].id} ({unmarked[i].path}): {', '.join(map(str, kinds))}"
+             for i, kinds in find_credentials([f.text for f in unmarked]).items()]
+    found += [f"{path}: no model is shown it, and dream leaves it as it is"
+              for path in sorted(pages_holding_credentials(storage))]
+    if found:
+        return Check(name, WARN, f"{len(found)} fact(s) or page(s) hold a credential that `add` never checked (a "
+                     "hand edit or another tool wrote it): dream and context keep them out of every prompt; "
+                     "`memvault purge ID` removes a fact from history, a page needs a hand edit", _shown(found))
+    marked = sum(f.secret for f in facts)
+    return Check(name, OK, f"none but the {marked} fact(s) stored with --allow-secret" if marked
+                 else "no fact or page holds a credential")
+
+
 def _cited(storage: Storage, rel: str) -> list[str]:
     page = read_page(storage.root, rel)
     if page is None:
@@ -665,6 +685,7 @@ CHECKS: list[tuple[Callable[[Storage], Check], Callable[[Storage], list[str]] | 
     (check_fact_ids, None),
     (check_citations, None),
     (check_forgotten_citations, None),
+    (check_credentials, None),
     (check_embedding_cache, repair_embedding_cache),
     (check_index, repair_index),
     (check_embedding_model, None),

@@ -15,7 +15,7 @@ import json
 
 import pytest
 from conftest import commit_count, git, is_clean
-from dream_support import FakeLLM, dream
+from dream_support import FakeLLM, answer, consolidated, dream, request_data
 from fake_llm import consolidate_everything
 
 from memvault.errors import ExitCode, InvalidInput, InvalidItem
@@ -121,3 +121,92 @@ def test_everyday_labels_never_reach_the_scanner_and_credential_shaped_ones_do()
     assert all(_LABEL_WORTH_SCANNING.search(label) for label in shaped)
     found = find_credentials(["api", "AKIAIOSFODNN7EXAMPLE", "api", "AKIAIOSFODNN7EXAMPLE"], labels=True)
     assert sorted(found) == [1, 3]  # a label given twice is scanned once and named at each place
+
+
+# -- credentials that reached the vault without `add`: a hand edit, a plain git commit, another tool
+
+def _unmarked(vault, vault_dir, text: str, at: str):
+    """A fact holding a credential in a log without the `secret` mark, committed by plain git."""
+    fact = vault.add(text, at=at, allow_secret=True)
+    log = vault_dir / fact.path
+    log.write_text(log.read_text().replace(',"secret":true', "").replace('"secret":true,', ""))
+    git(vault_dir, "commit", "-qam", "hand edit")
+    assert "secret" not in log.read_text()
+    return fact
+
+
+def test_a_credential_a_hand_edit_put_in_a_log_never_reaches_a_prompt(vault, vault_dir):
+    fact = _unmarked(vault, vault_dir, AWS, "2026-11-01T09:00:00")
+    plain = vault.add("Alice prefers green tea", at="2026-11-01T10:00:00")
+    with FakeLLM(default=consolidate_everything()) as fake:
+        report = dream(vault, fake)
+    assert report.ok and vault.watermark.isoformat() == "2026-11-01"
+    sent = json.dumps(fake.requests)
+    assert "AKIA" not in sent and fact.id not in sent and plain.text in sent
+    assert fact.id in (vault_dir / "log.md").read_text()  # accounted for (kept), so the watermark moved
+    assert [h.id for h in vault.search("deploy key", lexical_only=True)] == [fact.id]
+    for bundle in (vault.context("deploy key", budget=2000), vault.context(None, budget=2000)):
+        assert "AKIA" not in bundle.markdown and fact.id not in bundle.markdown
+
+
+def _page_with_a_credential(vault, vault_dir):
+    first = vault.add("Alice deploys on Fridays", at="2026-11-01T09:00:00")
+    vault.add("Carol runs the release notes", at="2026-11-01T10:00:00")
+    with FakeLLM(default=consolidate_everything()) as fake:
+        assert dream(vault, fake).ok
+    page = vault_dir / "wiki/topics/journal.md"
+    marker = "<!-- fact sources"  # the runner writes what follows it
+    page.write_text(page.read_text().replace(marker, "Staging db\npassword: correcthorsebatterystaple\n\n" + marker))
+    git(vault_dir, "commit", "-qam", "hand edit of a page")
+    return first, page, page.read_bytes()
+
+
+def test_a_page_holding_a_credential_is_never_shown_and_never_rewritten(vault, vault_dir):
+    """The page, its index.md and MEMORY.md lines stay out of the prompt (MEMORY.md whole, so the
+    runner keeps its lines); a model that updates the page blindly is told it is not open and puts
+    the facts elsewhere, and the page keeps every byte."""
+    _first, page, before = _page_with_a_credential(vault, vault_dir)
+    second = vault.add("Bob reviews the deploys", at="2026-11-02T09:00:00")
+    blind = answer([{"action": "update", "path": "wiki/topics/journal.md", "section": "Entries",
+                     "body": f"- Bob reviews the deploys [^{second.id}]"}],
+                   [consolidated(second.id, "wiki/topics/journal.md")])
+    with FakeLLM([blind], default=consolidate_everything("wiki/topics/reviews.md", "Reviews")) as fake:
+        report = dream(vault, fake)
+    assert report.ok, report
+    sent = json.dumps(fake.requests)
+    assert "correcthorse" not in sent and "wiki/topics/journal.md)" not in sent
+    assert all("memory_md" not in request_data(r) for r in fake.requests)
+    assert "not open to this batch" in fake.requests[1]["messages"][-1]["content"]
+    assert page.read_bytes() == before
+    assert f"[^{second.id}]" in (vault_dir / "wiki/topics/reviews.md").read_text()
+    memory = (vault_dir / "MEMORY.md").read_text()
+    assert "(wiki/topics/journal.md)" in memory and "(wiki/topics/reviews.md)" in memory
+    bundle = vault.context("staging db password", budget=2000)
+    assert "correcthorse" not in bundle.markdown
+
+
+def test_the_scrub_of_a_page_holding_a_credential_is_done_by_the_runner(vault, vault_dir):
+    first, page, _before = _page_with_a_credential(vault, vault_dir)
+    vault.forget(first.id, reason="wrong")
+    with FakeLLM(default=consolidate_everything()) as fake:
+        assert dream(vault, fake).ok
+    assert "correcthorse" not in json.dumps(fake.requests)
+    # the runner rewrote it (under a neutral title, hence another slug) and kept the rest of it
+    [rewritten] = [p.read_text() for p in (vault_dir / "wiki/topics").glob("*.md") if "Carol" in p.read_text()]
+    assert first.id not in rewritten and "correcthorse" in rewritten
+
+
+def test_doctor_names_credentials_add_never_checked(cli, vault, vault_dir):
+    marked = vault.add(GITHUB, allow_secret=True)
+    checks = {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}
+    assert checks["credentials"]["status"] == "ok" and "1 fact(s) stored with --allow-secret" in \
+        checks["credentials"]["message"]
+    fact = _unmarked(vault, vault_dir, AWS, "2026-11-01T09:00:00")
+    _first, _page, _before = _page_with_a_credential(vault, vault_dir)
+    result = cli("doctor", "--json")
+    assert result.exit_code == 0, result.stdout  # a warning: nothing is broken, and prompts leave them out
+    check = {c["name"]: c for c in json.loads(result.stdout)["checks"]}["credentials"]
+    assert check["status"] == "warn" and "2 fact(s) or page(s)" in check["message"]
+    assert any(fact.id in d and "AWS Access Key" in d for d in check["details"])
+    assert any(d.startswith("wiki/topics/journal.md") for d in check["details"])
+    assert not any(marked.id in d for d in check["details"]) and "AKIA" not in result.stdout

@@ -11,7 +11,8 @@ import json
 import re
 
 from memvault import dreamlog
-from memvault.citations import withheld_pages, without_lines_linking
+from memvault.citations import pages_holding_credentials, withheld_pages, without_lines_linking
+from memvault.credentials import find_credentials, kept_from_prompts
 from memvault.dream.budget import Budget, Part, fit
 from memvault.dream.llm import ContextTooLong
 from memvault.dream.memory_md import parse_memory, render_memory
@@ -43,6 +44,7 @@ class DayBatch(Job):
         self.tombstoned: set[str] = set()
         self.answer = None
         self.memory_shown = True
+        self.closed: set[str] = set()  # pages holding a credential: neither shown nor rewritten
 
     def new_result(self, outcome: str = "ok") -> BatchResult:
         return BatchResult(self.label, outcome, facts=len(self.facts), late=len(self.batch.late))
@@ -50,10 +52,11 @@ class DayBatch(Job):
     def start(self, tombstoned: set[str]) -> BatchResult | None:
         self.tombstoned = tombstoned
         live = [f for f in self.batch.facts if f.id not in tombstoned]
-        # a fact holding a credential (stored with --allow-secret) is never sent to a model: it is
-        # accounted for as kept, and stays in the default search
-        self.secret = [f.id for f in live if f.secret]
-        self.facts = [f for f in live if not f.secret]
+        # a fact holding a credential (stored with --allow-secret, or unmarked by a hand edit) is
+        # never sent to a model: it is accounted for as kept, and stays in the default search
+        held = kept_from_prompts(live)
+        self.secret = [f.id for f in live if f.id in held]
+        self.facts = [f for f in live if f.id not in held]
         self.answer = None
         return None
 
@@ -78,17 +81,23 @@ class DayBatch(Job):
             fact_record(f, handles.short[f.id], late=f.id in late, max_tokens=max(64, room)) for f in self.facts]}
         # pages citing a forgotten fact are withheld (memvault.citations): never shown to a model,
         # nor the MEMORY.md and index.md lines written from them; the scrub rewrites them first
-        withheld = withheld_pages(storage)
+        # and so are pages holding a credential (a hand edit put it there), which dream leaves alone
+        self.closed = pages_holding_credentials(storage)
+        withheld = withheld_pages(storage) | self.closed
         records = [page_record(p, handles) for p in self._relevant_pages(withheld)]
         memory = memory_lines(storage, withheld)
-        if not memory:
+        # MEMORY.md is shown whole or not at all (the model may only rewrite lines it was shown):
+        # with a line about a closed page, or holding a credential, the runner keeps it as it is
+        hidden = any(path in self.closed for _text, path in memory_pairs(storage)) or bool(find_credentials(memory))
+        if not memory and not hidden:
             data["memory_md"] = []  # nothing to keep: the model may write the first lines
         # the table of contents first (capped): a model that cannot see a page must still know it
         # exists, or it creates a near-duplicate; then the related pages; MEMORY.md last, since
         # without it the runner keeps the current lines and links new pages itself
-        index_md = without_lines_linking(storage.read_text(INDEX_FILE), withheld)
-        parts = [Part("index_md", index_md, cap=budget.prompt_limit // 6), Part("pages", records),
-                 Part("memory_md", memory, whole=True, cap=budget.max_output // 4)]
+        index_md = without_credentials(without_lines_linking(storage.read_text(INDEX_FILE), withheld))
+        parts = [Part("index_md", index_md, cap=budget.prompt_limit // 6), Part("pages", records)]
+        if not hidden:
+            parts.append(Part("memory_md", memory, whole=True, cap=budget.max_output // 4))
 
         def render(d: dict) -> list[dict]:
             return build_messages(label=self.label, data=d, zones=self.zones, max_bytes=PAGE_MAX_BYTES,
@@ -106,7 +115,7 @@ class DayBatch(Job):
         self.answer = parsed.answer
         return build_proposal(
             parsed.answer, root=self.storage.root, zones=self.zones, batch_ids={f.id for f in self.facts},
-            known_ids=set(self.plan.facts_by_id) - tombstoned, tombstoned=tombstoned,
+            known_ids=set(self.plan.facts_by_id) - tombstoned, tombstoned=tombstoned, closed=self.closed,
             day=self.runner.now().date().isoformat(), label=self.label,
             problems=parsed.problems, notes=parsed.notes, memory_shown=self.memory_shown,
         )
@@ -228,6 +237,13 @@ def memory_pairs(storage: Storage) -> list[tuple[str, str]]:
 def memory_lines(storage: Storage, withheld: set[str]) -> list[str]:
     """MEMORY.md's lines as a prompt shows them, but those of withheld pages."""
     return [f"{text} ({path})" for text, path in memory_pairs(storage) if path not in withheld]
+
+
+def without_credentials(text: str) -> str:
+    """`text` (index.md) without its lines that hold a credential."""
+    lines = text.splitlines(keepends=True)
+    found = find_credentials(lines)
+    return "".join(line for i, line in enumerate(lines) if i not in found) if found else text
 
 
 def pages_sharing_words(storage: Storage, facts) -> list[str]:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from memvault import dreamlog
-from memvault.citations import pages_citing, strip_forgotten_statements
+from memvault.citations import pages_citing, pages_holding_credentials, strip_forgotten_statements
+from memvault.credentials import kept_from_prompts
 from memvault.dream.batch import memory_pairs, safe_json
 from memvault.dream.budget import Budget, fit
 from memvault.dream.memory_md import render_memory
@@ -136,7 +137,14 @@ class Scrub(Job):
     def start(self, tombstoned: set[str]) -> BatchResult | None:
         self.plan = plan_scrub(self.storage, tombstoned)
         self.how = ""
-        return None if self.plan is not None else self.new_result()
+        if self.plan is None:
+            return self.new_result()
+        # a page holding a credential (a hand edit put it there) is never sent to a model: the
+        # runner strips its forgotten statements itself
+        day = self.runner.now().date().isoformat()
+        for path in pages_holding_credentials(self.storage) & set(self.plan.ask):
+            self.plan.strip(path, day)
+        return None
 
     def shrink(self) -> int:
         """Leave the last page sent for the next scrub; a page alone too big is stripped by the runner."""
@@ -172,7 +180,9 @@ class Scrub(Job):
         facts_by_id = self.runner.plan.facts_by_id
         bodies = {path: strip_forgotten_statements(page.body, plan.forgotten) for path, page in plan.ask.items()}
         live = {i for path, page in plan.ask.items() for i in cited_ids(bodies[path]) + page.sources}
-        facts = [facts_by_id[i] for i in sorted(live) if i in facts_by_id and not facts_by_id[i].secret]
+        cited = [facts_by_id[i] for i in sorted(live) if i in facts_by_id]
+        held = kept_from_prompts(cited)
+        facts = [f for f in cited if f.id not in held]
         handles = self.handles = Handles([f.id for f in facts])
         # a slug may repeat a forgotten fact as well as a title can: the model sees stand-in paths
         self.stand_ins = {f"wiki/{zone_of(path)}/page-{n}.md": path for n, path in enumerate(plan.ask, 1)}

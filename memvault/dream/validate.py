@@ -10,7 +10,7 @@ with a note).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,6 +126,7 @@ def build_proposal(
     problems: Sequence[str] = (),
     notes: Sequence[str] = (),
     memory_shown: bool = True,
+    closed: Collection[str] = (),
 ) -> Proposal:
     """Validate the answer for this batch and compute the resulting pages (proof of work included).
 
@@ -155,6 +156,10 @@ def build_proposal(
             allowed = batch_ids
         elif existing is None:
             problems.append(f"cannot update {path!r}: no such page (use create)")
+            continue
+        elif path in closed:  # never shown to the model: a rewrite would lose what it holds
+            problems.append(f"cannot update {path!r}: that page is not open to this batch; "
+                            "put these facts on another page")
             continue
         else:
             before = existing.body
