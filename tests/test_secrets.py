@@ -6,7 +6,10 @@ assignment, an environment-style DB_PASSWORD= and user:password@ in a postgres a
 --stdin batch), the Python API and the MCP tool's library path; the same in a fact's source, tag or
 session and in a forget reason (refused even with --allow-secret); benign texts full of "key",
 "token" and "password" words, a URL with a port and an e-mail address. Faults looked for:
-the credential in the log, the commit subject, a dream request, a context bundle.
+the credential in the log, the commit subject, a dream request, a context bundle; and, for a
+credential that reached the vault without `add` (a log line unmarked by hand, a page edited by hand,
+both committed with plain git), in a dream request, a scrub request, a context bundle, a page
+rewritten by a model that updated it blindly, and doctor's silence.
 """
 
 from __future__ import annotations
