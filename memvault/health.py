@@ -23,7 +23,9 @@ from memvault.pages import cited_ids, list_pages, read_page
 from memvault.storage.layout import (
     CONFIG_FILE,
     DREAM_LOCK,
+    INDEX_FILE,
     LOGS_DIR,
+    MEMORY_FILE,
     STATE_DIR,
     WRITE_LOCK,
     is_misdated_log,
@@ -461,10 +463,15 @@ def check_credentials(storage: Storage) -> Check:
              for i, kinds in find_credentials([f.text for f in unmarked]).items()]
     found += [f"{path}: no model is shown it, and dream leaves it as it is"
               for path in sorted(pages_holding_credentials(storage))]
+    for summary in (MEMORY_FILE, INDEX_FILE):
+        lines = storage.read_text(summary).splitlines()
+        found += [f"{summary} line {i + 1}: {', '.join(k.kind for k in kinds)}"
+                  for i, kinds in find_credentials(lines).items()]
     if found:
-        return Check(name, WARN, f"{len(found)} fact(s) or page(s) hold a credential that `add` never checked (a "
-                     "hand edit or another tool wrote it): dream and context keep them out of every prompt; "
-                     "`memvault purge ID` removes a fact from history, a page needs a hand edit", _shown(found))
+        return Check(name, WARN, f"{len(found)} fact(s), page(s) or line(s) hold a credential that `add` never "
+                     "checked (a hand edit or another tool wrote it): dream and context keep them out of every "
+                     "prompt; `memvault purge ID` removes a fact from history, the others need a hand edit",
+                     _shown(found))
     marked = sum(f.secret for f in facts)
     return Check(name, OK, f"none but the {marked} fact(s) stored with --allow-secret" if marked
                  else "no fact or page holds a credential")

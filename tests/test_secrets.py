@@ -206,10 +206,15 @@ def test_doctor_names_credentials_add_never_checked(cli, vault, vault_dir):
         checks["credentials"]["message"]
     fact = _unmarked(vault, vault_dir, AWS, "2026-11-01T09:00:00")
     _first, _page, _before = _page_with_a_credential(vault, vault_dir)
+    memory = vault_dir / "MEMORY.md"
+    memory.write_text(memory.read_text() + "- Staging DB_PASSWORD=hunter2 (wiki/topics/journal.md)\n")
+    git(vault_dir, "commit", "-qam", "hand edit of MEMORY.md")
     result = cli("doctor", "--json")
     assert result.exit_code == 0, result.stdout  # a warning: nothing is broken, and prompts leave them out
     check = {c["name"]: c for c in json.loads(result.stdout)["checks"]}["credentials"]
-    assert check["status"] == "warn" and "2 fact(s) or page(s)" in check["message"]
+    assert check["status"] == "warn" and "3 fact(s), page(s) or line(s)" in check["message"]
+    assert any(d.startswith("MEMORY.md line ") and "Secret Keyword" in d for d in check["details"])
     assert any(fact.id in d and "AWS Access Key" in d for d in check["details"])
     assert any(d.startswith("wiki/topics/journal.md") for d in check["details"])
     assert not any(marked.id in d for d in check["details"]) and "AKIA" not in result.stdout
+    assert "hunter2" not in cli("context", "staging", "--budget", "2000").stdout

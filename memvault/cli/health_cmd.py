@@ -85,8 +85,8 @@ def doctor(
 
     Checks: the git repository itself, git identity, union merge driver, unparseable log lines,
     daily logs named for a day that does not exist, vault files a .gitignore ignores,
-    citations of missing facts, pages citing forgotten facts, credentials a hand edit put in a fact
-    or page, search index drift and damage
+    citations of missing facts, pages citing forgotten facts, credentials a hand edit put in a fact,
+    page or MEMORY.md, search index drift and damage
     (every vector row against its checksum), embedding cache damage, embedding model,
     a dream batch that keeps failing, the LLM configuration (model string, key, window; no network
     call unless --llm), stale locks, uncommitted changes. A vault whose .git is missing or broken
