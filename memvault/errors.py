@@ -61,6 +61,18 @@ class InvalidItem(InvalidInput):
         self.reason = reason
 
 
+def check_count(name: str, value: object, least: int, most: int | None = None) -> int:
+    """`value` as a count (a limit, a number of batches) from `least` to `most`, else InvalidInput.
+
+    Every count option is checked here rather than by the CLI framework, so the CLI, --json, the
+    Python API and MCP refuse a bad one with the same one-line message and exit code 2.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least or (most is not None and value > most):
+        bounds = f"from {least} to {most}" if most is not None else f"of at least {least}"
+        raise InvalidInput(f"{name} must be a whole number {bounds}")
+    return value
+
+
 class NotFound(MemvaultError):
     exit_code = ExitCode.NOT_FOUND
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from memvault.dates import check_range, log_days
-from memvault.errors import InvalidInput
+from memvault.errors import check_count
 from memvault.facts import Fact, validate_category
 from memvault.storage.store import Storage
 
@@ -23,8 +23,8 @@ def recent(storage: Storage, limit: int | None = 20, *, since: datetime | None =
     """
     if oldest_first is None:
         oldest_first = source is not None or session is not None
-    if limit is not None and limit < 1:
-        raise InvalidInput("limit must be at least 1")
+    if limit is not None:
+        check_count("limit", limit, 1)
     check_range(since, until)
     if category is not None:
         category = validate_category(category, storage.config.categories)

@@ -305,7 +305,7 @@ def test_usage_errors_are_one_line(cli):
     for args, expected in [
         (["add", "x", "--importance", "abc"], "'abc' is not a valid float"),
         (["add", "x", "--bogus"], "No such option: --bogus"),
-        (["recent", "--limit", "0"], "--limit"),
+        (["recent", "--limit", "0"], "limit must be a whole number of at least 1"),
         (["recent", "--since", "yesterday", "--until", "2020-01-01"], "is after until"),
     ]:
         result = cli(*args)

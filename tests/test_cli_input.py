@@ -275,3 +275,49 @@ def test_an_error_quoting_a_huge_value_stays_a_short_line(vault_dir):
             message = json.loads(done.stderr)["error"]["message"] if json_flag else done.stderr
             assert "characters left out" in message, message
     assert commit_count(vault_dir) == 1  # nothing was written
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["recent", "--limit", "0"], "limit must be a whole number of at least 1"),
+    (["recent", "-n", "-3"], "limit must be a whole number of at least 1"),
+    (["search", "tea", "--limit", "0"], "limit must be a whole number from 1 to 1000"),
+    (["search", "tea", "--limit", "1001"], "limit must be a whole number from 1 to 1000"),
+    (["context", "--budget", "0"], "budget must be a whole number of tokens from 1 to 1000000"),
+    (["context", "--recent", "-1"], "recent must be a whole number of at least 0"),
+    (["context", "--relevant", "-1"], "relevant must be a whole number of at least 0"),
+    (["dream", "--max-batches", "-1"], "max_batches must be a whole number of at least 0"),
+    (["dream", "--min-facts", "-1"], "min_facts must be a whole number of at least 0"),
+])
+def test_every_count_out_of_range_gets_memvaults_own_error(cli, vault_dir, args, message):
+    """Bad input tried: zero and negative counts for every count option (and a search limit past
+    1000). The CLI framework's range check worded some of them ("0 is not in the range x>=1", its
+    type UsageError under --json); each is now the one line and exit 2 the Python API gives."""
+    before = snapshot(vault_dir)
+    result = cli(*args)
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stderr.startswith(f"memvault: {message}") and result.stderr.count("\n") == 1
+    assert result.stdout == ""
+    result = cli(*args, "--json")
+    assert result.exit_code == ExitCode.USAGE
+    error = json.loads(result.stderr)["error"]
+    assert error["type"] == "InvalidInput" and error["message"].startswith(message)
+    assert error["exit_code"] == ExitCode.USAGE and result.stdout == ""
+    assert snapshot(vault_dir) == before
+
+
+def test_a_count_out_of_range_is_refused_before_a_default_vault_is_made(hermetic_env):
+    """`recent`, `dream` and `mcp` check their counts first, as the framework did: a first command
+    with a bad count does not leave a default vault behind."""
+    for args in (["recent", "--limit", "0"], ["dream", "--max-batches", "-1"], ["mcp", "--port", "0"]):
+        result = Cli(None)(*args, vault=False)
+        assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1
+        assert "must be a whole number" in result.stderr
+    assert not (hermetic_env / "data").exists()
+
+
+def test_the_python_api_refuses_counts_alike(vault):
+    for call, message in ((lambda: vault.recent(0), "limit must be a whole number of at least 1"),
+                          (lambda: vault.dream(max_batches=-1), "max_batches must be a whole number of at least 0"),
+                          (lambda: vault.dream(min_facts=-2), "min_facts must be a whole number of at least 0")):
+        with pytest.raises(InvalidInput, match=message):
+            call()

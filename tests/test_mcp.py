@@ -187,7 +187,7 @@ BAD_CALLS = [
     ("search", {"query": "tea", "since": "2026-05-01", "until": "2026-01-01"}, "is after until", 2),
     ("search", {"query": ""}, "search query is empty", 2),
     ("search", {"query": "word " * 2001}, "search query is too long (10005 characters, at most 10000)", 2),
-    ("recent", {"limit": -1}, "limit must be at least 1", 2),
+    ("recent", {"limit": -1}, "limit must be a whole number of at least 1", 2),
     ("show", {"id": "0000000000000000"}, "no fact with id '0000000000000000'", 3),
     ("show", {"id": "x" * 100_000}, "characters left out) …", 3),  # not a 100 KB error line
     ("forget", {"id": "nonsense"}, "nonsense", 3),

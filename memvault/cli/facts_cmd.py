@@ -23,7 +23,7 @@ from memvault.cli.output import (
     open_vault,
     table,
 )
-from memvault.errors import InvalidInput, InvalidItem, NotFound
+from memvault.errors import InvalidInput, InvalidItem, NotFound, check_count
 from memvault.facts import read_fact_lines
 
 CategoryOption = Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")]
@@ -107,7 +107,7 @@ def show(
 
 
 def recent(
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many facts at most.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many facts at most (at least 1).")] = 20,
     since: SinceOption = None,
     until: UntilOption = None,
     category: CategoryOption = None,
@@ -128,6 +128,7 @@ def recent(
     """
     from memvault.dates import parse_range
 
+    check_count("limit", limit, 1)  # before a first use could create the default vault
     vault = open_vault(vault_path)
     lower, upper = parse_range(since, until, vault.tz)
     facts = vault.recent(

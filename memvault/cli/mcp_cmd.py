@@ -11,7 +11,7 @@ from memvault.cli.output import VaultOption, root_vault
 
 def mcp(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 (at /mcp) instead of stdio.")] = False,
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port for --http.")] = 8765,
+    port: Annotated[int, typer.Option("--port", help="Port for --http (1-65535).")] = 8765,
     vault_path: VaultOption = None,
 ) -> None:
     """Run an MCP server for agents (Claude Code, Claude Desktop, Cursor) on stdin/stdout.
@@ -23,8 +23,10 @@ def mcp(
 
     Example: claude mcp add memvault -- "$HOME/.memvault-venv/bin/memvault" mcp --vault "$HOME/memory"
     """
+    from memvault.errors import check_count
     from memvault.mcp.worker import VaultWorker
 
+    check_count("port", port, 1, 65535)
     worker = VaultWorker(vault_path or root_vault())  # a bad --vault fails here, before the SDK loads
     from memvault.mcp.server import serve
 

@@ -12,7 +12,7 @@ from memvault.dream.prompt import base_tokens
 from memvault.dream.results import BatchResult, DreamReport
 from memvault.dream.runner import Job, Progress, Runner
 from memvault.dream.scrub import SCRUB_LABEL, Scrub, scrub_due
-from memvault.errors import LLMError, MemvaultError
+from memvault.errors import LLMError, MemvaultError, check_count
 from memvault.storage.store import Storage
 
 
@@ -43,6 +43,9 @@ def run_dream(
 ) -> DreamReport:
     """Consolidate pending days batch after batch; see docs/dream.md for the guarantees."""
     say = progress or (lambda _msg: None)
+    for name, value in (("max_batches", max_batches), ("min_facts", min_facts)):
+        if value is not None:
+            check_count(name, value, 0)
     storage.recover()
     with storage.dream_lock():
         storage.refuse_during_merge()
@@ -73,7 +76,7 @@ def run_dream(
                 say("nothing to consolidate: caught up")
             return report
         # without --max-batches a run goes on until caught up (a batch that shrinks leaves more)
-        limit = sys.maxsize if max_batches is None else max(0, max_batches)
+        limit = sys.maxsize if max_batches is None else max_batches
         try:
             settings = llm or llm_settings(storage, model)  # only now: there is work for the model
         except LLMError:

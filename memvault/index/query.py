@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
 from memvault.dates import Bound, check_range, parse_range
-from memvault.errors import InvalidInput
+from memvault.errors import InvalidInput, check_count
 from memvault.facts import check_encodable, validate_category
 
 MAX_LIMIT = 1000
@@ -41,8 +41,7 @@ class SearchQuery:
         if len(self.text) > MAX_QUERY_CHARS:
             raise InvalidInput(f"search query is too long ({len(self.text)} characters, at most {MAX_QUERY_CHARS}): "
                                "search for its key words")
-        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or not 1 <= self.limit <= MAX_LIMIT:
-            raise InvalidInput(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+        check_count("limit", self.limit, 1, MAX_LIMIT)
         for name in ("category", "tag", "source", "session"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
