@@ -499,11 +499,17 @@ def test_a_failed_batch_is_retried_on_the_same_days_even_when_new_days_arrive(va
     assert report.batches[1].label == "2026-11-02..2026-11-02" and report.batches[1].outcome == "failed"
 
 
-def test_a_day_whose_facts_were_all_forgotten_moves_the_watermark_without_asking(vault, fake):
+def test_a_day_whose_facts_were_all_forgotten_is_not_pending_and_the_next_batch_passes_it(vault, fake):
     gone = add(vault, "Uma's old address", "2026-11-01")
     vault.forget(gone.id)
+    before = commit_count(vault.root)
     report = dream(vault, fake)
-    assert report.ok and vault.watermark == date(2026, 11, 1) and not fake.requests
+    assert report.ok and report.caught_up and report.pending_days == 0 and not report.batches
+    assert vault.watermark is None and not fake.requests and commit_count(vault.root) == before
+    kept = add(vault, "Uma moved to Porto", "2026-11-02")
+    fake.default = answer(facts=[{"id": kept.id, "disposition": "noop", "note": "small talk"}])
+    report = dream(vault, fake)
+    assert [b.label for b in report.batches] == ["2026-11-02..2026-11-02"] and vault.watermark == date(2026, 11, 2)
     assert gone.id not in (vault.root / "log.md").read_text() and is_clean(vault.root)
 
 

@@ -890,3 +890,32 @@ def test_doctor_during_a_purge_says_it_is_under_way_not_interrupted(tmp_path):
     after = run_memvault("doctor", "--json", "--vault", str(root))
     assert after.returncode == 0 and "no unfinished purge" in after.stdout
     vault.close()
+
+
+def test_a_day_whose_facts_were_all_purged_is_not_pending(tmp_path):
+    """The purged day's log is left holding its heading only. It counted as a pending day with 0
+    facts (status, dream --status, the dry-run plan), and a dream of it alone asked for a model
+    (exit 5 without one) to commit a watermark move. Now it is not pending: the days left are the
+    ones with a fact to consolidate, and a vault whose only pending day was purged is caught up."""
+    root = tmp_path / "v"
+    vault = Vault.init(root)
+    purged = vault.add("Door code is 7319-alpha-kilo", at="2025-03-01")
+    vault.add("Alice prefers green tea", at="2025-03-02")
+    vault.purge([purged.id])
+    assert (root / "logs" / "2025" / "2025-03-01.md").exists()  # the heading stays: only the item went
+    state = vault.dream_status()
+    assert (state["pending_days"], state["pending_facts"], state["next_batch"]) == (1, 1, "2025-03-02..2025-03-02")
+    status = json.loads(run_memvault("status", "--json", "--vault", str(root)).stdout)
+    assert status["pending"]["days"] == 1 and status["pending"]["facts"] == 1
+
+    alone = tmp_path / "alone"
+    only = Vault.init(alone).add("Bob's PIN is 4432-beta", at="2025-03-01")
+    Vault.open(alone).purge([only.id])
+    assert Vault.open(alone).dream_status()["pending_days"] == 0
+    assert "pending     0 day(s), 0 fact(s)" in run_memvault("status", "--vault", str(alone)).stdout
+    before = snapshot(alone)
+    plan = run_memvault("dream", "--dry-run", "--json", "--vault", str(alone))
+    assert plan.returncode == 0 and json.loads(plan.stdout)["batches"] == []
+    run = run_memvault("dream", "--json", "--vault", str(alone))  # no model configured: none needed
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["caught_up"] is True and snapshot(alone) == before

@@ -19,7 +19,7 @@ def test_status_counts_facts_days_pages_and_dream_progress(cli, vault):
     page.write_text(f"---\ntitle: Alice\n---\n# Alice\n\nPrefers green tea [^{kept.id}].\n")
     with open(vault.root / "log.md", "a") as log:
         log.write("- 2026-11-02T03:00:00+00:00 dream ok 2026-11-01..2026-11-01 watermark=2026-11-01 · 1 fact\n")
-        log.write("- 2026-11-03T03:00:00+00:00 dream failed 2026-11-02..2026-11-03 · attempt 1/3: bad answer\n")
+        log.write("- 2026-11-03T03:00:00+00:00 dream failed 2026-11-03..2026-11-03 · attempt 1/3: bad answer\n")
     vault.git.commit(["."], "dream: 2026-11-01..2026-11-01 — 1 created")
 
     result = cli("status", "--json")
@@ -30,7 +30,8 @@ def test_status_counts_facts_days_pages_and_dream_progress(cli, vault):
     assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1}
     assert state["days"] == 3 and state["pages"] == 1
     assert state["watermark"] == "2026-11-01"
-    assert state["pending"] == {"days": 2, "facts": 1, "scrub_pages": 0}  # the forgotten fact is not pending
+    # the forgotten fact is not pending, nor its day, which holds nothing else to consolidate
+    assert state["pending"] == {"days": 1, "facts": 1, "scrub_pages": 0}
     assert state["last_dream"]["outcome"] == "failed"
     assert state["failed_attempts"] == 1
     assert state["remote"] is None and state["lock"] is None

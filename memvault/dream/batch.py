@@ -70,7 +70,7 @@ class DayBatch(Job):
         return len(self.batch.facts)
 
     def messages(self, budget: Budget) -> list[dict] | None:
-        if not self.facts:  # every fact forgotten, or days with no facts: nothing to ask
+        if not self.facts:  # every fact forgotten since planning, or each holds a credential: nothing to ask
             return None
         storage = self.storage
         config = storage.config

@@ -1,5 +1,7 @@
 """What dream has left to do: pending days after the watermark, late facts, and batches.
 
+A pending day is one after the watermark and before today that still holds a fact to consolidate.
+
 Batches are sized by tokens: each holds at most as many facts as the model's window has room for
 (and its answer can account for), and at most `max_days` days. Days stay whole when they fit a
 batch; a day too big for one is split across batches, and the watermark passes it only with the
@@ -23,7 +25,7 @@ from memvault.storage.store import Storage
 @dataclass
 class Batch:
     label: str
-    days: list[date]       # pending days it covers, whole or in part (empty days included)
+    days: list[date]       # pending days it covers, whole or in part
     facts: list            # the batch's live facts, late ones first
     late: list
     complete: list[date] = field(default_factory=list)  # days none of whose facts is left for later
@@ -142,6 +144,11 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     accounted = accounted_ids(storage, entries) | kept_ids(entries)
     late = [f for d in days if watermark is not None and d <= watermark for f in by_day[d] if f.id not in accounted]
     todo = {d: [f for f in by_day[d] if f.id not in accounted] for d in pending}
+    # A day left with nothing to consolidate (its facts all purged, forgotten or accounted for) is
+    # not pending: counting it showed "1 day(s), 0 fact(s)" waiting, and a batch of such days alone
+    # asked for a model (exit 5 without one) to commit a watermark move. The watermark passes it
+    # with the next batch of a later day; a fact backdated into it later makes it pending again.
+    pending = [d for d in pending if todo[d]]
     room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines))
     packer = _Packer(room=max(1, room), max_facts=budget.max_facts(), max_days=max_days,
                      retry_end=_failed_batch_end(entries, pending), costs=memo.costs)
