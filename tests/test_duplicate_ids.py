@@ -80,3 +80,37 @@ def test_show_gives_the_counted_copy_of_an_id_copied_into_a_later_log(vault, cli
     assert (shown["text"], shown["path"]) == ("Bob fixes bicycles", other.path)
     assert vault.show(other.id).fact.text == "Bob fixes bicycles"
     assert json.loads(cli("show", first.id, "--json").stdout)["text"] == "Alice prefers green tea"
+
+
+def test_show_finds_the_oldest_copy_wherever_the_ids_time_points(vault, monkeypatch):
+    """A lookup reads every log oldest first and decodes only those holding the id (decoding each
+    of 2,000 logs was most of `show`'s time). The id's own time is no shortcut, so none is taken:
+    a fact backdated sits in a log older than its id, and a hand copy may sit in an older log than
+    the one of the id's day. Tried: both, and a log holding bytes that are not UTF-8 right before
+    the id."""
+    import memvault.storage.store as store
+
+    fillers = vault.add_many([{"text": f"filler {day}", "at": f"2026-10-{day:02d}T09:00:00"} for day in range(1, 29)])
+    backdated = vault.add("Carol moved to Oslo", at="2026-09-15T09:00:00")
+    today = vault.add("Dan joined the choir")
+    older = vault.root / "logs" / "2026" / "2026-09-01.md"
+    item = next(line for line in (vault.root / today.path).read_text().splitlines(keepends=True) if today.id in line)
+    older.write_bytes(b"# 2026-09-01\n\n- \xff\xfe stray bytes\n" + item.replace("choir", "orchestra").encode())
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-qm", "edit: an item copied into an older log by hand")
+    shown = vault.show(today.id).fact
+    assert (shown.text, shown.path) == ("Dan joined the orchestra", "logs/2026/2026-09-01.md")
+    assert vault.show(backdated.id).fact.text == "Carol moved to Oslo"
+    assert vault.show(today.id.upper()).fact.id == today.id  # read as Crockford: the same lookup
+
+    decoded = []
+    read_text = store.read_text
+
+    def counted(path):
+        if "logs" in path.parts:
+            decoded.append(path.name)
+        return read_text(path)
+
+    monkeypatch.setattr(store, "read_text", counted)
+    assert vault.show(fillers[-1].id).fact.text == "filler 28"
+    assert decoded == ["2026-10-28.md"]  # the 29 logs before it searched, not decoded

@@ -98,6 +98,15 @@ def cut_back(path: Path, size: int | None) -> None:
         os.close(fd)
 
 
+def read_bytes(path: os.PathLike[str] | str) -> bytes:
+    """The file's bytes; b"" when it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
 def read_text(path: Path) -> str:
     """The file's text exactly as stored (no newline translation); "" when it does not exist.
     Bytes that are not UTF-8 (a hand edit saved in another encoding, a file from a remote) read as

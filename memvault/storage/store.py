@@ -40,6 +40,7 @@ from memvault.storage.files import (
     cut_back,
     ends_mid_line,
     fsync_append,
+    read_bytes,
     read_text,
     remove_temp_files,
     size_of,
@@ -143,6 +144,11 @@ class Storage:
     def log_files(self) -> list[Path]:
         """Daily logs, oldest day first; UnsafePath if a log, a year folder or logs/ is a symlink,
         MemvaultError if a folder stands where a log belongs."""
+        return [Path(path) for path in self._log_paths()]
+
+    def _log_paths(self) -> list[str]:
+        """`log_files` as strings: making 2,000 Path objects took most of the listing's time, which
+        a lookup that opens each log only to search its bytes need not spend."""
         found = []
         logs = inside(self.root, LOGS_DIR)
         for year in _entries(logs):  # os.scandir: the symlink test costs no system call
@@ -156,8 +162,8 @@ class Storage:
                         if entry.is_dir():
                             raise MemvaultError(f"{LOGS_DIR}/{year.name}/{entry.name} is a folder where a daily log "
                                                 "belongs; move it out of the vault; nothing was read or written")
-                        found.append(Path(entry.path))
-        return sorted(found, key=lambda p: p.name)
+                        found.append((entry.name, entry.path))
+        return [path for _name, path in sorted(found, key=lambda named: named[0])]
 
     @staticmethod
     def day_of(path: Path) -> date:
@@ -526,11 +532,21 @@ class Storage:
     def _find_exact(self, fact_id: str) -> Fact | None:
         needle = stored_id(fact_id)
         # Oldest log first: an id a hand edit repeated counts as its first copy, as for search,
-        # dream and doctor (from the newest log, `show` gave a later copy's text).
-        for path in self.log_files():
-            content = read_text(path)
-            if needle in content:
-                for fact in parse_log(content, self.relpath(path))[0]:
+        # dream and doctor (from the newest log, `show` gave a later copy's text). No log can be
+        # passed over for the id's time: a backdated fact sits in a log older than its id, and a
+        # hand copy in any log. What is saved is decoding: the bytes are searched, and only a log
+        # holding the id is read as text. The id's UTF-8 is in the bytes exactly when the id is in
+        # the text, since a byte that is not UTF-8 reads as U+FFFD alone, never taking a character
+        # of the id with it; an id holding U+FFFD itself could match such a byte, so it is looked
+        # for in the text, and one holding a lone surrogate is in no log read as UTF-8.
+        try:
+            raw = None if "\ufffd" in needle else needle.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        for name in self._log_paths():
+            if (needle in read_text(Path(name))) if raw is None else (raw in read_bytes(name)):
+                path = Path(name)
+                for fact in parse_log(read_text(path), self.relpath(path))[0]:
                     if fact.id == fact_id:
                         return fact
         return None
