@@ -32,7 +32,12 @@ META_CLOSE = " -->"
 INDENT = "  "
 MAX_TEXT_BYTES = 1024 * 1024
 MAX_LABEL_CHARS = 200
-_TAG = re.compile(r"^[^\s,#\x00-\x1f\x7f]+$")
+# \s takes every line break of LINE_BREAKS too; C1 controls (\x80-\x9f, a terminal's CSI among them)
+# are no more a word than C0 ones.
+_TAG = re.compile(r"^[^\s,#\x00-\x1f\x7f-\x9f]+$")
+# Every character str.splitlines() ends a line at. A source or session holding one is two lines
+# wherever it is shown or read line by line (`sessions`' rows, an agent reading the JSON's text).
+LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 BOM = "\ufeff"
 _PLAIN_ID = re.compile(r"[0-9A-Za-z_.:+-]+")
@@ -247,7 +252,8 @@ def validate_tags(tags: object) -> tuple[str, ...]:
             raise InvalidInput(f"invalid tag {tag[:40]!r}… ({len(tag)} characters): a tag is at most "
                                f"{MAX_LABEL_CHARS} characters")
         if not isinstance(tag, str) or not _TAG.match(tag):
-            raise InvalidInput(f"invalid tag {tag!r}: tags are single words without spaces, commas or '#'")
+            raise InvalidInput(f"invalid tag {tag!r}: tags are single words without spaces, line breaks, "
+                               "control characters, commas or '#'")
         check_encodable(tag, "tag")
     return tuple(dict.fromkeys(tags))  # a tag given twice is one tag: kept once, in the order given
 
@@ -258,9 +264,12 @@ def validate_label(value: object, name: str) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{name} must be a non-empty string")
-    if len(value) > MAX_LABEL_CHARS or "\n" in value or "\r" in value:
+    if len(value) > MAX_LABEL_CHARS:
         raise InvalidInput(f"{name} must be one line of at most {MAX_LABEL_CHARS} characters")
-    control = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    line_break = next((c for c in value if c in LINE_BREAKS), None)
+    if line_break is not None:
+        raise InvalidInput(f"{name} must be one line: it holds a line break ({line_break!r})")
+    control = next((c for c in value if ord(c) < 32 or 127 <= ord(c) <= 159), None)  # C0, DEL, C1
     if control is not None:
         raise InvalidInput(f"{name} holds a control character ({control!r}); give printable text")
     check_encodable(value, name)

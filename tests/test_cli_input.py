@@ -321,3 +321,39 @@ def test_the_python_api_refuses_counts_alike(vault):
                           (lambda: vault.dream(min_facts=-2), "min_facts must be a whole number of at least 0")):
         with pytest.raises(InvalidInput, match=message):
             call()
+
+
+LINE_BREAKS = ["\r", "\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("line_break", LINE_BREAKS, ids=[f"U+{ord(c):04X}" for c in LINE_BREAKS])
+def test_a_label_holding_a_line_break_is_refused_everywhere(cli, vault, vault_dir, line_break):
+    """Bad input tried: every character str.splitlines() breaks at, inside --source, --session and
+    --tag, on a --stdin JSON line and through the Python API. \\x85, U+2028 and U+2029 were
+    stored in a source or session (two lines in `sessions` and to any line reader); each is now a
+    one-line error, exit 2, nothing stored."""
+    before = snapshot(vault_dir)
+    label = f"chat{line_break}42"
+    for option, message in (("--source", "source must be one line"), ("--session", "session must be one line"),
+                            ("--tag", "invalid tag")):
+        result = cli("add", "a fact", option, label)
+        assert result.exit_code == ExitCode.USAGE, (option, result.stdout)
+        assert result.stderr.startswith(f"memvault: {message}") and result.stderr.count("\n") == 1
+    for field, message in (("source", "source must be one line"), ("session", "session must be one line")):
+        line = json.dumps({"text": "a fact", field: label})
+        result = cli("add", "--stdin", input=f"fine\n{line}\n")
+        assert result.exit_code == ExitCode.USAGE and message in result.stderr and result.stderr.count("\n") == 1
+        with pytest.raises(InvalidInput, match=message):
+            vault.add("a fact", **{field: label})
+    with pytest.raises(InvalidInput, match="invalid tag"):
+        vault.add("a fact", tags=[label])
+    assert snapshot(vault_dir) == before
+
+
+def test_a_c1_control_character_is_refused_in_a_label_and_a_tag(vault):
+    """Bad input tried: CSI (U+009B, a terminal's escape in one character) in a source and a tag."""
+    with pytest.raises(InvalidInput, match=r"source holds a control character \('\\x9b'\)"):
+        vault.add("a fact", source="agent\x9b31m")
+    with pytest.raises(InvalidInput, match="invalid tag"):
+        vault.add("a fact", tags=["red\x9b31m"])
+    assert vault.add("a fact", source="agent ünï ✓", session="chat·42", tags=["café"]).source == "agent ünï ✓"

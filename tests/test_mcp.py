@@ -172,6 +172,9 @@ BAD_CALLS = [
     ("add", {"text": "x", "at": "next tuesday"}, "next tuesday", 2),
     ("add", {"text": "x", "tags": ["two words"]}, "invalid tag 'two words'", 2),
     ("add", {"text": "x\x00y"}, "NUL", 2),
+    ("add", {"text": "x", "source": "agent\u2028two"}, "source must be one line: it holds a line break ('\\u2028')", 2),
+    ("add", {"text": "x", "session": "chat\x8542"}, "session must be one line: it holds a line break ('\\x85')", 2),
+    ("add", {"text": "x", "tags": ["a\u2029b"]}, "invalid tag", 2),
     ("add", {}, "invalid arguments for add: text: Field required", 2),
     ("add", {"text": "x", "importance": "high"}, "invalid arguments for add: importance", 2),
     ("search", {"query": "tea", "limit": 0}, "limit must be a whole number from 1 to 1000", 2),
@@ -218,7 +221,8 @@ def test_a_string_that_looks_like_json_stays_the_string_sent(server):
 
 def test_bad_calls_are_one_line_tool_errors_and_change_nothing(server):
     """Every bad argument (empty text, unknown category, importance out of range, a date memvault
-    cannot read, a bad tag, a NUL byte, a missing or mistyped argument, a misspelt argument name,
+    cannot read, a bad tag, a NUL byte, a line break in a source or session or tag, a missing or
+    mistyped argument, a misspelt argument name,
     an inverted range, a query over 10000 characters, unknown ids (one of 100,000 characters), a
     multi-line reason, a zero budget, an unknown tool) is an MCP tool error with one line and the
     CLI's exit code; nothing is written and the server stays up."""
