@@ -95,7 +95,7 @@ complete -c memvault -n '__fish_seen_subcommand_from history' -l json -d 'Print 
 complete -c memvault -n '__fish_seen_subcommand_from history' -l vault -x -d 'Vault directory (default: MEMVAULT_VAULT, else the enclosing vault, else the default vault); also accepted before the command'
 complete -c memvault -n '__fish_seen_subcommand_from history' -l help -s h -d 'Show help and exit'
 complete -c memvault -n '__fish_seen_subcommand_from history' -a '(__memvault_fact_ids)'
-complete -c memvault -n '__fish_seen_subcommand_from forget' -l reason -s r -x -d 'Why, for the audit trail'
+complete -c memvault -n '__fish_seen_subcommand_from forget' -l reason -s r -x -d 'Why, for the audit trail: one line of printable text, at most 500 characters'
 complete -c memvault -n '__fish_seen_subcommand_from forget' -l json -d 'Print one JSON document on stdout'
 complete -c memvault -n '__fish_seen_subcommand_from forget' -l vault -x -d 'Vault directory (default: MEMVAULT_VAULT, else the enclosing vault, else the default vault); also accepted before the command'
 complete -c memvault -n '__fish_seen_subcommand_from forget' -l help -s h -d 'Show help and exit'

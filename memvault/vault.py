@@ -19,7 +19,7 @@ from typing import Any
 
 from memvault import dreamlog
 from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
-from memvault.facts import Fact, FactDraft, ParseProblem, make_fact, stored_id
+from memvault.facts import Fact, FactDraft, ParseProblem, make_fact, stored_id, validate_label
 from memvault.storage.layout import CONFIG_FILE
 from memvault.storage.store import Storage
 from memvault.tombstones import Tombstone
@@ -400,8 +400,10 @@ class Vault:
 
         if reason is not None:
             reason = reason.strip() or None
-            if reason and ("\n" in reason or len(reason) > 500):
+            if reason and len(reason) > 500:
                 raise InvalidInput("reason must be one line of at most 500 characters")
+            if reason:  # it goes into tombstones.jsonl and the commit subject, as a source does
+                validate_label(reason, "reason")
             if reason:
                 from memvault.credentials import find_credentials
 

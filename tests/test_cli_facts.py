@@ -228,6 +228,21 @@ def test_forget_hides_the_fact_keeps_the_log_line_and_is_idempotent(cli, vault_d
     assert is_clean(vault_dir)
 
 
+@pytest.mark.parametrize("reason", ["wrong\nnumber", "wrong\rnumber", "wrong\u2028number", "wrong\x85number",
+                                    "wrong\x1b[31mnumber", "wrong\tnumber"])
+def test_forget_refuses_a_reason_that_is_not_one_printable_line(cli, vault_dir, reason):
+    """Bad input: a reason holding a line break or a control character would break the commit
+    subject and the `show` line it is quoted in; nothing is forgotten."""
+    gone = cli("add", "Bob's phone is 555-0100").stdout.strip()
+    before = commit_count(vault_dir)
+    for extra in ((), ("--json",)):
+        result = cli("forget", gone, "--reason", reason, *extra)
+        assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1, result.stderr
+        assert "reason" in result.stderr
+    assert commit_count(vault_dir) == before and not (vault_dir / "tombstones.jsonl").exists()
+    assert cli("show", gone).exit_code == 0
+
+
 def test_history_lists_the_commits_that_touched_a_fact(cli, vault_dir):
     """Added, edited by hand (the item's text changed, the id's count did not), forgotten; not a
     commit adding another fact whose text mentions the id."""

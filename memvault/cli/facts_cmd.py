@@ -169,7 +169,7 @@ def history(
 
 def forget(
     fact_id: Annotated[str, typer.Argument(metavar="ID", help="The fact id.")],
-    reason: Annotated[str | None, typer.Option("--reason", "-r", help="Why, for the audit trail.")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", "-r", help="Why, for the audit trail: one line of printable text, at most 500 characters.")] = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
