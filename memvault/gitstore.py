@@ -35,6 +35,17 @@ _LEAKY_VARS = (
     "GIT_CONFIG",
     "GIT_CONFIG_PARAMETERS",
 )
+# The user's git settings memvault's own git calls must not follow, overridden for each call (never
+# written to any config): a global `core.hooksPath` whose hooks fail or print (prepare-commit-msg,
+# reference-transaction and pre-push run despite --no-verify; a failing one broke init, every add
+# and every sync), and signing (`commit.gpgSign` set globally reached a vault made by `git clone`,
+# whose own config never turned it off: every add failed without a key or a pinentry; a signed
+# push fails on a remote that takes none).
+OWN_SETTINGS = (
+    ("core.hooksPath", os.devnull),
+    ("commit.gpgSign", "false"),
+    ("push.gpgSign", "false"),
+)
 # How long a command waits for another live git process to let go of one of git's lock files.
 GIT_LOCK_WAIT_SECONDS = 15.0
 # A lock file younger than this is left for the next look (file times are clock ticks, not exact).
@@ -77,7 +88,7 @@ class GitStore:
         self.root = root
         self.git_dir = root / ".git"
         # Variables a parent repository's hook may have exported must not reach the vault's git.
-        self.env = {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS}
+        self.env = with_own_settings({k: v for k, v in os.environ.items() if k not in _LEAKY_VARS})
         self.env.update(
             GIT_DIR=str(self.git_dir),
             GIT_WORK_TREE=str(root),
@@ -406,7 +417,22 @@ def command_error(command: Sequence[str], status: int, stderr: str, stdout: str 
 def outside_env() -> dict[str, str]:
     """The environment for a git command that has no vault yet (init, clone): nothing inherited
     from a parent repository's hook environment."""
-    return {k: v for k, v in os.environ.items() if k not in _LEAKY_VARS and k not in ("GIT_DIR", "GIT_WORK_TREE")}
+    return with_own_settings({k: v for k, v in os.environ.items()
+                              if k not in _LEAKY_VARS and k not in ("GIT_DIR", "GIT_WORK_TREE")})
+
+
+def with_own_settings(env: dict[str, str]) -> dict[str, str]:
+    """`env` with OWN_SETTINGS added as git's command-line settings (GIT_CONFIG_COUNT, git 2.31;
+    inherited by every git a call starts, purge's filter-repo included), after any the user set."""
+    try:
+        first = max(int(env.get("GIT_CONFIG_COUNT") or 0), 0)
+    except ValueError:
+        first = 0  # git itself refuses a malformed count: the user's entries cannot be read
+    for i, (key, value) in enumerate(OWN_SETTINGS, start=first):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    env["GIT_CONFIG_COUNT"] = str(first + len(OWN_SETTINGS))
+    return env
 
 
 def git_running_in(root: Path) -> bool:

@@ -1,0 +1,89 @@
+"""A developer's global git config (hooks, signing, merge policy) meets memvault's own git calls.
+
+memvault commits, merges and pushes for itself: the user's hooks never run and nothing is signed,
+whatever `~/.gitconfig` says (docs/sync.md, "Your git config"). Each test writes the global
+config the hermetic environment points GIT_CONFIG_GLOBAL at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import commit_count, git, is_clean, run_memvault
+
+HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit", "post-merge",
+         "post-checkout", "reference-transaction", "pre-push", "post-rewrite", "pre-auto-gc")
+
+
+def global_config(*settings: tuple[str, str]) -> None:
+    for key, value in settings:
+        subprocess.run(["git", "config", "--global", key, value], check=True)
+
+
+def failing_hooks(folder: Path) -> Path:
+    """A hooks folder whose every hook prints on stdout and stderr, leaves a mark and fails."""
+    folder.mkdir()
+    for name in HOOKS:
+        hook = folder / name
+        hook.write_text(f"#!/bin/sh\necho 'hook {name} says hello'\necho 'hook {name}' >&2\n"
+                        f"echo {name} >> '{folder}/ran'\nexit 1\n")
+        hook.chmod(0o755)
+    return folder
+
+
+def bare_remote(path: Path) -> Path:
+    # The remote's own hooks are its owner's business (a server's hook may refuse a push): none here.
+    subprocess.run(["git", "-c", f"core.hooksPath={os.devnull}", "init", "-q", "--bare", "-b", "main", str(path)],
+                   check=True)
+    git(path, "config", "core.hooksPath", os.devnull)
+    return path
+
+
+def test_a_global_hooks_path_runs_no_hook_in_memvault_commands(tmp_path):
+    hooks = failing_hooks(tmp_path / "hooks")
+    global_config(("core.hooksPath", str(hooks)))
+    vault, clone, remote = tmp_path / "vault", tmp_path / "clone", bare_remote(tmp_path / "remote.git")
+
+    assert run_memvault("init", str(vault)).returncode == 0  # prepare-commit-msg failed it
+    added = run_memvault("add", "Alice drinks green tea", "--json", "--vault", str(vault))
+    assert added.returncode == 0, added.stderr
+    fact = json.loads(added.stdout)["id"]  # no hook's words on stdout
+    done = run_memvault("add", "--stdin", "--vault", str(vault), input="Bob fixed the tap\nCarol sings\n")
+    assert done.returncode == 0, done.stderr
+    assert run_memvault("forget", fact, "--vault", str(vault)).returncode == 0
+    assert run_memvault("remote", "set", str(remote), "--vault", str(vault)).returncode == 0
+    done = run_memvault("sync", "--vault", str(vault))
+    assert done.returncode == 0, done.stderr  # pre-push and reference-transaction failed it
+    assert run_memvault("clone", str(remote), str(clone)).returncode == 0
+    for where, text in ((clone, "Dan on the clone"), (vault, "Erin on the vault")):
+        assert run_memvault("add", text, "--vault", str(where)).returncode == 0
+    assert run_memvault("sync", "--vault", str(clone)).returncode == 0
+    done = run_memvault("sync", "--json", "--vault", str(vault))  # a merge commit
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["received"] == 1
+
+    assert not (hooks / "ran").exists()
+    assert commit_count(vault) == 7 and is_clean(vault)  # init, 2 adds, forget, add, add, merge
+    assert "Dan on the clone" in run_memvault("recent", "--vault", str(vault)).stdout
+
+
+def test_global_commit_signing_without_a_key_in_a_vault_made_by_git_clone(tmp_path):
+    vault, remote = tmp_path / "vault", bare_remote(tmp_path / "remote.git")
+    assert run_memvault("init", str(vault)).returncode == 0
+    assert run_memvault("remote", "set", str(remote), "--vault", str(vault)).returncode == 0
+    assert run_memvault("sync", "--vault", str(vault)).returncode == 0
+    # gpg.program `false`: signing fails, as it does with no key or no pinentry in cron.
+    global_config(("commit.gpgSign", "true"), ("push.gpgSign", "true"), ("user.signingKey", "DEADBEEF"),
+                  ("gpg.program", "false"))
+    plain = tmp_path / "plain"
+    subprocess.run(["git", "clone", "-q", str(remote), str(plain)], check=True)  # its config says nothing of signing
+
+    added = run_memvault("add", "Alice drinks green tea", "--vault", str(plain))
+    assert added.returncode == 0, added.stderr  # "unexpected error: GitCommandError", exit 1
+    assert commit_count(plain) == 2 and is_clean(plain)
+    done = run_memvault("sync", "--vault", str(plain))
+    assert done.returncode == 0, done.stderr  # the remote takes no signed push
+    assert git(remote, "log", "-1", "--format=%s").startswith("add: ")
