@@ -87,3 +87,25 @@ def test_global_commit_signing_without_a_key_in_a_vault_made_by_git_clone(tmp_pa
     done = run_memvault("sync", "--vault", str(plain))
     assert done.returncode == 0, done.stderr  # the remote takes no signed push
     assert git(remote, "log", "-1", "--format=%s").startswith("add: ")
+
+
+def test_a_global_merge_policy_of_fast_forward_only_and_signed_commits_still_merges(tmp_path):
+    global_config(("merge.ff", "only"), ("merge.verifySignatures", "true"), ("pull.rebase", "true"))
+    a, b, remote = tmp_path / "a", tmp_path / "b", bare_remote(tmp_path / "remote.git")
+    assert run_memvault("init", str(a)).returncode == 0
+    assert run_memvault("remote", "set", str(remote), "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("clone", str(remote), str(b)).returncode == 0
+    for where, text in ((a, "Alice on machine a"), (b, "Bob on machine b")):
+        assert run_memvault("add", text, "--vault", str(where)).returncode == 0
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+
+    done = run_memvault("sync", "--vault", str(a))
+    # "git could not merge origin/main: fatal: Not possible to fast-forward, aborting" (or "Commit
+    # ... does not have a GPG signature"), exit 1: two machines that both added never synced again
+    assert done.returncode == 0, done.stderr
+    assert "merged" in done.stdout
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    for where in (a, b):
+        listed = run_memvault("recent", "--vault", str(where)).stdout
+        assert "Alice on machine a" in listed and "Bob on machine b" in listed
