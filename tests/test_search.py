@@ -359,3 +359,21 @@ def test_a_warm_process_scoring_a_projection_first_returns_the_full_products_hit
     hits = vault.search("Ana matcha green tea", limit=3, min_score=0)
     assert hits[0].id == late.id  # a row appended after the projection is scored exactly
     assert vectors._coarse.rows == 360
+
+
+def test_a_search_writes_nothing_in_the_home_and_says_nothing_of_it_when_the_cache_cannot_be_written(
+        vault_dir, tmp_path):
+    """onnxruntime keeps a telemetry device id under ~/.cache/Microsoft: with a read-only home (or an
+    XDG_CACHE_HOME it cannot make) every search printed its warning, in colour, on stderr."""
+    assert run_memvault("add", "Alice drinks green tea", "--vault", str(vault_dir)).returncode == 0
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    done = run_memvault("search", "tea", "--json", "--vault", str(vault_dir),
+                        env={"XDG_CACHE_HOME": str(blocked / "cache")})  # root too cannot make it
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["text"] == "Alice drinks green tea"
+    assert "telemetry" not in done.stderr and "\x1b" not in done.stderr, done.stderr
+
+    cache = tmp_path / "cache"
+    assert run_memvault("search", "tea", "--vault", str(vault_dir), env={"XDG_CACHE_HOME": str(cache)}).returncode == 0
+    assert not (cache / "Microsoft").exists()

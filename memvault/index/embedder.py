@@ -73,6 +73,7 @@ def download_model(spec: ModelSpec) -> str:
     target = model_cache_dir()
     target.mkdir(parents=True, exist_ok=True)
     os.environ.pop("HF_HUB_OFFLINE", None)
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # (see Embedder.load)
     try:
         from fastembed import TextEmbedding
         from loguru import logger
@@ -116,6 +117,9 @@ class Embedder:
         # The hub would retry for tens of seconds with no network; memvault only uses local files.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+        # onnxruntime's import keeps a telemetry device id under ~/.cache/Microsoft, and where it
+        # cannot (a read-only home) prints a coloured warning on stderr in every process.
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         try:
             from fastembed import TextEmbedding
             from loguru import logger
