@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memvault.errors import MemvaultError, VaultBusy, unwritable
-from memvault.storage.layout import GIT_LOCKS_LOCK, LOCKS_DIR, is_vault_file
+from memvault.storage.layout import GIT_LOCKS_LOCK, LOCKS_DIR, STATE_DIR, is_vault_file
 
 FALLBACK_NAME = "memvault"
 _LEAKY_VARS = (
@@ -217,6 +217,8 @@ class GitStore:
         synced in before sync refused it): git would refuse them and the write would fail.
         """
         self.identity()
+        if "." in paths:  # the whole tree (init, adopt): the vault's own files by name too, ignored or not
+            paths = [*paths, *_own_files_in(self.root)]
         own = [path for path in paths if is_vault_file(path)]
         other = [path for path in paths if not is_vault_file(path)]  # "." at init: ignored files stay out
         if own:
@@ -359,6 +361,19 @@ class GitStore:
             except OSError:
                 continue
         return seen
+
+
+def _own_files_in(root: Path) -> list[str]:
+    """The vault's own files on disk (vault-relative), never through a symlink: a global excludes
+    file naming `*.md` or `logs/` (core.excludesFile) would keep them out of a commit of "."."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in (".git", STATE_DIR) and not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+            if is_vault_file(rel) and not os.path.islink(os.path.join(folder, name)):
+                found.append(rel)
+    return sorted(found)
 
 
 def _identity_of(stat: os.stat_result) -> tuple[int, int, int, int]:

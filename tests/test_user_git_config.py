@@ -109,3 +109,20 @@ def test_a_global_merge_policy_of_fast_forward_only_and_signed_commits_still_mer
     for where in (a, b):
         listed = run_memvault("recent", "--vault", str(where)).stdout
         assert "Alice on machine a" in listed and "Bob on machine b" in listed
+
+
+def test_a_global_excludes_file_ignoring_markdown_leaves_no_template_file_out_of_the_first_commit(tmp_path):
+    """~/.gitignore_global often names `logs/` or `*.md`: init's commit passed over MEMORY.md,
+    index.md, log.md, schema.md and logs/.gitkeep, which then never reached the remote or a clone."""
+    excludes = tmp_path / "gitignore_global"
+    excludes.write_text("logs/\n*.md\n*.jsonl\n")
+    global_config(("core.excludesFile", str(excludes)))
+    vault = tmp_path / "vault"
+    assert run_memvault("init", str(vault)).returncode == 0
+    committed = set(git(vault, "ls-files").split())
+    assert {"MEMORY.md", "index.md", "log.md", "schema.md", "logs/.gitkeep", "memvault.toml"} <= committed
+    assert git(vault, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+
+    (vault / ".git").rename(tmp_path / "old-git")  # adopt: the same first commit, from the files
+    assert run_memvault("init", "--adopt", str(vault)).returncode == 0
+    assert {"MEMORY.md", "index.md", "log.md", "schema.md", "logs/.gitkeep"} <= set(git(vault, "ls-files").split())
