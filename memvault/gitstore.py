@@ -413,6 +413,39 @@ def execute(command: list[str], env: dict[str, str], *, timeout: float | None = 
     return done.returncode, out[:-1] if out.endswith("\n") else out, done.stderr.decode("utf-8", "surrogateescape")
 
 
+def git_reason(error: Exception) -> str:
+    """git's own reason, in one line: its first error, with the files it lists after it and what
+    ssh said before it ("Could not read from remote repository" alone does not say why)."""
+    text = str(getattr(error, "stderr", "") or error).replace("stderr:", " ")
+    lines = [line.rstrip("\r '\"") for line in text.splitlines()]
+    for n, line in enumerate(lines):
+        said = line.strip(" '\"")
+        if said.lower().startswith(("fatal:", "error:")):
+            cause = [before.strip(" '\"") for before in lines[:n] if before.strip(" '\"").startswith("ssh:")]
+            listed = []
+            for after in lines[n + 1:] if said.endswith(":") else ():
+                if not after.startswith("\t"):  # git lists the files it names one per line, tab-indented
+                    break
+                listed.append(after.strip())
+            if listed:
+                said += " " + ", ".join(listed[:5]) + (f" (and {len(listed) - 5} more)" if len(listed) > 5 else "")
+            return "; ".join(part.rstrip(".") for part in [*cause, said])
+    said = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
+    return said[0] if said else "git failed"
+
+
+def failure_detail(error: Exception) -> str | None:
+    """`git <command> failed: <git's reason>` for a failed git command, else None: an error no
+    caller expected (a user's git config that fails every commit) still says what git said."""
+    from git import GitCommandError
+
+    if not isinstance(error, GitCommandError):
+        return None
+    command = [str(part) for part in error.command] if isinstance(error.command, list) else []
+    name = next((part for part in command[1:] if not part.startswith("-")), "")
+    return f"git {name} failed: {git_reason(error)}".replace("  ", " ")
+
+
 GIT_MISSING = "git is not installed (no `git` on PATH); memvault keeps each vault in a git repository: install git"
 
 

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
-from memvault.gitstore import GitStore, require_git
+from memvault.gitstore import GitStore, git_reason, require_git
 from memvault.storage import lock
 from memvault.storage.journal import MERGE
 from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
@@ -317,7 +317,7 @@ def _fetch(storage: Storage, url: str) -> None:
         # --prune: a branch gone from the remote must not look merged and pushed here.
         storage.git.run("fetch", "--quiet", "--no-tags", "--prune", REMOTE, kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
-        raise RemoteError(f"cannot fetch from {url}: {_git_reason(e)}; nothing changed") from None
+        raise RemoteError(f"cannot fetch from {url}: {git_reason(e)}; nothing changed") from None
 
 
 def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list[str]]:
@@ -361,7 +361,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
                 if conflicts:
                     raise _conflict(storage, conflicts, branch) from None
                 raise MemvaultError(
-                    f"git could not merge {REMOTE}/{branch}: {_git_reason(e)}; nothing changed") from None
+                    f"git could not merge {REMOTE}/{branch}: {git_reason(e)}; nothing changed") from None
         changed = _names(storage, "diff", "--name-only", "-z", before, "HEAD")
         report.merged = report.merged or len(storage.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
         report.edited = sorted(set(report.edited) | set(taken.edited))
@@ -466,7 +466,7 @@ def _push(storage: Storage, url: str, branch: str, fetched: str | None) -> tuple
         if "[rejected]" in reason or "non-fast-forward" in reason or "fetch first" in reason \
                 or "stale info" in reason or "but expected" in reason:
             raise _PushRejected() from None
-        raise RemoteError(f"merged locally but cannot push to {url}: {_git_reason(e)}") from None
+        raise RemoteError(f"merged locally but cannot push to {url}: {git_reason(e)}") from None
     return ahead, replace
 
 
@@ -493,27 +493,6 @@ def _catch_up_index(storage: Storage) -> dict | None:
     return result if isinstance(result, dict) else {}
 
 
-def _git_reason(error: Exception) -> str:
-    """git's own reason, in one line: its first error, with the files it lists after it and what
-    ssh said before it ("Could not read from remote repository" alone does not say why)."""
-    text = str(getattr(error, "stderr", "") or error).replace("stderr:", " ")
-    lines = [line.rstrip("\r '\"") for line in text.splitlines()]
-    for n, line in enumerate(lines):
-        said = line.strip(" '\"")
-        if said.lower().startswith(("fatal:", "error:")):
-            cause = [before.strip(" '\"") for before in lines[:n] if before.strip(" '\"").startswith("ssh:")]
-            listed = []
-            for after in lines[n + 1:] if said.endswith(":") else ():
-                if not after.startswith("\t"):  # git lists the files it names one per line, tab-indented
-                    break
-                listed.append(after.strip())
-            if listed:
-                said += " " + ", ".join(listed[:5]) + (f" (and {len(listed) - 5} more)" if len(listed) > 5 else "")
-            return "; ".join(part.rstrip(".") for part in [*cause, said])
-    said = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
-    return said[0] if said else "git failed"
-
-
 # -- clone --------------------------------------------------------------------------------------
 
 def clone(url: str, root: Path) -> Path:
@@ -532,7 +511,7 @@ def clone(url: str, root: Path) -> Path:
         store = GitStore.clone(url, root, remote=REMOTE, timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
         _remove(root, created)
-        raise RemoteError(f"cannot clone {url}: {_git_reason(e)}") from None
+        raise RemoteError(f"cannot clone {url}: {git_reason(e)}") from None
     # The tree is checked before git writes any of it: a path git refuses (`..`) failed the
     # checkout itself, as if the remote could not be reached (exit 8), and a symlink was on disk.
     head = store.head()

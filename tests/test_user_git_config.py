@@ -126,3 +126,19 @@ def test_a_global_excludes_file_ignoring_markdown_leaves_no_template_file_out_of
     (vault / ".git").rename(tmp_path / "old-git")  # adopt: the same first commit, from the files
     assert run_memvault("init", "--adopt", str(vault)).returncode == 0
     assert {"MEMORY.md", "index.md", "log.md", "schema.md", "logs/.gitkeep"} <= set(git(vault, "ls-files").split())
+
+
+def test_a_git_config_that_fails_every_commit_is_named_in_one_line_and_nothing_is_added(tmp_path):
+    vault = tmp_path / "vault"
+    assert run_memvault("init", str(vault)).returncode == 0
+    head = git(vault, "rev-parse", "HEAD")
+    global_config(("commit.cleanup", "nonsense"))  # a typo in ~/.gitconfig: git fails every commit
+
+    done = run_memvault("add", "Alice drinks green tea", "--vault", str(vault))
+    assert done.returncode == 1
+    # it said "unexpected error: GitCommandError: Cmd('git') failed due to: exit code(128)"
+    assert done.stderr.splitlines() == [
+        "memvault: unexpected error: git commit failed: fatal: Invalid cleanup mode nonsense "
+        "(set MEMVAULT_DEBUG=1 for details)"], done.stderr
+    assert git(vault, "rev-parse", "HEAD") == head and is_clean(vault)
+    assert run_memvault("recent", "--vault", str(vault)).returncode == 0

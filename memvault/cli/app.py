@@ -23,7 +23,7 @@ from typer.exceptions import Abort, Exit
 
 from memvault import __version__
 from memvault.errors import ExitCode, MemvaultError, Terminated, one_line, unwritable_in
-from memvault.gitstore import GIT_MISSING
+from memvault.gitstore import GIT_MISSING, failure_detail
 
 
 class MemvaultGroup(TyperGroup):
@@ -154,7 +154,7 @@ def _asks_json(args: list[str]) -> bool:
 def _unexpected(e: Exception, wants_json: bool) -> None:
     if os.environ.get("MEMVAULT_DEBUG"):
         traceback.print_exc()
-    detail = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
+    detail = failure_detail(e) or (f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__)
     _fail("InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)",
           ExitCode.ERROR, wants_json)
 

@@ -28,6 +28,7 @@ from pydantic import Field, ValidationError
 
 from memvault import __version__
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, one_line, unwritable_in
+from memvault.gitstore import failure_detail
 from memvault.index import vectors
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
@@ -139,7 +140,8 @@ def error_result(error: Exception) -> CallToolResult:
     else:
         if os.environ.get("MEMVAULT_DEBUG"):
             traceback.print_exception(error, file=sys.stderr)
-        detail = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
+        detail = failure_detail(error) or (
+            f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__)
         kind, message, code = "InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)", \
             int(ExitCode.ERROR)
     message = one_line(message)
