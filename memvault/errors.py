@@ -150,6 +150,8 @@ UNWRITABLE_ERRNOS = {
     errno.EACCES: "permission denied writing",
     errno.EPERM: "permission denied writing",
     errno.EISDIR: "a folder stands where memvault writes the file",
+    # (a file in the way of a folder memvault makes: an XDG_CACHE_HOME pointing under a file)
+    errno.ENOTDIR: "a file stands in the way of the folder memvault writes:",
 }
 
 

@@ -245,6 +245,36 @@ def test_permission_denied_is_one_clear_line(vault_dir):
     assert texts(vault_dir) == ["mine"] and is_clean(vault_dir)
 
 
+def test_a_vault_the_user_may_not_write_and_a_cache_folder_that_cannot_be_made_is_one_clear_line(vault_dir, tmp_path):
+    """Fault tried: a vault the user may not write, searched with an XDG_CACHE_HOME under a file
+    (a typo in a profile, a dotfile manager's link): its index has nowhere to go."""
+    assert add(vault_dir, "Alice prefers green tea").returncode == 0
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    paths = [vault_dir, *vault_dir.rglob("*")]
+    modes = {path: path.stat().st_mode for path in paths}
+    for path in paths:
+        path.chmod(modes[path] & ~0o222)
+    try:
+        runs = []
+        for args in (["search", "tea"], ["status"]):
+            command = [sys.executable, "-m", "memvault", *args, "--vault", str(vault_dir)]
+            preexec = _without_root_overrides if os.geteuid() == 0 else None
+            try:
+                runs.append(subprocess.run(command, capture_output=True, text=True, preexec_fn=preexec, timeout=60,
+                                           env={**os.environ, "XDG_CACHE_HOME": str(blocked / "cache")}))
+            except subprocess.SubprocessError as e:
+                pytest.skip(f"cannot drop root's file-permission override here ({e}); needs CAP_SETPCAP")
+    finally:
+        for path in paths:
+            path.chmod(modes[path])
+    for result in runs:  # "unexpected error: NotADirectoryError: [Errno 20] Not a directory: ...", exit 1
+        assert result.returncode == ExitCode.UNWRITABLE, result.stderr
+        assert len(result.stderr.splitlines()) == 1 and str(blocked / "cache") in result.stderr, result.stderr
+        assert "unexpected error" not in result.stderr
+    assert texts(vault_dir) == ["Alice prefers green tea"] and is_clean(vault_dir)
+
+
 def test_a_folder_where_a_daily_log_belongs_is_one_clear_line(vault_dir):
     """Fault tried: a folder named like a daily log (made by hand, or by a tool gone wrong): reads
     name it, an add to that day is refused with exit 9, an add to another day still works."""
