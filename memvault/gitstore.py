@@ -40,11 +40,15 @@ _LEAKY_VARS = (
 # reference-transaction and pre-push run despite --no-verify; a failing one broke init, every add
 # and every sync), and signing (`commit.gpgSign` set globally reached a vault made by `git clone`,
 # whose own config never turned it off: every add failed without a key or a pinentry; a signed
-# push fails on a remote that takes none).
+# push fails on a remote that takes none), and encodings: memvault's messages are UTF-8 and it reads
+# git's output as UTF-8 (i18n.commitEncoding = ISO-8859-1 labelled them Latin-1 for good, and every
+# `git log` then showed them garbled).
 OWN_SETTINGS = (
     ("core.hooksPath", os.devnull),
     ("commit.gpgSign", "false"),
     ("push.gpgSign", "false"),
+    ("i18n.commitEncoding", "UTF-8"),
+    ("i18n.logOutputEncoding", "UTF-8"),
 )
 # How long a command waits for another live git process to let go of one of git's lock files.
 GIT_LOCK_WAIT_SECONDS = 15.0

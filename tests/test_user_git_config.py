@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import commit_count, git, is_clean, run_memvault
@@ -142,3 +143,19 @@ def test_a_git_config_that_fails_every_commit_is_named_in_one_line_and_nothing_i
         "(set MEMVAULT_DEBUG=1 for details)"], done.stderr
     assert git(vault, "rev-parse", "HEAD") == head and is_clean(vault)
     assert run_memvault("recent", "--vault", str(vault)).returncode == 0
+
+
+def test_a_global_commit_and_log_encoding_other_than_utf8_neither_mislabels_nor_garbles_messages(tmp_path):
+    """i18n.commitEncoding = ISO-8859-1 labelled memvault's UTF-8 messages Latin-1 for good (every
+    clone's `git log` and `memvault history` then showed "thÃ© Ã  NoÃ«l"); i18n.logOutputEncoding
+    made history print Latin-1 bytes, invalid UTF-8 in its --json."""
+    vault = tmp_path / "vault"
+    assert run_memvault("init", str(vault)).returncode == 0
+    global_config(("i18n.commitEncoding", "ISO-8859-1"), ("i18n.logOutputEncoding", "ISO-8859-1"))
+    fact = run_memvault("add", "thé à Noël", "--vault", str(vault)).stdout.strip()
+    assert "encoding " not in git(vault, "cat-file", "commit", "HEAD")
+
+    done = subprocess.run([sys.executable, "-m", "memvault", "history", fact, "--json", "--vault", str(vault)],
+                          capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.decode("utf-8"))[-1]["message"] == f"add: {fact} thé à Noël"
