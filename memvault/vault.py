@@ -99,6 +99,18 @@ def explained_if_broken(root: Path) -> Iterator[None]:
         raise BrokenRepository(root, problem) from e
 
 
+def _unmake(root: Path, made: bool) -> None:
+    """Remove what a failed `init` put in `root` (it was empty, or did not exist when `made`)."""
+    if made:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
 @contextmanager
 def _creating(root: Path) -> Iterator[None]:
     """The vault's directory is looked at and made here: an OSError is one line naming the path.
@@ -239,11 +251,21 @@ class Vault:
             except BrokenRepository as e:
                 raise InvalidInput(f"{root} is a vault, but {e.problem}; `memvault init --adopt {root}` "
                                    "re-creates the repository from the vault's files") from None
+        made = not root.exists()
         with _creating(root):
             root.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(template_root(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-        store = GitStore.init(root)
-        store.commit(["."], "init: new memvault vault")
+        try:
+            shutil.copytree(template_root(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+            store = GitStore.init(root)
+            store.commit(["."], "init: new memvault vault")
+        except BaseException:
+            # A vault without its first commit (a git config that fails every commit, a full disk,
+            # Ctrl-C) would pass for a vault: `init` again said "already a vault" and its template
+            # files stayed staged beside every later commit. The directory is left as it was found,
+            # unless a first commit is there after all (an init of the same folder at the same time).
+            if GitStore(root).head() is None:
+                _unmake(root, made)
+            raise
         vault = cls(root, notify=notify)
         vault.created = True
         return vault

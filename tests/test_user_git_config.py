@@ -159,3 +159,19 @@ def test_a_global_commit_and_log_encoding_other_than_utf8_neither_mislabels_nor_
                           capture_output=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.decode("utf-8"))[-1]["message"] == f"add: {fact} thé à Noël"
+
+
+def test_an_init_whose_first_commit_fails_leaves_nothing_behind(tmp_path):
+    """It left the template and a .git without a commit: `init` again said "already a vault",
+    every add committed beside 14 staged files, and sync refused them as uncommitted changes."""
+    global_config(("commit.cleanup", "nonsense"))
+    new, empty = tmp_path / "new", tmp_path / "empty"
+    empty.mkdir()
+    for target in (new, empty):
+        done = run_memvault("init", str(target))
+        assert done.returncode == 1 and "Invalid cleanup mode" in done.stderr, done.stderr
+    assert not new.exists() and list(empty.iterdir()) == []
+
+    subprocess.run(["git", "config", "--global", "--unset", "commit.cleanup"], check=True)
+    assert run_memvault("init", str(empty)).returncode == 0
+    assert commit_count(empty) == 1 and is_clean(empty)
