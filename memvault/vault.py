@@ -7,6 +7,7 @@ light (search pulls in Tantivy and numpy, dream litellm).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -122,7 +123,8 @@ def _creating(root: Path) -> Iterator[None]:
     try:
         yield
     except OSError as e:
-        clear = unwritable(e, e.filename or root, "no vault was created")
+        # (a file in the path is named below: it is the path given, not a place that refused a write)
+        clear = None if e.errno == errno.ENOTDIR else unwritable(e, e.filename or root, "no vault was created")
         if clear is not None:
             raise clear from None
         blocker = next((p for p in root.parents if p.exists() and not p.is_dir()), None)
