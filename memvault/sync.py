@@ -512,6 +512,9 @@ def clone(url: str, root: Path) -> Path:
     except git.GitCommandError as e:
         _remove(root, created)
         raise RemoteError(f"cannot clone {url}: {git_reason(e)}") from None
+    # Before anything is checked out: under a global core.autocrlf = true the files came out with
+    # CRLF, and once the vault's own setting turned it off every one of them read as changed.
+    store.configure()
     # The tree is checked before git writes any of it: a path git refuses (`..`) failed the
     # checkout itself, as if the remote could not be reached (exit 8), and a symlink was on disk.
     head = store.head()
@@ -537,7 +540,6 @@ def clone(url: str, root: Path) -> Path:
             f"{url} holds no memvault vault (no {CONFIG_FILE}); to publish one, run "
             "`memvault remote set URL` and `memvault sync` in an existing vault"
         )
-    store.configure()
     return root
 
 

@@ -175,3 +175,24 @@ def test_an_init_whose_first_commit_fails_leaves_nothing_behind(tmp_path):
     subprocess.run(["git", "config", "--global", "--unset", "commit.cleanup"], check=True)
     assert run_memvault("init", str(empty)).returncode == 0
     assert commit_count(empty) == 1 and is_clean(empty)
+
+
+def test_a_clone_made_under_a_global_autocrlf_keeps_its_files_byte_for_byte_and_syncs(tmp_path):
+    """core.autocrlf = true (Windows habits, or a dotfile repository shared with one): `memvault
+    clone` turned it off only after checking the files out with CRLF, so every file read as changed
+    and each sync of the clone refused them as uncommitted changes (exit 2)."""
+    a, b, remote = tmp_path / "a", tmp_path / "b", bare_remote(tmp_path / "remote.git")
+    assert run_memvault("init", str(a)).returncode == 0
+    assert run_memvault("add", "Alice drinks green tea", "--vault", str(a)).returncode == 0
+    assert run_memvault("remote", "set", str(remote), "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    global_config(("core.autocrlf", "true"))
+
+    assert run_memvault("clone", str(remote), str(b)).returncode == 0
+    assert is_clean(b)
+    assert not any(b"\r\n" in path.read_bytes() for path in b.rglob("*.md") if ".git" not in path.parts)
+    assert run_memvault("add", "Bob on machine b", "--vault", str(b)).returncode == 0
+    done = run_memvault("sync", "--vault", str(b))
+    assert done.returncode == 0, done.stderr
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert "Bob on machine b" in run_memvault("recent", "--vault", str(a)).stdout
