@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
@@ -39,7 +38,7 @@ from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
 from memvault.storage.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.tombstones import Tombstone, parse_tombstones, stamp
+from memvault.tombstones import Tombstone, parse_tombstones
 
 REMOTE = "origin"
 WORDS = 8
@@ -331,7 +330,9 @@ def _die_with_parent() -> None:
 def _write_tombstones(storage: Storage, ids: list[str]) -> list[Tombstone]:
     """The purge records, one commit: a fact's forget line is replaced (the first record of an id
     would otherwise win), the others appended."""
-    at = _purge_time(storage)
+    # To the microsecond: the records of one purge share their time, and another clone replays
+    # purges one at a time by it (purge_groups); two purges a second apart must not read as one.
+    at = datetime.now(storage.tz).isoformat()
     records = {i: Tombstone(id=i, at=at, reason="purged", hash="", purged=True) for i in ids}
     kept = []
     for line in storage.read_text(TOMBSTONES_FILE).splitlines(keepends=True):
@@ -343,21 +344,6 @@ def _write_tombstones(storage: Storage, ids: list[str]) -> list[Tombstone]:
     body = "\n".join(ids)
     storage.write_files({TOMBSTONES_FILE: content}, f"{purge_subject(len(ids))}\n\n{body}")
     return list(records.values())
-
-
-def _purge_time(storage: Storage) -> str:
-    """Now, to the second as a forget's time, and no earlier purge record's time of this vault.
-
-    The records of one purge share their time, and another clone replays purges one at a time by
-    it (purge_groups): a second purge within the same second waits for the next one rather than
-    read as part of the first (a purge takes seconds anyway, under the same locks).
-    """
-    taken = {t.at for t in storage.tombstones().values() if t.purged}
-    while True:
-        now = datetime.now(storage.tz)
-        if stamp(now) not in taken:
-            return stamp(now)
-        time.sleep(1 - now.microsecond / 1_000_000 + 0.001)
 
 
 def purge_subject(count: int) -> str:
@@ -563,9 +549,9 @@ def _item_in_history(storage: Storage, fact_id: str, rev: str) -> bool:
 
 def purge_groups(storage: Storage, tracking: str | None, ids: set[str]) -> list[list[str]]:
     """The purged `ids` as the purges that made them, oldest first: a purge writes its records
-    together, with one time that no other purge of the clone shares (the remote's tombstones
-    first, then this clone's own; records of an older memvault carry whole seconds without that
-    care, so two of its purges made in one second replay as one)."""
+    together, with one time to the microsecond (the remote's tombstones first, then this
+    clone's own; records of an older memvault carry whole seconds, so two of its purges made in
+    one second replay as one)."""
     contents = [_tombstones_at(storage, tracking) if tracking else "", _tombstones_at(storage, None)]
     groups: list[tuple[str, list[str]]] = []
     seen: set[str] = set()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -29,15 +28,6 @@ class Tombstone:
         if not self.purged:
             del record["purged"]  # a forget line stays as it always was
         return json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
-
-
-def stamp(moment: datetime) -> str:
-    """A record's `at`: ISO 8601 to the second with its UTC offset, for a forget and a purge alike.
-
-    Purge records once carried microseconds (a purge's time told its records from another purge's
-    made the same second); they are kept as they are and read like any other.
-    """
-    return moment.replace(microsecond=0).isoformat()
 
 
 def text_hash(text: str) -> str:

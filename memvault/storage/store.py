@@ -68,7 +68,7 @@ from memvault.storage.layout import (
     log_relpath,
 )
 from memvault.storage.queue import CLAIMED, DONE, PENDING, REJECTED, Queue, Request, commit_message
-from memvault.tombstones import Tombstone, parse_tombstones, stamp, text_hash
+from memvault.tombstones import Tombstone, parse_tombstones, text_hash
 
 Notify = Callable[[str], None]
 _log = logging.getLogger("memvault")
@@ -675,7 +675,7 @@ class Storage:
                 return existing, True
             self.refuse_during_merge()
             self.commit_hand_edits([TOMBSTONES_FILE], f"before forget: {fact.id}")
-            tombstone = Tombstone(id=fact.id, at=stamp(datetime.now(self.tz)),
+            tombstone = Tombstone(id=fact.id, at=datetime.now(self.tz).replace(microsecond=0).isoformat(),
                                   reason=reason, hash=text_hash(fact.text))
             message = f"forget: {fact.id}" + (f" ({reason})" if reason else "")
             with self.transaction(APPEND, [TOMBSTONES_FILE], message):
