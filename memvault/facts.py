@@ -266,6 +266,11 @@ def validate_label(value: object, name: str) -> str | None:
         raise InvalidInput(f"{name} must be a non-empty string")
     if len(value) > MAX_LABEL_CHARS:
         raise InvalidInput(f"{name} must be one line of at most {MAX_LABEL_CHARS} characters")
+    return check_one_line(value, name)
+
+
+def check_one_line(value: str, name: str) -> str:
+    """`value` if it is one line of printable text (it goes into a commit subject or a row)."""
     line_break = next((c for c in value if c in LINE_BREAKS), None)
     if line_break is not None:
         raise InvalidInput(f"{name} must be one line: it holds a line break ({line_break!r})")

@@ -20,7 +20,7 @@ from typing import Any
 
 from memvault import dreamlog
 from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
-from memvault.facts import Fact, FactDraft, ParseProblem, make_fact, stored_id, validate_label
+from memvault.facts import Fact, FactDraft, ParseProblem, make_fact, stored_id, check_one_line
 from memvault.storage.layout import CONFIG_FILE
 from memvault.storage.store import Storage
 from memvault.tombstones import Tombstone
@@ -427,7 +427,7 @@ class Vault:
             if reason and len(reason) > 500:
                 raise InvalidInput("reason must be one line of at most 500 characters")
             if reason:  # it goes into tombstones.jsonl and the commit subject, as a source does
-                validate_label(reason, "reason")
+                check_one_line(reason, "reason")
             if reason:
                 from memvault.credentials import find_credentials
 

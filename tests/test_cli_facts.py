@@ -241,6 +241,7 @@ def test_forget_refuses_a_reason_that_is_not_one_printable_line(cli, vault_dir, 
         assert "reason" in result.stderr
     assert commit_count(vault_dir) == before and not (vault_dir / "tombstones.jsonl").exists()
     assert cli("show", gone).exit_code == 0
+    assert cli("forget", gone, "--reason", "x" * 500).exit_code == 0  # the reason's own bound, not a label's
 
 
 def test_history_lists_the_commits_that_touched_a_fact(cli, vault_dir):
