@@ -106,7 +106,7 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
     # a bundle exists to go into a prompt: a fact holding a credential (--allow-secret, or unmarked
     # by a hand edit) never does, nor a page section holding one
     page_hits = [h for h in hits if h.kind == "page"]
-    closed = find_credentials([h.text for h in page_hits])
+    closed = find_credentials(["\n".join([h.heading or "", *h.tags, h.text]) for h in page_hits])
     pages = [_page_item(h) for i, h in enumerate(page_hits) if i not in closed]
     facts = [h for h in hits if h.kind == "fact"]
     held = kept_from_prompts(facts)

@@ -65,11 +65,25 @@ def find_credentials(texts: Sequence[str], *, labels: bool = False) -> dict[int,
 
 def kept_from_prompts(facts: Sequence) -> set[str]:
     """Ids of the facts no prompt may hold: those stored with a credential on purpose (`secret`),
-    and those holding one unmarked — text that reached a log without `add` and its check: a hand
-    edit, a plain git commit, a remote written by another tool."""
+    and those holding one unmarked (`unmarked_credentials`)."""
+    return {fact.id for fact in facts if fact.secret} | set(unmarked_credentials(facts))
+
+
+def unmarked_credentials(facts: Sequence) -> dict[str, list[str]]:
+    """{id: what was found where} for the facts not marked `secret` that hold a credential, in
+    their text or a label (a prompt shows the source and tags, a bundle the session too): what
+    reached a log without `add` and its check — a hand edit, a plain git commit, another tool."""
     unmarked = [fact for fact in facts if not fact.secret]
-    found = find_credentials([fact.text for fact in unmarked])
-    return {fact.id for fact in facts if fact.secret} | {unmarked[i].id for i in found}
+    found: dict[str, list[str]] = {}
+    for i, kinds in find_credentials([fact.text for fact in unmarked]).items():
+        found.setdefault(unmarked[i].id, []).extend(map(str, kinds))
+    labels = [(fact, name, value) for fact in unmarked
+              for name, value in (("source", fact.source), ("session", fact.session),
+                                  *(("tag", tag) for tag in fact.tags)) if value]
+    for i, kinds in find_credentials([value for _f, _n, value in labels], labels=True).items():
+        fact, name, _value = labels[i]
+        found.setdefault(fact.id, []).extend(f"{name}: {kind.kind}" for kind in kinds)
+    return found
 
 
 def _scan(texts: Sequence[str], candidates: list[int]) -> dict[int, list[Finding]]:

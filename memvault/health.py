@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memvault.citations import pages_citing, pages_holding_credentials
-from memvault.credentials import find_credentials
+from memvault.credentials import find_credentials, unmarked_credentials
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
 from memvault.gitstore import GitStore, execute
@@ -458,9 +458,8 @@ def check_credentials(storage: Storage) -> Check:
     commit, another tool): prompts already leave them out; the user decides whether they stay."""
     name = "credentials"
     facts = list(storage.iter_facts())
-    unmarked = [f for f in facts if not f.secret]
-    found = [f"{unmarked[i].id} ({unmarked[i].path}): {', '.join(map(str, kinds))}"
-             for i, kinds in find_credentials([f.text for f in unmarked]).items()]
+    paths = {fact.id: fact.path for fact in facts}
+    found = [f"{fid} ({paths[fid]}): {', '.join(kinds)}" for fid, kinds in unmarked_credentials(facts).items()]
     found += [f"{path}: no model is shown it, and dream leaves it as it is"
               for path in sorted(pages_holding_credentials(storage))]
     for summary in (MEMORY_FILE, INDEX_FILE):

@@ -20,7 +20,7 @@ from typing import Any
 
 from memvault import dreamlog
 from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
-from memvault.facts import Fact, FactDraft, ParseProblem, make_fact, stored_id, check_one_line
+from memvault.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
 from memvault.storage.layout import CONFIG_FILE
 from memvault.storage.store import Storage
 from memvault.tombstones import Tombstone

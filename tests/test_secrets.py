@@ -152,6 +152,48 @@ def test_a_credential_a_hand_edit_put_in_a_log_never_reaches_a_prompt(vault, vau
         assert "AKIA" not in bundle.markdown and fact.id not in bundle.markdown
 
 
+def test_a_credential_a_hand_edit_put_in_a_fact_label_never_reaches_a_prompt(cli, vault, vault_dir):
+    """`add` refuses a credential in a source, session or tag; a hand edit does not ask: a prompt
+    shows a fact's source and tags, a bundle its session too."""
+    token, key = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "AKIAIOSFODNN7EXAMPLE"
+    by_source = vault.add("deploy went fine", at="2026-11-01T09:00:00", source="ci-bot")
+    by_tag = vault.add("rotated the staging keys", at="2026-11-01T09:30:00", tags=["ops"])
+    by_session = vault.add("staging was slow", at="2026-11-01T09:45:00", session="chat-1")
+    plain = vault.add("Alice prefers green tea", at="2026-11-01T10:00:00")
+    log = vault_dir / plain.path
+    log.write_text(log.read_text().replace('"ci-bot"', f'"{token}"').replace('["ops"]', f'["{key}"]')
+                   .replace('"chat-1"', '"password=hunter2xyz"'))
+    git(vault_dir, "commit", "-qam", "hand edit of labels")
+    with FakeLLM(default=consolidate_everything()) as fake:
+        assert dream(vault, fake).ok
+    sent = json.dumps(fake.requests)
+    assert token not in sent and key not in sent and plain.text in sent
+    for fact in (by_source, by_tag, by_session):
+        assert fact.id not in sent and fact.id in (vault_dir / "log.md").read_text()  # kept
+    bundle = cli("context", "deploy staging keys", "--budget", "4000", "--json").stdout
+    assert token not in bundle and key not in bundle and "hunter2" not in bundle and plain.text in bundle
+    check = {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}["credentials"]
+    assert check["status"] == "warn" and any("source: GitHub Token" in d for d in check["details"])
+    assert any("tag: AWS Access Key" in d for d in check["details"])
+    assert any("session: Secret Keyword" in d for d in check["details"])
+
+
+def test_context_leaves_out_a_page_section_whose_heading_or_tags_hold_a_credential(cli, vault, vault_dir):
+    vault.add("Alice deploys on Fridays", at="2026-11-01T09:00:00")
+    with FakeLLM(default=consolidate_everything()) as fake:
+        assert dream(vault, fake).ok
+    page = vault_dir / "wiki/topics/journal.md"
+    page.write_text(page.read_text().replace("## Entries", "## Staging password: correcthorsebatterystaple"))
+    git(vault_dir, "commit", "-qam", "hand edit of a heading")
+    bundle = cli("context", "Alice deploys staging", "--budget", "4000", "--json")
+    assert bundle.exit_code == 0 and "correcthorse" not in bundle.stdout
+    page.write_text(page.read_text().replace("## Staging password: correcthorsebatterystaple", "## Entries")
+                    .replace("- journal", "- ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"))
+    git(vault_dir, "commit", "-qam", "hand edit of a tag")
+    bundle = cli("context", "Alice deploys", "--budget", "4000", "--json")
+    assert bundle.exit_code == 0 and "ghp_" not in bundle.stdout and "Alice deploys on Fridays" in bundle.stdout
+
+
 def _page_with_a_credential(vault, vault_dir):
     first = vault.add("Alice deploys on Fridays", at="2026-11-01T09:00:00")
     vault.add("Carol runs the release notes", at="2026-11-01T10:00:00")
