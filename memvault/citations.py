@@ -64,19 +64,33 @@ def pages_citing(storage: Storage, ids: Iterable[str] | None = None) -> dict[str
     return found
 
 
-def pages_holding_credentials(storage: Storage) -> set[str]:
+def pages_holding_credentials(storage: Storage, memo: dict | None = None) -> set[str]:
     """Pages whose file (title, tags or body) holds a credential. Dream writes pages only from
     facts, and never sends it one holding a credential, so a hand edit or another tool put it
     there: no model is shown such a page, nor the MEMORY.md and index.md lines linking it, and
-    dream leaves it as it is."""
-    lines: list[tuple[str, str]] = []  # (page, line)
+    dream leaves it as it is. `memo` keeps each page's answer while its file is unchanged (a
+    dream asks before every batch)."""
+    memo = {} if memo is None else memo
+    present: dict[str, tuple[int, int]] = {}
+    lines: list[tuple[str, str]] = []  # (page, line) of the pages not known in this state
     for rel in list_pages(storage.root):
+        try:
+            st = (storage.root / rel).stat()
+        except OSError:
+            continue
+        present[rel] = key = (st.st_mtime_ns, st.st_size)
+        if rel in memo and memo[rel][0] == key:
+            continue
         page = read_page(storage.root, rel)
         if page is not None:  # what a prompt would show of it, not the runner's sources block
             lines.extend((rel, line) for line in [page.title, *page.tags, *page.body.splitlines()])
     # line by line: the detector then reads only the lines that could hold one (about 1.4% of
     # texts), not every line of a page that has one such line somewhere
-    return {lines[i][0] for i in find_credentials([line for _rel, line in lines])}
+    holding = {lines[i][0] for i in find_credentials([line for _rel, line in lines])}
+    for rel, key in present.items():
+        if rel not in memo or memo[rel][0] != key:
+            memo[rel] = (key, rel in holding)
+    return {rel for rel in present if memo[rel][1]}
 
 
 def withheld_pages(storage: Storage) -> set[str]:

@@ -23,13 +23,16 @@ from dataclasses import dataclass
 # private key blocks; and a URL's user:password@ (Basic Auth). Not scanned: a high-entropy
 # string under 20 characters with none of these words (detect-secrets flags a quoted 10-digit hex
 # id), which is a short commit hash far more often than a secret.
-_WORTH_SCANNING = re.compile(
+_WORTH_SCANNING_WORDS = re.compile(
     r"(?i)\b(?:api|key|token|auth|bearer|credential|private)"
     r"|(?:api|auth|service|account|db|database|priv|private|client)_?key|(?:db|database|key)_?pass"
     r"|passw|pwd|secret|contrase[ñn]a"
-    r"|-----BEGIN|[A-Za-z0-9+/_\-]{20,}"
-    r"|://[^\s/?#@]+:[^\s/?#@]+@"
 )
+_WORTH_SCANNING_SHAPES = re.compile(r"(?i)-----BEGIN|[A-Za-z0-9+/_\-]{20,}|://[^\s/?#@]+:[^\s/?#@]+@")
+# Every word the pattern above starts from, as plain lowercase pieces: a case-insensitive
+# alternation tried at every position cost 2.9 s over 100k facts (doctor, a dream's pages); a
+# case-folded copy searched for each piece first, and the patterns, cost a third of that.
+_WORD_PIECES = ("api", "key", "token", "auth", "bearer", "credential", "priv", "pass", "pwd", "secret", "contrase")
 
 # A label (source, session, tag) is a short name, checked on every add: only what could be a
 # credential in one reaches detect-secrets — a keyword given a value (`password=…`), a run of 20
@@ -54,13 +57,20 @@ class Finding:
 def find_credentials(texts: Sequence[str], *, labels: bool = False) -> dict[int, list[Finding]]:
     """{index in `texts`: what was found} for the texts that hold a credential (`labels`: the
     texts are sources, sessions and tags). A text given many times is scanned once."""
-    gate = _LABEL_WORTH_SCANNING if labels else _WORTH_SCANNING
+    gate = _LABEL_WORTH_SCANNING.search if labels else _worth_scanning
     first: dict[str, int] = {}
     for i, text in enumerate(texts):
-        if text not in first and gate.search(text):
+        if text not in first and gate(text):
             first[text] = i
     found = _scan(texts, list(first.values()))
     return {i: found[first[text]] for i, text in enumerate(texts) if first.get(text) in found}
+
+
+def _worth_scanning(text: str) -> bool:
+    folded = text.casefold()  # as (?i) reads it: the long s of "paſsword" is an s
+    if any(piece in folded for piece in _WORD_PIECES) and _WORTH_SCANNING_WORDS.search(text):
+        return True
+    return _WORTH_SCANNING_SHAPES.search(text) is not None
 
 
 def kept_from_prompts(facts: Sequence) -> set[str]:

@@ -239,6 +239,8 @@ def test_the_scrub_of_a_page_holding_a_credential_is_done_by_the_runner(vault, v
     # the runner rewrote it (under a neutral title, hence another slug) and kept the rest of it
     [rewritten] = [p.read_text() for p in (vault_dir / "wiki/topics").glob("*.md") if "Carol" in p.read_text()]
     assert first.id not in rewritten and "correcthorse" in rewritten
+    [entry] = [line for line in (vault_dir / "log.md").read_text().splitlines() if " scrub " in line]
+    assert "1 page(s) holding a credential" in entry and "too big" not in entry and "model openai" not in entry
 
 
 def test_doctor_names_credentials_add_never_checked(cli, vault, vault_dir):

@@ -29,6 +29,7 @@ from memvault.storage.store import Storage
 
 PROMPT_PAGES = 20  # related pages offered per batch, most relevant first; as many as fit are sent
 _WORD = re.compile(r"[^\W_]{4,}", re.UNICODE)
+_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 
 
 class DayBatch(Job):
@@ -82,7 +83,7 @@ class DayBatch(Job):
         # pages citing a forgotten fact are withheld (memvault.citations): never shown to a model,
         # nor the MEMORY.md and index.md lines written from them; the scrub rewrites them first
         # and so are pages holding a credential (a hand edit put it there), which dream leaves alone
-        self.closed = pages_holding_credentials(storage)
+        self.closed = pages_holding_credentials(storage, self.runner.credential_pages)
         withheld = withheld_pages(storage) | self.closed
         records = [page_record(p, handles) for p in self._relevant_pages(withheld)]
         memory = memory_lines(storage, withheld)
@@ -240,9 +241,11 @@ def memory_lines(storage: Storage, withheld: set[str]) -> list[str]:
 
 
 def without_credentials(text: str) -> str:
-    """`text` (index.md) without its lines that hold a credential."""
+    """`text` (index.md) without its lines that hold a credential. A line's link target is a page
+    path, which a pattern for provider keys (a run of 20 token characters) takes for one: left out
+    of what is asked, so that only the lines that could hold one reach the detector."""
     lines = text.splitlines(keepends=True)
-    found = find_credentials(lines)
+    found = find_credentials([_LINK_TARGET.sub("]", line) for line in lines])
     return "".join(line for i, line in enumerate(lines) if i not in found) if found else text
 
 

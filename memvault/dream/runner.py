@@ -132,6 +132,8 @@ class Runner:
         self.plan = plan
         self.budget = budget
         self.dream = storage.config.dream
+        # page -> ((mtime_ns, size), holds a credential): each batch of a run asks about every page
+        self.credential_pages: dict = {}
 
     def now(self) -> datetime:
         return datetime.now(self.storage.tz).replace(microsecond=0)

@@ -52,12 +52,17 @@ class ScrubPlan:
     cited: set[str] = field(default_factory=set)            # forgotten ids the pages cite
     later: list[str] = field(default_factory=list)          # no room in this request: the next scrub
 
-    stripped: int = 0                                       # pages the runner rewrote itself
+    stripped: int = 0                                       # pages the runner rewrote itself: too big
+    closed: int = 0                                         # ... holding a credential
+    asked: bool = False                                     # a model was asked to rewrite pages
 
-    def strip(self, path: str, day: str) -> None:
+    def strip(self, path: str, day: str, *, closed: bool = False) -> None:
         """The runner rewrites a page itself: its lines citing forgotten facts are dropped, and its
         title and tags, which may repeat them, give way to a neutral title."""
-        self.stripped += 1
+        if closed:
+            self.closed += 1
+        else:
+            self.stripped += 1
         page = self.ask.pop(path)
         body = strip_forgotten_statements(page.body, self.forgotten)
         if cited_ids(body):
@@ -142,8 +147,8 @@ class Scrub(Job):
         # a page holding a credential (a hand edit put it there) is never sent to a model: the
         # runner strips its forgotten statements itself
         day = self.runner.now().date().isoformat()
-        for path in pages_holding_credentials(self.storage) & set(self.plan.ask):
-            self.plan.strip(path, day)
+        for path in pages_holding_credentials(self.storage, self.runner.credential_pages) & set(self.plan.ask):
+            self.plan.strip(path, day, closed=True)
         return None
 
     def shrink(self) -> int:
@@ -170,6 +175,7 @@ class Scrub(Job):
                 return None
         self.runner.say(f"  {len(plan.ask)} page(s) to rewrite without forgotten facts"
                         + (f" ({len(plan.later)} more in the next scrub)" if plan.later else ""))
+        plan.asked = True
         return messages
 
     def _request(self, budget: Budget) -> list[dict] | None:
@@ -270,9 +276,14 @@ class Scrub(Job):
         result.updated, result.removed = rewritten, sorted(removed)
         files = {path: render_page(page, self.runner.plan.facts_by_id) for path, page in pages.items()}
         files.update(self._summary(pages, removed))
-        how = self.how or f"model {self.runner.settings.model}" + (
-            f"; the runner removed the citing lines of {plan.stripped} page(s) too big for the model's window"
-            if plan.stripped else "")
+        ways = [f"model {self.runner.settings.model}"] if plan.asked else []
+        if plan.stripped:
+            ways.append(f"the runner removed the citing lines of {plan.stripped} page(s) too big for the "
+                        "model's window")
+        if plan.closed:
+            ways.append(f"the runner removed the citing lines of {plan.closed} page(s) holding a credential, "
+                        "which no model is shown")
+        how = self.how or "; ".join(ways) or "the runner alone"
         detail = (f"{len(rewritten)} page(s) rewritten, {len(removed)} removed, without "
                   f"{len(plan.cited)} forgotten fact(s); {how}")
         entry = dreamlog.format_entry(self.runner.now().isoformat(), "ok", SCRUB_LABEL, detail=detail)
