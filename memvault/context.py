@@ -201,17 +201,25 @@ class _Fitter:
         return text, [item for _, _, item in self.blocks if item is not None]
 
 
-def _memory_item(storage: Storage) -> ContextItem | None:
-    path = storage.path(MEMORY_FILE)
+def memory_for_prompts(storage: Storage) -> str | None:
+    """MEMORY.md as a prompt may read it (a bundle, the MCP resource), None when there is none:
+    without the lines written from a page citing a forgotten fact, which may repeat it (withheld
+    until the scrub), nor a line holding a credential (a hand edit's)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = storage.path(MEMORY_FILE).read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
         return None
-    # lines written from a page citing a forgotten fact may repeat it: withheld until the scrub
-    text = without_lines_linking(_COMMENT.sub("", text), withheld_pages(storage))
-    lines = text.strip("\n").split("\n")
-    found = find_credentials(lines)  # a hand edit's credential
-    lines = [line for i, line in enumerate(lines) if i not in found]
+    text = without_lines_linking(text, withheld_pages(storage))
+    lines = text.split("\n")
+    found = find_credentials(lines)
+    return "\n".join(line for i, line in enumerate(lines) if i not in found) if found else text
+
+
+def _memory_item(storage: Storage) -> ContextItem | None:
+    text = memory_for_prompts(storage)
+    if text is None:
+        return None
+    lines = _COMMENT.sub("", text).strip("\n").split("\n")
     if lines and re.match(r"^#\s", lines[0]):
         lines = lines[1:]  # the bundle gives the file its own heading
     text = "\n".join(lines).strip("\n")
