@@ -285,8 +285,8 @@ def test_an_error_quoting_a_huge_value_stays_a_short_line(vault_dir):
     (["context", "--budget", "0"], "budget must be a whole number of tokens from 1 to 1000000"),
     (["context", "--recent", "-1"], "recent must be a whole number of at least 0"),
     (["context", "--relevant", "-1"], "relevant must be a whole number of at least 0"),
-    (["dream", "--max-batches", "-1"], "max_batches must be a whole number of at least 0"),
-    (["dream", "--min-facts", "-1"], "min_facts must be a whole number of at least 0"),
+    (["dream", "--max-batches", "-1"], "--max-batches must be a whole number of at least 0"),
+    (["dream", "--min-facts", "-1"], "--min-facts must be a whole number of at least 0"),
 ])
 def test_every_count_out_of_range_gets_memvaults_own_error(cli, vault_dir, args, message):
     """Bad input tried: zero and negative counts for every count option (and a search limit past

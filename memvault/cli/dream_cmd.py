@@ -12,8 +12,8 @@ from memvault.errors import ExitCode, InvalidInput, check_count
 
 def dream(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and the model's proposed operations for the first batch; write nothing.")] = False,
-    max_batches: Annotated[int | None, typer.Option("--max-batches", help="Stop after N batches (default: until caught up).")] = None,
-    min_facts: Annotated[int | None, typer.Option("--min-facts", help="Skip a quiet night: do nothing unless at least N facts are pending.")] = None,
+    max_batches: Annotated[int | None, typer.Option("--max-batches", help="Stop after N batches, 0 or more (default: until caught up).")] = None,
+    min_facts: Annotated[int | None, typer.Option("--min-facts", help="Skip a quiet night: do nothing unless at least N facts are pending (0 or more).")] = None,
     model: Annotated[str | None, typer.Option("--model", help="litellm model string (default: MEMVAULT_MODEL, then llm.model in memvault.toml).")] = None,
     undo: Annotated[bool, typer.Option("--undo", help="Revert the last applied dream batch (commits that only logged a failure are passed over).")] = False,
     status: Annotated[bool, typer.Option("--status", help="Show the watermark, pending days and facts, and the last result.")] = False,
@@ -36,7 +36,7 @@ def dream(
     given = [name for name, on in run_options.items() if on]
     if (status or undo) and given:  # they would be ignored: say so rather than seem to obey
         raise InvalidInput(f"{'--status' if status else '--undo'} takes none of the run's options ({', '.join(given)})")
-    for name, value in (("max_batches", max_batches), ("min_facts", min_facts)):
+    for name, value in (("--max-batches", max_batches), ("--min-facts", min_facts)):
         if value is not None:
             check_count(name, value, 0)  # before a first use could create the default vault
     vault = open_vault(vault_path)

@@ -26,7 +26,7 @@ def mcp(
     from memvault.errors import check_count
     from memvault.mcp.worker import VaultWorker
 
-    check_count("port", port, 1, 65535)
+    check_count("--port", port, 1, 65535)
     worker = VaultWorker(vault_path or root_vault())  # a bad --vault fails here, before the SDK loads
     from memvault.mcp.server import serve
 
