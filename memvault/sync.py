@@ -506,6 +506,9 @@ def clone(url: str, root: Path) -> Path:
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidInput(f"{root} already exists and is not empty; choose a new directory")
     created = not root.exists()
+    blocker = next((p for p in root.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:  # git would fail making the folder: "unexpected error: FileExistsError"
+        raise InvalidInput(f"cannot clone into {root}: {blocker} is not a directory")
     root.parent.mkdir(parents=True, exist_ok=True)
     try:
         store = GitStore.clone(url, root, remote=REMOTE, timeout=NETWORK_TIMEOUT_SECONDS)

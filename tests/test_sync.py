@@ -232,6 +232,11 @@ def test_unreachable_remote_is_a_clear_error_and_changes_nothing(tmp_path, vault
     assert done.returncode == ExitCode.USAGE and "no memvault vault" in done.stderr and not target.exists()
     done = run_memvault("clone", str(missing), str(vault_dir))
     assert done.returncode == ExitCode.USAGE and "not empty" in done.stderr
+    afile = tmp_path / "afile"
+    afile.write_text("x")  # a file where a folder of the path should be: bad input, not a crash
+    done = run_memvault("clone", str(vault_dir), str(afile / "sub"))
+    assert done.returncode == ExitCode.USAGE and done.stderr.count("\n") == 1, done.stderr
+    assert f"{afile} is not a directory" in done.stderr and afile.read_text() == "x"
 
 
 def test_a_remote_with_vaults_on_branches_its_head_does_not_name_says_which(tmp_path, vault_dir):
