@@ -33,6 +33,10 @@ _WORTH_SCANNING_SHAPES = re.compile(r"(?i)-----BEGIN|[A-Za-z0-9+/_\-]{20,}|://[^
 # alternation tried at every position cost 2.9 s over 100k facts (doctor, a dream's pages); a
 # case-folded copy searched for each piece first, and the patterns, cost a third of that.
 _WORD_PIECES = ("api", "key", "token", "auth", "bearer", "credential", "priv", "pass", "pwd", "secret", "contrase")
+# A wiki page's path, as MEMORY.md, index.md and pages link it (`[title](wiki/people/alice-smith.md)`),
+# is a run of 20 token characters to the pattern for provider keys: every such line went to the
+# detector (about a millisecond each, on every `context` and dream batch). It is not looked at.
+_PAGE_PATH = re.compile(r"wiki/[^\s()\[\]]*\.md")
 
 # A label (source, session, tag) is a short name, checked on every add: only what could be a
 # credential in one reaches detect-secrets — a keyword given a value (`password=…`), a run of 20
@@ -70,7 +74,7 @@ def _worth_scanning(text: str) -> bool:
     folded = text.casefold()  # as (?i) reads it: the long s of "paſsword" is an s
     if any(piece in folded for piece in _WORD_PIECES) and _WORTH_SCANNING_WORDS.search(text):
         return True
-    return _WORTH_SCANNING_SHAPES.search(text) is not None
+    return _WORTH_SCANNING_SHAPES.search(_PAGE_PATH.sub(" ", text) if "wiki/" in text else text) is not None
 
 
 def kept_from_prompts(facts: Sequence) -> set[str]:

@@ -29,7 +29,6 @@ from memvault.storage.store import Storage
 
 PROMPT_PAGES = 20  # related pages offered per batch, most relevant first; as many as fit are sent
 _WORD = re.compile(r"[^\W_]{4,}", re.UNICODE)
-_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 
 
 class DayBatch(Job):
@@ -241,11 +240,9 @@ def memory_lines(storage: Storage, withheld: set[str]) -> list[str]:
 
 
 def without_credentials(text: str) -> str:
-    """`text` (index.md) without its lines that hold a credential. A line's link target is a page
-    path, which a pattern for provider keys (a run of 20 token characters) takes for one: left out
-    of what is asked, so that only the lines that could hold one reach the detector."""
+    """`text` (index.md) without its lines that hold a credential."""
     lines = text.splitlines(keepends=True)
-    found = find_credentials([_LINK_TARGET.sub("]", line) for line in lines])
+    found = find_credentials(lines)
     return "".join(line for i, line in enumerate(lines) if i not in found) if found else text
 
 
