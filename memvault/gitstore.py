@@ -438,16 +438,17 @@ def git_reason(error: Exception) -> str:
     return said[0] if said else "git failed"
 
 
-def failure_detail(error: Exception) -> str | None:
-    """`git <command> failed: <git's reason>` for a failed git command, else None: an error no
-    caller expected (a user's git config that fails every commit) still says what git said."""
+def failure_detail(error: Exception) -> str:
+    """An error no caller expected, in one line: `git <command> failed: <git's reason>` for a failed
+    git command (a user's git config that fails every commit still says what git said), else its
+    type and first line."""
     from git import GitCommandError
 
-    if not isinstance(error, GitCommandError):
-        return None
-    command = [str(part) for part in error.command] if isinstance(error.command, list) else []
-    name = next((part for part in command[1:] if not part.startswith("-")), "")
-    return f"git {name} failed: {git_reason(error)}".replace("  ", " ")
+    if isinstance(error, GitCommandError):
+        command = [str(part) for part in error.command] if isinstance(error.command, list) else []
+        name = next((part for part in command[1:] if not part.startswith("-")), "")
+        return f"git {name} failed: {git_reason(error)}".replace("  ", " ")
+    return f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
 
 
 GIT_MISSING = "git is not installed (no `git` on PATH); memvault keeps each vault in a git repository: install git"

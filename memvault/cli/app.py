@@ -154,8 +154,7 @@ def _asks_json(args: list[str]) -> bool:
 def _unexpected(e: Exception, wants_json: bool) -> None:
     if os.environ.get("MEMVAULT_DEBUG"):
         traceback.print_exc()
-    detail = failure_detail(e) or (f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__)
-    _fail("InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)",
+    _fail("InternalError", f"unexpected error: {failure_detail(e)} (set MEMVAULT_DEBUG=1 for details)",
           ExitCode.ERROR, wants_json)
 
 

@@ -140,10 +140,8 @@ def error_result(error: Exception) -> CallToolResult:
     else:
         if os.environ.get("MEMVAULT_DEBUG"):
             traceback.print_exception(error, file=sys.stderr)
-        detail = failure_detail(error) or (
-            f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__)
-        kind, message, code = "InternalError", f"unexpected error: {detail} (set MEMVAULT_DEBUG=1 for details)", \
-            int(ExitCode.ERROR)
+        kind, code = "InternalError", int(ExitCode.ERROR)
+        message = f"unexpected error: {failure_detail(error)} (set MEMVAULT_DEBUG=1 for details)"
     message = one_line(message)
     return CallToolResult(content=[TextContent(type="text", text=message)],
                           structured_content={"error": {"type": kind, "message": message, "exit_code": code}},
