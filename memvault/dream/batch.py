@@ -85,10 +85,11 @@ class DayBatch(Job):
         self.closed = pages_holding_credentials(storage, self.runner.credential_pages)
         withheld = withheld_pages(storage) | self.closed
         records = [page_record(p, handles) for p in self._relevant_pages(withheld)]
-        memory = memory_lines(storage, withheld)
+        pairs = memory_pairs(storage)
+        memory = [f"{text} ({path})" for text, path in pairs if path not in withheld]
         # MEMORY.md is shown whole or not at all (the model may only rewrite lines it was shown):
         # with a line about a closed page, or holding a credential, the runner keeps it as it is
-        hidden = any(path in self.closed for _text, path in memory_pairs(storage)) or bool(find_credentials(memory))
+        hidden = any(path in self.closed for _text, path in pairs) or bool(find_credentials(memory))
         if not memory and not hidden:
             data["memory_md"] = []  # nothing to keep: the model may write the first lines
         # the table of contents first (capped): a model that cannot see a page must still know it
@@ -232,11 +233,6 @@ def iso(day) -> str | None:
 def memory_pairs(storage: Storage) -> list[tuple[str, str]]:
     """(text, page) of each line of the current MEMORY.md."""
     return parse_memory(storage.read_text(MEMORY_FILE))
-
-
-def memory_lines(storage: Storage, withheld: set[str]) -> list[str]:
-    """MEMORY.md's lines as a prompt shows them, but those of withheld pages."""
-    return [f"{text} ({path})" for text, path in memory_pairs(storage) if path not in withheld]
 
 
 def without_credentials(text: str) -> str:
