@@ -75,3 +75,42 @@ def add_recorded_facts(vault, n: int) -> list:
     storage.append_facts(facts)
     return facts
 
+
+
+LIVE = TRANSCRIPTS.parent / "qwen2.5-coder-1.5b-q4km-live"
+
+
+def live(n: int) -> dict:
+    """Call n of the live recording (tests/data/llm-transcripts/qwen2.5-coder-1.5b-q4km-live)."""
+    return json.loads((LIVE / f"{n:03d}.json").read_text(encoding="utf-8"))
+
+
+def live_answer(n: int) -> dict:
+    """The recorded server answer of call n, sent verbatim by the fake server."""
+    return {"body": live(n)["response"]}
+
+
+def add_live_facts(vault, n: int) -> list:
+    """The facts call n asked about, added in the order its handles name them (f1, f2, ...), so the
+    recorded answer's handles mean what they meant."""
+    text = live(n)["request"]["messages"][1]["content"]
+    records = json.loads(text[text.index("<data>\n") + 7:text.index("\n</data>")])["facts"]
+    return [vault.add(r["text"], at=r["time"].replace(" ", "T"), tags=r.get("tags", []), source=r.get("source"))
+            for r in records]
+
+
+def use_mode(vault, mode: str) -> None:
+    """Set `[dream] mode` in the vault's memvault.toml (and commit it, as a user would)."""
+    import re
+
+    from conftest import git
+
+    root = getattr(vault, "root", vault)
+    toml = root / "memvault.toml"
+    toml.write_text(re.sub(r'(?m)^mode = .*$', f'mode = "{mode}"', toml.read_text()))
+    git(root, "commit", "-qm", f"dream mode {mode}", "--", "memvault.toml")
+    storage = getattr(vault, "storage", None)
+    if storage is not None:  # an open vault read its settings when it was opened
+        from memvault.config import load_config
+
+        storage.config = load_config(root / "memvault.toml")

@@ -12,13 +12,20 @@ import json
 
 import pytest
 from conftest import commit_count, git, is_clean
-from dream_support import FakeLLM, answer, consolidated, dream, log_lines, request_data
+from dream_support import FakeLLM, answer, consolidated, dream, log_lines, request_data, use_mode
 
 from memvault.dream.undo import UndoRefused
 from memvault.pages import read_page
 
 ALICE = "wiki/people/alice.md"
-COFFEE = "wiki/people/coffee.md"
+COFFEE = "wiki/topics/coffee.md"
+
+
+@pytest.fixture(autouse=True)
+def prose(request, vault):
+    """The prose contract's scrub asks the model to rewrite the pages (the notes mode's needs no model)."""
+    if "notes" not in request.node.name:
+        use_mode(vault, "prose")
 
 
 @pytest.fixture
@@ -143,10 +150,10 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
     tea, coffee = consolidated_pages(vault, fake)
     vault.forget(coffee.id)
     milk = vault.add("Alice takes oat milk", at="2026-11-05T09:00:00")
-    day_batch = answer(pages=[{"action": "create", "path": "wiki/people/milk.md", "title": "Milk",
+    day_batch = answer(pages=[{"action": "create", "path": "wiki/preferences/milk.md", "title": "Milk",
                                "body": f"Oat milk [^{milk.id}]."}],
-                       facts=[consolidated(milk.id, "wiki/people/milk.md")])
-    fake.script = [answer(pages=[])] * 3 + [day_batch]
+                       facts=[consolidated(milk.id, "wiki/preferences/milk.md")])
+    fake.script = [answer(pages=[])] * 2 + [day_batch]  # the scrub's answer, then the same again: no more
     before = commit_count(vault.root)
     first = dream(vault, fake)
     assert not first.ok and "still cites" in first.error
@@ -156,9 +163,9 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
     # both due on the next night: scrub first, then the day batch; one commit each
     bread = vault.add("Alice bakes rye bread", at="2026-11-07T09:00:00")
     fake.script = [rewrite_alice(tea.id),
-                   answer(pages=[{"action": "update", "path": "wiki/people/milk.md",
+                   answer(pages=[{"action": "update", "path": "wiki/preferences/milk.md",
                                   "body": f"Oat milk [^{milk.id}]; rye bread [^{bread.id}]."}],
-                          facts=[consolidated(bread.id, "wiki/people/milk.md")])]
+                          facts=[consolidated(bread.id, "wiki/preferences/milk.md")])]
     before = commit_count(vault.root)
     second = dream(vault, fake)
     assert second.ok and second.caught_up and [b.label for b in second.batches] == ["scrub", "2026-11-07..2026-11-07"]
@@ -221,3 +228,28 @@ def test_scrub_pages_that_do_not_fit_one_request_wait_for_the_next_and_one_too_b
         text = (vault.root / path).read_text()
         assert gone.id not in text and "Elm" not in text and keep.id in text
     assert vault.dream_status()["scrub_pages"] == [] and is_clean(vault.root)
+
+
+def test_in_the_notes_mode_the_runner_scrubs_alone_and_rebuilds_memory_md(vault, fake):
+    """A notes page is one cited statement a line: the scrub takes out the lines citing the forgotten
+    fact without any model, keeps the title its live facts still say, moves a page whose title
+    only the forgotten fact said, removes a page left citing nothing, and rebuilds MEMORY.md."""
+    from fake_llm import file_every_fact
+
+    vault.add("Alice prefers green tea", at="2026-11-01T09:00:00", tags=["alice"])
+    coffee = vault.add("Alice secretly hates coffee", at="2026-11-01T10:00:00", tags=["alice"])
+    topic = "wiki/topics/coffee.md"
+    fake.default = file_every_fact(lambda fact: ALICE if "tea" in fact["text"] else topic)
+    assert dream(vault, fake).ok and "coffee" in (vault.root / "MEMORY.md").read_text()
+    asked = len(fake.requests)
+    vault.forget(coffee.id, reason="private")
+    report = dream(vault, fake)
+
+    assert report.ok and len(fake.requests) == asked  # no model asked
+    scrub = report.batches[0]
+    assert scrub.label == "scrub" and scrub.removed == [topic] and scrub.updated == []
+    assert not (vault.root / topic).exists() and read_page(vault.root, ALICE).title == "Alice"
+    for rel in (ALICE, "MEMORY.md", "index.md"):
+        text = (vault.root / rel).read_text()
+        assert "coffee" not in text.lower() and coffee.id not in text
+    assert "the runner" in log_lines(vault)[-1] and is_clean(vault.root)

@@ -8,6 +8,7 @@ from memvault.dream.batch import DayBatch, iso
 from memvault.dream.budget import Budget
 from memvault.dream.llm import LLMSettings, model_limits, provider_of
 from memvault.dream.planner import PlanMemo, make_plan
+from memvault.dream.progress import RunState
 from memvault.dream.prompt import base_tokens
 from memvault.dream.results import BatchResult, DreamReport
 from memvault.dream.runner import Job, Progress, Runner
@@ -97,7 +98,13 @@ def run_dream(
         # planned again for this model's window (the first plan knew only memvault.toml's)
         memo = PlanMemo()
         runner = Runner(storage, settings, say, make_plan(storage, today=today, budget=budget, memo=memo), budget)
-        _run_jobs(runner, report, scrub=scrub, limit=limit, today=today, dry_run=dry_run, memo=memo)
+        if not dry_run:
+            runner.progress = RunState(storage, pending_facts=plan.pending_facts, batches=len(labels))
+        try:
+            _run_jobs(runner, report, scrub=scrub, limit=limit, today=today, dry_run=dry_run, memo=memo)
+        finally:
+            if runner.progress is not None:
+                runner.progress.close()
         report.watermark_after = iso(storage.watermark)
     if not dry_run and any(b.outcome == "ok" for b in report.batches):
         _refresh_index(storage, say)
@@ -109,23 +116,34 @@ def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, t
     """The scrub while one is due, then the day batches, planned afresh after each job.
 
     Planning again lets a batch that had to shrink (the model's window took less than counted)
-    leave the rest of its facts to head the next batch, sized by what the model took so far.
+    leave the rest of its facts to head the next batch, sized by what the model took so far. The
+    facts an answer left open are asked about again at once, in halves, down to one fact; a fact
+    that fails alone is set aside for the night (its attempt counted) and the run goes on.
     """
-    storage, say, plan = runner.storage, runner.say, runner.plan
+    storage, say = runner.storage, runner.say
+    work = _Work(runner, report, today=today, memo=memo)
     scrub_blocked = not scrub
     job: Job | None = None
     while len(report.batches) < limit:
         done = len(report.batches)
-        if not scrub_blocked and scrub_due(storage):
-            job = Scrub(runner)
-            say(f"batch {done + 1}/{done + 1 + len(plan.batches)} scrub: pages citing forgotten facts")
-        elif report.gated or not plan.batches:
+        total = done + work.remaining
+        scrubbing = not scrub_blocked and scrub_due(storage)
+        if not scrubbing and (report.gated or not work.remaining):
             break
+        if done and runner.out_of_time() and not dry_run:  # (one job a run at least: a run always gets on)
+            report.stopped_early = (f"the run's time budget ([dream] time_budget = "
+                                    f"{runner.dream.time_budget:g} s) is spent; the rest waits for the next run")
+            say(report.stopped_early)
+            break
+        if scrubbing:
+            job = Scrub(runner)
+            say(f"batch {done + 1}/{total + 1} scrub: pages citing forgotten facts")
         else:
-            batch = plan.batches[0]
+            batch = work.next_batch()
             job = DayBatch(runner, batch)
-            say(f"batch {done + 1}/{done + len(plan.batches)} {batch.label}: {len(batch.facts)} fact(s)"
-                + (f", {len(batch.late)} late" if batch.late else ""))
+            say(f"batch {done + 1}/{total} {batch.label}: {len(batch.facts)} fact(s)"
+                + (f", {len(batch.late)} late" if batch.late else "") + (" (asked again)" if work.retrying else ""))
+        runner.step("starting a batch", batch=job.label)
         result = runner.run(job, dry_run=dry_run)
         report.batches.append(result)
         say(_describe(result))
@@ -133,26 +151,81 @@ def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, t
             break
         if isinstance(job, Scrub) and result.outcome != "ok":
             scrub_blocked = True
-        if result.outcome in ("failed", "error"):
+        if result.outcome == "error":  # provider trouble would fail every batch the same way
             report.error = report.error or f"batch {result.label}: {result.reason}"
-            # a rejected scrub does not hold up the day batches (their answers may not cite
-            # forgotten facts either); provider trouble would fail them all the same
-            if not (isinstance(job, Scrub) and result.outcome == "failed"):
-                break
-        runner.plan = plan = make_plan(storage, today=today, budget=runner.budget, memo=memo)
-    days = [b.label for b in plan.batches]
-    if dry_run:
-        # the first job was asked; what would follow is shown as planned
-        rest = [] if report.gated else days[1:] if isinstance(job, DayBatch) else days
-        room = max(0, limit - len(report.batches))
-        report.batches += [_planned(label, plan) for label in rest[:room]]
-        report.deferred = days if report.gated else rest[room:]
-        return
-    if report.gated:
-        report.deferred = days
-    elif len(report.batches) >= limit:
-        report.deferred = ([SCRUB_LABEL] if not scrub_blocked and scrub_due(storage) else []) + days
-    report.caught_up = report.error is None and not report.gated and not days and not plan.unreadable
+            break
+        if result.outcome == "failed":
+            report.error = report.error or f"batch {result.label}: {result.reason}"
+            if runner.request_refused:
+                break  # the request itself was refused (content policy, a window too small): not the facts
+            if isinstance(job, DayBatch):
+                work.aside.update(job.fact_ids)
+            # a rejected scrub does not hold up the day batches (their answers may not cite forgotten
+            # facts either); a fact that failed alone waits for the next run, the others go on
+        elif isinstance(job, DayBatch):
+            work.after(job, result)
+        work.replan(result)
+    work.finish(dry_run=dry_run, job=job, limit=limit, scrub_blocked=scrub_blocked)
+
+
+class _Work:
+    """What a run still has to ask about: pieces of batches to ask again at once, then the plan."""
+
+    def __init__(self, runner: Runner, report: DreamReport, *, today, memo: PlanMemo):
+        self.runner, self.report, self.today, self.memo = runner, report, today, memo
+        self.pieces: list = []         # smaller batches of facts an answer left open
+        self.aside: set[str] = set()   # facts that failed alone: tried again next run
+        self.retrying = False
+
+    @property
+    def plan(self):
+        return self.runner.plan
+
+    @property
+    def remaining(self) -> int:
+        return len(self.pieces) + len(self.plan.batches)
+
+    def next_batch(self):
+        self.retrying = bool(self.pieces)
+        if self.pieces:
+            return self.pieces.pop(0)
+        return self.plan.batches[0] if self.plan.batches else None
+
+    def after(self, job: DayBatch, result) -> None:
+        """Facts an answer left open go again at once, halved (one alone is asked alone)."""
+        left = result.left or []
+        if len(left) > 1 or (left and len(job.fact_ids) > 1):
+            half = (len(left) + 1) // 2
+            self.pieces[:0] = [job.batch.only(part) for part in (left[:half], left[half:]) if part]
+        elif left:
+            self.pieces.insert(0, job.batch.only(left))
+
+    def replan(self, result: BatchResult) -> None:
+        waiting = {f.id for piece in self.pieces for f in piece.facts}
+        self.runner.plan = make_plan(self.runner.storage, today=self.today, budget=self.runner.budget,
+                                     memo=self.memo, exclude=self.aside | waiting)
+        if self.runner.progress is not None:
+            # accounted for: an applied batch's facts but those left open, a skipped batch's (as raw facts)
+            done = {"ok": result.facts - len(result.left or []), "skipped": result.facts}.get(result.outcome, 0)
+            aside = result.facts if result.outcome == "failed" and result.label != SCRUB_LABEL else 0
+            self.runner.progress.batch_done(facts_done=done, facts_left=aside)
+
+    def finish(self, *, dry_run: bool, job, limit: int, scrub_blocked: bool) -> None:
+        report, plan, storage = self.report, self.plan, self.runner.storage
+        days = [p.label for p in self.pieces] + [b.label for b in plan.batches]
+        if dry_run:
+            # the first job was asked; what would follow is shown as planned
+            rest = [] if report.gated else days[1:] if isinstance(job, DayBatch) else days
+            room = max(0, limit - len(report.batches))
+            report.batches += [_planned(label, plan) for label in rest[:room]]
+            report.deferred = days if report.gated else rest[room:]
+            return
+        if report.gated:
+            report.deferred = days
+        elif len(report.batches) >= limit or report.stopped_early:
+            report.deferred = ([SCRUB_LABEL] if not scrub_blocked and scrub_due(storage) else []) + days
+        report.caught_up = (report.error is None and not report.gated and not days and not plan.unreadable
+                            and not report.stopped_early and not self.aside)
 
 
 def _planned(label: str, plan) -> BatchResult:
@@ -168,11 +241,14 @@ def _describe(r: BatchResult) -> str:
     if r.outcome == "ok":
         return (f"  {r.label}: {len(r.created)} created, {len(r.updated)} updated, "
                 f"{r.conflicts} conflict(s), {r.duplicates} duplicate(s), {r.noop} noop "
-                f"→ watermark {r.watermark}" + (f" (notes: {'; '.join(r.notes)})" if r.notes else ""))
+                f"→ watermark {r.watermark}" + (f" (notes: {'; '.join(r.notes)})" if r.notes else "")
+                + (f"; {len(r.left)} fact(s) left for a smaller batch" if r.left else ""))
     if r.outcome == "proposed":
         return f"  {r.label}: proposal {'valid' if not r.reason else 'rejected: ' + r.reason}"
     if r.outcome in ("failed", "error"):  # the reason is the run's error, told once by the caller
         return f"  {r.label}: {r.outcome}" + (f" (attempt {r.attempt})" if r.attempt else "")
+    if r.outcome == "split":
+        return f"  {r.label}: no fact resolved ({r.reason}); asking again in smaller batches"
     return f"  {r.label}: {r.outcome}" + (f": {r.reason}" if r.reason else "")
 
 

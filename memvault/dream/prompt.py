@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from memvault import tokens
-from memvault.dream.budget import MARGIN, REPAIR_ROOM, compact, prompt_tokens, text_tokens
+from memvault.dream.budget import MARGIN, REPAIR_ROOM, compact, prompt_tokens, quote, text_tokens
 from memvault.pages import CITATION, CONFLICTS_PAGE, Page
 
 SYSTEM = """\
@@ -63,12 +63,17 @@ MEMORY_SHAPE = """,
  "memory":[{"text":"...","page":"wiki/<zone>/<slug>.md"}]"""
 
 REPAIR = """\
-Your answer cannot be applied as it is. Every problem found:
+Your answer cannot be applied as it is. Every paragraph and list item must cite the fact it states as
+[^id], and say only what that fact says. Every problem found:
 {problems}
 Answer again with the complete corrected JSON object (every page and every fact's disposition,
 not only the corrections), and nothing else."""
 
 _HANDLE_CITATION = re.compile(r"\[\^([A-Za-z]\d{1,6})\](?!:)")
+# what small models write for [^f1]: [^(f1)], [(f1)], [f1], [^f1, f2], [f1][f2]
+_VARIANT = re.compile(r"\[\^?\s*\(?\s*([A-Za-z]\d{1,6}(?:\s*[,;]\s*\^?[A-Za-z]\d{1,6})*)\s*\)?\s*\](?![:(])")
+_CITATIONS_ONLY = re.compile(r"^\s*(?:\[\^[^\]\s]+\][\s,;]*)+$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
 _ID_WORD = re.compile(r"\b[0-9a-z]{6,40}\b")
 
 
@@ -114,21 +119,46 @@ class Handles:
 
         return _HANDLE_CITATION.sub(full, text), unknown
 
+    def normal_citations(self, body: str) -> str:
+        """The citation forms small models write, as [^handle] (only for this request's handles,
+        so other brackets stay as they are); a run of lines holding citations only, right after
+        one paragraph or a single list item, belongs to it (a model listing the handles after
+        the text it wrote). After a list of several items it is left alone: whose would they be?"""
+        def one(m: re.Match) -> str:
+            names = [n.strip().lstrip("^").lower() for n in re.split(r"[,;]", m.group(1))]
+            if not all(n in self.full for n in names):
+                return m.group(0)
+            return "".join(f"[^{n}]" for n in names)
+
+        lines = _VARIANT.sub(one, body).split("\n")
+        out: list[str] = []
+        for line in lines:
+            if _CITATIONS_ONLY.match(line) and _one_statement_before(out):
+                target = max(i for i, previous in enumerate(out) if previous.strip())
+                out[target] = out[target].rstrip() + " " + " ".join(line.split())
+                continue
+            out.append(line)
+        return "\n".join(out)
+
     def shorten_ids(self, text: str) -> str:
         """Fact ids named in a text (a problem found in an answer) as the handles the model knows."""
         return _ID_WORD.sub(lambda m: self.short.get(m.group(0), m.group(0)), text)
 
 
-def quote(data: dict) -> str:
-    """Compact JSON, one list item per line; "<" escaped so no text can close the <data> block."""
-    parts = []
-    for key, value in data.items():
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            inner = ",\n".join(compact(v) for v in value)
-            parts.append(f"{json.dumps(key)}:[\n{inner}]")
-        else:
-            parts.append(f"{json.dumps(key)}:{compact(value)}")
-    return ("{" + ",\n".join(parts) + "}").replace("<", "\\u003c")
+def _one_statement_before(lines: list[str]) -> bool:
+    """Do the lines end with one paragraph, or a list of one item (blank lines after it allowed)?"""
+    block: list[str] = []
+    for line in reversed(lines):
+        if not line.strip():
+            if block:
+                break
+            continue
+        if line.lstrip().startswith("#"):
+            break
+        block.append(line)
+    if not block or _CITATIONS_ONLY.match(block[0]):
+        return False
+    return sum(1 for line in block if _LIST_ITEM.match(line)) <= 1
 
 
 def fact_record(fact, handle: str, *, late: bool = False, max_tokens: int | None = None) -> dict:
@@ -197,9 +227,14 @@ def build_messages(*, label: str, data: dict, zones: Sequence[str], max_bytes: i
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def base_tokens(zones: Sequence[str], memory_max_lines: int) -> int:
+def base_tokens(zones: Sequence[str], memory_max_lines: int, mode: str = "prose") -> int:
     """Tokens of a day batch's instructions and frame, before any fact or page."""
-    messages = build_messages(label="2000-01-01..2000-01-01", data={"batch": "2000-01-01..2000-01-01", "facts": []},
+    label = "2000-01-01..2000-01-01"
+    if mode == "notes":
+        from memvault.dream.notes import build_notes_messages
+
+        return prompt_tokens(build_notes_messages(label=label, data={"batch": label, "facts": []}, zones=zones))
+    messages = build_messages(label=label, data={"batch": label, "facts": []},
                               zones=zones, max_bytes=64_000, memory_max_lines=memory_max_lines)
     return prompt_tokens(messages)
 

@@ -97,7 +97,7 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)\n[ \t]*\1[ \t]*$", re.DOTALL
 _OBJECT_STARTS = 50  # "{" tried as the start of an object in prose, at most
 
 
-def _the_object(text: str) -> object:
+def the_object(text: str) -> object:
     """The JSON value an answer holds: the whole text when it parses; else, among the fenced
     blocks and then the objects in the prose around them, the first object holding "facts" (the
     answer's one required key: an example object in the prose is passed over), else the first
@@ -153,7 +153,7 @@ def parse_answer(text: str, handles=None) -> Parsed:
     if not text.strip():
         raise AnswerRejected("the answer was empty; answer with the JSON object")
     try:
-        data = _the_object(text)
+        data = the_object(text)
     except json.JSONDecodeError as exc:
         raise AnswerRejected(f"answer is not valid JSON ({exc.msg} at line {exc.lineno}); answer with the JSON "
                              "object alone") from None
@@ -218,7 +218,7 @@ def _lenient_page(item: dict, where: str, notes: list[str], problems: list[str],
             notes.append(f"{where}: dropped tag(s) that are not plain words")
         item["tags"] = good
     if handles is not None and isinstance(item.get("body"), str):
-        item["body"], unknown = handles.restore_text(item["body"])
+        item["body"], unknown = handles.restore_text(handles.normal_citations(item["body"]))
         for handle in dict.fromkeys(unknown):
             problems.append(f"page {str(item.get('path'))[:80]!r} cites [^{handle}], which is no fact of this request")
     return item

@@ -19,12 +19,14 @@ from memvault.citations import pages_citing, pages_holding_credentials, strip_fo
 from memvault.credentials import kept_from_prompts
 from memvault.dream.batch import memory_pairs, safe_json
 from memvault.dream.budget import Budget, fit
-from memvault.dream.memory_md import render_memory
+from memvault.dream.check import Checker, fact_words, known_people
+from memvault.dream.memory_md import lines_from_pages, render_memory
 from memvault.dream.prompt import Handles, build_scrub_messages, fact_record
 from memvault.dream.results import BatchResult
 from memvault.dream.runner import Change, Job, Runner
 from memvault.dream.schema import AnswerRejected, parse_answer
-from memvault.dream.validate import Proposal, build_proposal
+from memvault.dream.validate import Proposal, Prose, build_proposal
+from memvault.dream.words import content_words, fold
 from memvault.pages import (
     INBOX_ZONE,
     Page,
@@ -54,21 +56,31 @@ class ScrubPlan:
 
     stripped: int = 0                                       # pages the runner rewrote itself: too big
     closed: int = 0                                         # ... holding a credential
+    notes: int = 0                                          # ... written in the notes mode
     asked: bool = False                                     # a model was asked to rewrite pages
 
-    def strip(self, path: str, day: str, *, closed: bool = False) -> None:
+    def strip(self, path: str, day: str, *, closed: bool = False, facts: dict | None = None) -> None:
         """The runner rewrites a page itself: its lines citing forgotten facts are dropped, and its
-        title and tags, which may repeat them, give way to a neutral title."""
+        title and tags, which may repeat them, give way to a neutral title, unless (`facts`: the
+        live facts by id) every word of the title and every tag is one the facts it still cites say."""
         if closed:
             self.closed += 1
+        elif facts is not None:
+            self.notes += 1
         else:
             self.stripped += 1
         page = self.ask.pop(path)
         body = strip_forgotten_statements(page.body, self.forgotten)
-        if cited_ids(body):
-            self.direct[path] = replace(page, body=body, updated=day, title=NEUTRAL_TITLE, tags=[])
-        else:
+        if not cited_ids(body):
             self.removed.append(path)
+            return
+        title, tags = NEUTRAL_TITLE, []
+        if facts is not None:
+            said = fact_words([facts[i] for i in cited_ids(body) if i in facts])
+            if content_words(page.title) <= said:
+                title = page.title
+            tags = [t for t in page.tags if fold(t) in said]
+        self.direct[path] = replace(page, body=body, updated=day, title=title, tags=tags)
 
 
 def plan_scrub(storage: Storage, forgotten: set[str]) -> ScrubPlan | None:
@@ -149,6 +161,11 @@ class Scrub(Job):
         day = self.runner.now().date().isoformat()
         for path in pages_holding_credentials(self.storage, self.runner.credential_pages) & set(self.plan.ask):
             self.plan.strip(path, day, closed=True)
+        if self.storage.config.dream.mode == "notes":
+            # a notes page is one cited statement a line: taking out the forgotten ones needs no model
+            facts = {i: f for i, f in self.runner.plan.facts_by_id.items() if i not in tombstoned}
+            for path in list(self.plan.ask):
+                self.plan.strip(path, day, facts=facts)
         return None
 
     def shrink(self) -> int:
@@ -214,12 +231,16 @@ class Scrub(Job):
                 problems.append(f"page {op.path!r} needs a new title (its old one may repeat a forgotten fact)")
         answer = parsed.answer.model_copy(update={"pages": [
             op for op in parsed.answer.pages if op.action == "update" and op.path in plan.ask]})
-        proposal = build_proposal(
-            answer, root=self.storage.root, zones=self.zones, batch_ids=set(),
-            known_ids=set(self.runner.plan.facts_by_id) - tombstoned, tombstoned=tombstoned,
-            day=self.runner.now().date().isoformat(), label=SCRUB_LABEL,
-            problems=problems, notes=parsed.notes, memory_shown=self.memory_shown,
-        )
+        facts = self.runner.plan.facts_by_id
+        root = self.storage.root
+        people = {p: (read_page(root, p) or Page(p, "", "")).title or None
+                  for p in list_pages(root) if zone_of(p) == "people"}
+        ctx = Prose(root=self.storage.root, zones=self.zones, batch_ids=set(),
+                    known_ids=set(facts) - tombstoned, tombstoned=tombstoned,
+                    day=self.runner.now().date().isoformat(), label=SCRUB_LABEL, memory_shown=self.memory_shown,
+                    checker=Checker(self.runner.meaning(), known_people(people), self.handles,
+                                    *self.runner.vault_words()), facts=facts)
+        proposal = build_proposal(answer, ctx, problems=problems, notes=parsed.notes)
         left = leftover_citations(self.storage, plan, {**plan.direct, **proposal.pages})
         if left:
             raise AnswerRejected([
@@ -250,7 +271,7 @@ class Scrub(Job):
         taken = set(list_pages(self.storage.root)) - set(pages) - set(removed)
         for path, page in list(pages.items()):
             if path not in self.plan.ask and page.title != NEUTRAL_TITLE:
-                continue  # ids in `sources` only, the inbox: nothing there was written from the fact
+                continue  # ids in `sources` only, the inbox, a title its live facts say: nothing to hide
             new = _free_path(f"wiki/{zone_of(path)}/{page_slug(page.title)}.md", taken)
             taken.add(new)
             if new != path:
@@ -283,6 +304,8 @@ class Scrub(Job):
         if plan.closed:
             ways.append(f"the runner removed the citing lines of {plan.closed} page(s) holding a credential, "
                         "which no model is shown")
+        if plan.notes:
+            ways.append(f"the runner removed the citing lines of {plan.notes} page(s) (notes mode)")
         how = self.how or "; ".join(ways) or "the runner alone"
         detail = (f"{len(rewritten)} page(s) rewritten, {len(removed)} removed, without "
                   f"{len(plan.cited)} forgotten fact(s); {how}")
@@ -319,6 +342,15 @@ class Scrub(Job):
         pages.update(written)
         pages = {p: page for p, page in pages.items() if page is not None}
         touched = {p for p, page in written.items() if before.get(p) != page.body} | set(removed)
+        watermark = storage.watermark
+        dream = self.runner.dream
+        if storage.config.dream.mode == "notes":  # rebuilt from the pages: nothing of a forgotten fact stays
+            when = {i: f.at for i, f in self.runner.plan.facts_by_id.items()}
+            skip = {p for p in pages if zone_of(p) == INBOX_ZONE}
+            memory_md = render_memory(lines_from_pages(pages, when, skip=skip), pages,
+                                      watermark=watermark.isoformat() if watermark else None,
+                                      max_lines=dream.memory_max_lines, max_bytes=dream.memory_max_bytes)
+            return {INDEX_FILE: render_index(pages.values(), storage.config.zones), MEMORY_FILE: memory_md}
         lines = []
         for text, path in memory_pairs(storage):
             if path in touched:
@@ -326,8 +358,6 @@ class Scrub(Job):
                 path = self.moved.get(path, path)
                 text = pages[path].title if path in pages else text
             lines.append((text, path))
-        watermark = storage.watermark
-        dream = self.runner.dream
         memory_md = render_memory(lines, pages, watermark=watermark.isoformat() if watermark else None,
                                   max_lines=dream.memory_max_lines, max_bytes=dream.memory_max_bytes)
         return {INDEX_FILE: render_index(pages.values(), storage.config.zones), MEMORY_FILE: memory_md}

@@ -1,10 +1,15 @@
-"""Check a model answer against the vault and turn it into the exact pages to write.
+"""The prose contract's answer checked against the vault, statement by statement, and the pages it writes.
 
-Nothing here writes: a Proposal is either complete and consistent (the batch's proof of work
-holds) or AnswerRejected is raised with every problem found, so a repair turn can name them all.
-Strict where it matters (paths, citations, ids, tombstones, a reason for every fact leaving the
-batch without a page); lenient where nothing is lost (MEMORY.md lines naming no page are dropped
-with a note).
+In the prose mode (`[dream] mode = "prose"`, and the scrub) the model writes page bodies citing
+facts as `[^id]`. Every paragraph, list item and table row it adds is a statement: it must cite a
+fact of the batch (or one the page already cites) and pass memvault.dream.check against the facts
+it cites. A day batch takes what passes (`partial`): a statement that fails is dropped from its
+page with its reason, and a fact left without a passing statement is unresolved (asked about again,
+then retried in a smaller batch). The scrub takes an answer whole or not at all.
+
+Nothing here writes: a Proposal says what would be written. Steps: the page operations
+(`_draft_pages`), their statements (`_keep_checked`), the dispositions (`_account`), the MEMORY.md
+lines (`_memory_lines`), the conflicts inbox (`add_conflicts`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, DreamAnswer
+from memvault.dream.statements import statement_blocks, statements
 from memvault.errors import UnsafePath
 from memvault.pages import (
     CONFLICTS_PAGE,
@@ -32,9 +38,6 @@ from memvault.pages import (
 )
 
 UNCITED_SHOWN = 3
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
-_RULE = re.compile(r"^(?:[-*_]\s*){3,}$|^\|?[\s:|-]+\|?$")
-_LABEL = re.compile(r"^[*_]{1,3}[^*_]+[*_]{1,3}:?$")
 
 
 @dataclass
@@ -48,9 +51,32 @@ class Proposal:
     conflicts: list[dict] = field(default_factory=list)
     memory: list[tuple[str, str]] | None = None
     notes: list[str] = field(default_factory=list)    # what was dropped leniently
+    unresolved: dict[str, str] = field(default_factory=dict)  # fact id -> why it is not accounted for
+    dropped: list[str] = field(default_factory=list)  # statements refused by the check, with the reason
+    duplicates: dict[str, str] = field(default_factory=dict)  # fact id -> the fact it repeats
+    problems: list[str] = field(default_factory=list)  # every problem found (for a repair turn)
+    dropped_ids: dict[str, str] = field(default_factory=dict)  # fact id -> why its statement was dropped
 
     def count(self, disposition: str) -> int:
         return sum(1 for d in self.dispositions.values() if d == disposition)
+
+
+@dataclass
+class Prose:
+    """What checking a prose answer needs to know."""
+
+    root: Path
+    zones: Sequence[str]
+    batch_ids: set[str]
+    known_ids: set[str]
+    tombstoned: set[str]
+    day: str
+    label: str
+    memory_shown: bool = True
+    closed: Collection[str] = ()
+    checker: object = None           # memvault.dream.check.Checker; None: citations only
+    facts: dict = field(default_factory=dict)  # fact id -> Fact, what statements are checked against
+    partial: bool = False            # a day batch: take what passes; the scrub: all or nothing
 
 
 def _short(ids: Sequence[str], n: int = 5) -> str:
@@ -77,192 +103,245 @@ def _meta_problems(op) -> list[str]:
     return found
 
 
-def statements(body: str) -> list[str]:
-    """The paragraphs and list items of a page body (headings, rules, fences and labels excluded)."""
-    blocks: list[str] = []
-    current: list[str] = []
-    fence = False
-    lines = body.split("\n")
+def build_proposal(answer: DreamAnswer, ctx: Prose, *, problems: Sequence[str] = (),
+                   notes: Sequence[str] = ()) -> Proposal:
+    """Check the answer for this batch and compute the pages it writes.
 
-    def flush():
-        if current:
-            blocks.append(" ".join(current))
-            current.clear()
-
-    for n, line in enumerate(lines):
-        text = line.strip()
-        if text.startswith(("```", "~~~")):
-            fence = not fence
-            flush()
-            continue
-        header_row = text.startswith("|") and n + 1 < len(lines) and _RULE.match(lines[n + 1].strip() or "x")
-        if fence or not text or text.startswith(("#", "<!--")) or _RULE.match(text) or _LABEL.match(text) \
-                or header_row:
-            flush()
-            continue
-        if _LIST_ITEM.match(line) or text.startswith("|"):
-            flush()
-        current.append(text)
-    flush()
-    return blocks
-
-
-def uncited_statements(body: str, before: str = "") -> list[str]:
-    """Statements of `body` that cite no fact and were not already on the page (`before`)."""
-    old = set(statements(before))
-    return [s for s in statements(body) if not cited_ids(s) and s not in old]
-
-
-def build_proposal(
-    answer: DreamAnswer,
-    *,
-    root: Path,
-    zones: Sequence[str],
-    batch_ids: set[str],
-    known_ids: set[str],
-    tombstoned: set[str],
-    day: str,
-    label: str,
-    problems: Sequence[str] = (),
-    notes: Sequence[str] = (),
-    memory_shown: bool = True,
-    closed: Collection[str] = (),
-) -> Proposal:
-    """Validate the answer for this batch and compute the resulting pages (proof of work included).
-
-    `problems` and `notes` carry what parsing found already; every problem is raised together.
+    `problems` and `notes` carry what parsing found already. With `ctx.partial` the proposal holds
+    what passed and `unresolved` the facts left; otherwise AnswerRejected lists every problem.
     """
     problems = list(problems)
     prop = Proposal(notes=list(notes))
-    drafts: dict[str, Page] = {}   # every page the answer writes, problems or not, for the dispositions
+    drafts, refused = _draft_pages(answer, ctx, prop, problems)
+    _account(answer, ctx, prop, drafts, refused, problems)
+    prop.problems = problems
+    if problems and not ctx.partial:
+        raise AnswerRejected(problems)
+    on_pages = cited_on_pages(ctx.root, set(prop.duplicates.values()), prop.pages)
+    for fid, original in prop.duplicates.items():
+        (prop.settled if original in on_pages else prop.kept).append(fid)
+    if prop.conflicts:
+        add_conflicts(prop, ctx.root, ctx.day, ctx.label)
+    if answer.memory is not None:
+        prop.memory = _memory_lines(answer.memory, ctx, prop)
+    return prop
+
+
+# -- pages -------------------------------------------------------------------------------------
+
+def _draft_pages(answer: DreamAnswer, ctx: Prose, prop: Proposal,
+                 problems: list[str]) -> tuple[dict[str, Page], dict[str, str]]:
+    """Each page operation as the page it would leave (statements checked), or why it is refused."""
+    drafts: dict[str, Page] = {}   # every page the answer writes, for the dispositions
+    refused: dict[str, str] = {}   # path -> why the whole operation is refused
+    if ctx.checker is not None:  # the people pages this answer makes are known people too
+        for op in answer.pages:
+            ctx.checker.people.add(op.path, op.title)
     for op in answer.pages:
-        path = _checked_path(op.path, root, zones, problems)
+        path = _checked_path(op.path, ctx.root, ctx.zones, problems)
         if path is None:
+            refused[op.path] = problems[-1]
             continue
         if path in drafts:
             problems.append(f"page {path!r} is edited twice in one answer")
             continue
         found = _meta_problems(op)
-        existing = read_page(root, path)
-        before = ""
-        if op.action == "create":
-            if existing is not None or (root / path).exists():
-                found.append(f"cannot create {path!r}: it already exists (use update)")
-            if op.section is not None:
-                found.append(f"cannot create {path!r} with a section edit")
-            body = clean_body(op.body)
-            page = Page(path=path, title=(op.title or Path(path).stem.replace("-", " ")).strip(),
-                        zone=zone_of(path), tags=list(op.tags), created=day, updated=day, body=body)
-            allowed = batch_ids
-        elif existing is None:
-            problems.append(f"cannot update {path!r}: no such page (use create)")
+        made = _apply_op(op, path, ctx, found)
+        if made is None:
+            problems.extend(found)
+            refused[path] = found[-1] if found else "refused"
             continue
-        elif path in closed:  # never shown to the model: a rewrite would lose what it holds
-            problems.append(f"cannot update {path!r}: that page is not open to this batch; "
-                            "put these facts on another page")
-            continue
-        else:
-            before = existing.body
-            if op.section is not None:
-                body = replace_section(existing.body, op.section, clean_body(op.body))
-            else:
-                body = clean_body(op.body)
-            page = Page(path=path, title=(op.title or existing.title).strip(), zone=zone_of(path),
-                        tags=list(op.tags) or existing.tags, created=existing.created or day,
-                        updated=day, sources=list(existing.sources), body=body)
-            allowed = batch_ids | set(existing.sources) | set(cited_ids(existing.body))
+        page, before, allowed = made
+        checked = _keep_checked(page, before, allowed, ctx, prop)
+        too_big = len(page.body.encode()) > PAGE_MAX_BYTES
+        if too_big:
+            checked.append(f"page {path!r} would exceed {PAGE_MAX_BYTES} bytes")
         drafts[path] = page
-        cites = cited_ids(page.body)
-        if not page.body.strip() or not cites:
-            found.append(f"page {path!r} cites no fact: every paragraph and list item needs the [^id] of "
-                         "the fact it states")
-        else:
-            uncited = uncited_statements(page.body, before)
-            if uncited:
-                shown = "; ".join(repr(s[:70]) for s in uncited[:UNCITED_SHOWN])
-                more = f" (+{len(uncited) - UNCITED_SHOWN} more)" if len(uncited) > UNCITED_SHOWN else ""
-                found.append(f"page {path!r}: {len(uncited)} paragraph(s) or list item(s) cite no fact: "
-                             f"{shown}{more}; cite the fact each one states, or leave it out")
-        dead = [c for c in cites if c in tombstoned]
-        if dead:
-            found.append(f"page {path!r} cites forgotten fact(s) {_short(dead)}")
-        foreign = [c for c in cites if c not in allowed and c not in tombstoned]
-        if foreign:
-            found.append(f"page {path!r} cites id(s) neither in the batch nor on the page: {_short(foreign)}")
-        if len(page.body.encode()) > PAGE_MAX_BYTES:
-            found.append(f"page {path!r} would exceed {PAGE_MAX_BYTES} bytes")
-        problems.extend(found)
-        if found:
+        problems.extend(checked)
+        if too_big or (checked and not ctx.partial) or not cited_ids(page.body):
+            if too_big:
+                refused[path] = checked[-1]
+            elif checked:
+                refused[path] = f"none of its new statements can be kept ({checked[0]})"
+            else:
+                refused[path] = (f"page {path!r} cites no fact: every paragraph and list item needs the [^id] of "
+                                 "the fact it states")
+                problems.append(refused[path])
             continue
         # sources keep every fact the page ever drew from (minus forgotten ones), so a fact whose
         # statement a later correction replaced still counts as consolidated
-        page.sources = [s for s in dict.fromkeys(page.sources + cites) if s not in tombstoned]
-        prop.pages[path] = page
-        (prop.created if op.action == "create" else prop.updated).append(path)
+        page.sources = [s for s in dict.fromkeys(page.sources + cited_ids(page.body)) if s not in ctx.tombstoned]
+        if page.body != before or op.action == "create":
+            prop.pages[path] = page
+            (prop.created if op.action == "create" else prop.updated).append(path)
+    return drafts, refused
 
-    duplicates: dict[str, str] = {}
+
+def _apply_op(op, path: str, ctx: Prose, found: list[str]) -> tuple[Page, str, set[str]] | None:
+    """The page an operation leaves, the body it had and the ids it may cite; None if refused."""
+    existing = read_page(ctx.root, path)
+    if op.action == "create":
+        if existing is not None or (ctx.root / path).exists():
+            found.append(f"cannot create {path!r}: it already exists (use update)")
+        if op.section is not None:
+            found.append(f"cannot create {path!r} with a section edit")
+        if found:
+            return None
+        page = Page(path=path, title=(op.title or Path(path).stem.replace("-", " ")).strip(),
+                    zone=zone_of(path), tags=list(op.tags), created=ctx.day, updated=ctx.day, body=clean_body(op.body))
+        return page, "", set(ctx.batch_ids)
+    if existing is None:
+        found.append(f"cannot update {path!r}: no such page (use create)")
+        return None
+    if path in ctx.closed:  # never shown to the model: a rewrite would lose what it holds
+        found.append(f"cannot update {path!r}: that page is not open to this batch; put these facts on another page")
+        return None
+    if found:
+        return None
+    body = clean_body(op.body)
+    if op.section is not None:
+        body = replace_section(existing.body, op.section, body)
+    page = Page(path=path, title=(op.title or existing.title).strip(), zone=zone_of(path),
+                tags=list(op.tags) or existing.tags, created=existing.created or ctx.day,
+                updated=ctx.day, sources=list(existing.sources), body=body)
+    return page, existing.body, set(ctx.batch_ids) | set(existing.sources) | set(cited_ids(existing.body))
+
+
+def _keep_checked(page: Page, before: str, allowed: set[str], ctx: Prose, prop: Proposal) -> list[str]:
+    """Drop from the page each new statement that cites nothing it may cite, or says what its facts
+    do not; the problems, one per statement (the whole answer's, for the scrub)."""
+    old = set(statements(before))
+    found, drop = [], []
+    for start, end, text in statement_blocks(page.body):
+        if text in old:
+            continue
+        reason = _statement_problem(text, page.path, allowed, ctx)
+        if reason is None:
+            continue
+        # a statement citing a forgotten fact is not quoted: log.md would keep what it says
+        shown = "a statement" if reason.startswith("cites forgotten") else f"statement {_quoted(text)}"
+        found.append(f"page {page.path!r}: {shown} {reason}")
+        drop.append((start, end))
+        for fid in cited_ids(text):
+            prop.dropped_ids.setdefault(fid, found[-1])
+    if drop and ctx.partial:
+        lines = page.body.split("\n")
+        for start, end in reversed(drop):
+            del lines[start:end]
+        page.body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+        prop.dropped += found
+    return found
+
+
+def _statement_problem(text: str, path: str, allowed: set[str], ctx: Prose) -> str | None:
+    cites = cited_ids(text)
+    if not cites:
+        person = ctx.checker.people.check(path, text, what="it") if ctx.checker is not None else None
+        whose = f"; and {person.reason}" if person is not None and not person.ok else ""
+        return f"cites no fact{whose}"
+    dead = [c for c in cites if c in ctx.tombstoned]
+    if dead:
+        return f"cites forgotten fact(s) {_short(dead)}"
+    foreign = [c for c in cites if c not in allowed]
+    if foreign:
+        return f"cites id(s) neither in the batch nor on the page: {_short(foreign)}"
+    facts = [ctx.facts[c] for c in cites if c in ctx.facts]
+    if ctx.checker is None or not facts:
+        return None
+    verdict = ctx.checker.statement(text, facts, path)
+    if verdict.ok:
+        others = [ctx.facts[i] for i in ctx.batch_ids if i in ctx.facts and i not in cites]
+        verdict = ctx.checker.swapped(text, facts, others)
+    return None if verdict.ok else f"fails the check: {verdict.reason}"
+
+
+def _quoted(text: str) -> str:
+    return repr(text if len(text) <= 120 else text[:119] + "…")
+
+
+# -- dispositions -----------------------------------------------------------------------------
+
+def _account(answer: DreamAnswer, ctx: Prose, prop: Proposal, drafts: dict[str, Page],
+             refused: dict[str, str], problems: list[str]) -> None:
+    """Each fact's disposition: accounted for, or unresolved with the reason."""
+    seen: set[str] = set()
     for d in answer.facts:
-        if d.id in tombstoned:
+        if d.id in ctx.tombstoned:
             continue  # forgotten while the batch was planned: nothing to account for
-        if d.id not in batch_ids:
+        if d.id not in ctx.batch_ids:
             problems.append(f"disposition for fact {d.id!r}, which is not in this batch")
             continue
-        if d.id in prop.dispositions:
+        if d.id in seen:
             problems.append(f"fact {d.id} has more than one disposition")
             continue
-        prop.dispositions[d.id] = d.disposition
-        if d.disposition == "consolidated":
-            target = drafts.get(d.page or "")
-            if target is None and d.page:
-                # the model names the page: check the path before reading anything there
-                checked = _checked_path(d.page, root, zones, problems)
-                target = read_page(root, checked) if checked else None
-                if checked is None:
-                    continue
-            if target is None:
-                problems.append(f"fact {d.id} is consolidated into {d.page!r}, no such page")
-            elif d.id not in cited_ids(target.body):
-                problems.append(f"fact {d.id} is consolidated into {d.page!r} but not cited there")
-        elif d.disposition == "duplicate":
-            if d.duplicate_of == d.id:
-                problems.append(f"fact {d.id} is marked a duplicate of itself; name the other fact that says "
-                                "the same, or consolidate it")
-            elif d.duplicate_of not in known_ids or d.duplicate_of in tombstoned:
-                problems.append(f"fact {d.id} is a duplicate of unknown fact {d.duplicate_of!r}")
-            else:
-                duplicates[d.id] = d.duplicate_of
-        elif d.disposition == "noop":
-            if not (d.note or "").strip():
-                problems.append(f"fact {d.id} is marked noop without a note saying why it has no lasting "
-                                "value; a fact worth keeping goes on a page")
-            prop.kept.append(d.id)
+        seen.add(d.id)
+        problem = _disposition_problem(d, ctx, prop, drafts, refused)
+        if problem:
+            problems.append(problem)
+            prop.unresolved[d.id] = problem
         else:
-            others = [o for o in d.conflicts_with if o != d.id]
-            bad = [o for o in others if o not in known_ids or o in tombstoned]
-            if bad:
-                problems.append(f"fact {d.id} conflicts with unknown fact(s) {_short(bad)}")
-            elif not others:
-                problems.append(f"fact {d.id} is marked conflicting without naming another fact it conflicts with")
-            else:
-                prop.conflicts.append({"id": d.id, "with": others, "note": d.note or ""})
-
-    missing = sorted(batch_ids - set(prop.dispositions) - tombstoned)
+            prop.dispositions[d.id] = d.disposition
+    missing = sorted(ctx.batch_ids - seen - ctx.tombstoned)
     if missing:
         problems.append(f"answer leaves {len(missing)} fact(s) without a disposition: {_short(missing)}")
-    if problems:
-        raise AnswerRejected(problems)
-    # A duplicate leaves the default search only when what it repeats is on a page.
-    on_pages = _cited_on_pages(root, set(duplicates.values()), prop.pages)
-    for fid, original in duplicates.items():
-        (prop.settled if original in on_pages else prop.kept).append(fid)
-    if prop.conflicts:
-        _add_conflicts(prop, root, day, label)
-    if answer.memory is not None:
-        prop.memory = _memory_lines(answer.memory, root, zones, prop, memory_shown)
-    return prop
+        prop.unresolved.update({fid: f"no disposition was given for fact {fid}" for fid in missing})
+    # a fact a written page cites is consolidated there, whatever its disposition said
+    cited = {i for page in prop.pages.values() for i in cited_ids(page.body)}
+    for fid in [f for f in prop.unresolved if f in cited]:
+        del prop.unresolved[fid]
+        prop.dispositions[fid] = "consolidated"
 
 
-def _cited_on_pages(root: Path, ids: set[str], written: dict[str, Page]) -> set[str]:
+def _disposition_problem(d, ctx: Prose, prop: Proposal, drafts: dict[str, Page],
+                         refused: dict[str, str]) -> str | None:
+    if d.disposition == "consolidated":
+        return _consolidated_problem(d, ctx, prop, drafts, refused)
+    if d.disposition == "duplicate":
+        if d.duplicate_of == d.id:
+            return (f"fact {d.id} is marked a duplicate of itself; name the other fact that says the same, "
+                    "or consolidate it")
+        if d.duplicate_of not in ctx.known_ids or d.duplicate_of in ctx.tombstoned:
+            return f"fact {d.id} is a duplicate of unknown fact {d.duplicate_of!r}"
+        prop.duplicates[d.id] = d.duplicate_of
+        return None
+    if d.disposition == "noop":
+        if not (d.note or "").strip():
+            return (f"fact {d.id} is marked noop without a note saying why it has no lasting value; a fact "
+                    "worth keeping goes on a page")
+        prop.kept.append(d.id)
+        return None
+    others = [o for o in d.conflicts_with if o != d.id]
+    bad = [o for o in others if o not in ctx.known_ids or o in ctx.tombstoned]
+    if bad:
+        return f"fact {d.id} conflicts with unknown fact(s) {_short(bad)}"
+    if not others:
+        return f"fact {d.id} is marked conflicting without naming another fact it conflicts with"
+    prop.conflicts.append({"id": d.id, "with": others, "note": d.note or ""})
+    return None
+
+
+def _consolidated_problem(d, ctx: Prose, prop: Proposal, drafts: dict[str, Page],
+                          refused: dict[str, str]) -> str | None:
+    if d.id in prop.dropped_ids and d.id not in {i for p in prop.pages.values() for i in cited_ids(p.body)}:
+        return f"fact {d.id}: its statement was dropped ({prop.dropped_ids[d.id]})"
+    if d.page in refused:
+        return f"fact {d.id} is consolidated into {d.page!r}, which was refused: {refused[d.page]}"
+    target = drafts.get(d.page or "")
+    if target is None and d.page:
+        # the model names the page: check the path before reading anything there
+        found: list[str] = []
+        checked = _checked_path(d.page, ctx.root, ctx.zones, found)
+        if checked is None:
+            return found[0]
+        target = read_page(ctx.root, checked)
+    if target is None:
+        return f"fact {d.id} is consolidated into {d.page!r}, no such page"
+    if d.id not in cited_ids(target.body):
+        return f"fact {d.id} is consolidated into {d.page!r} but not cited there"
+    return None
+
+
+def cited_on_pages(root: Path, ids: set[str], written: dict[str, Page]) -> set[str]:
     """Which of `ids` a page cites once the proposal is written."""
     found = {i for page in written.values() for i in cited_ids(page.body) if i in ids}
     for path in list_pages(root) if ids - found else []:
@@ -275,36 +354,54 @@ def _cited_on_pages(root: Path, ids: set[str], written: dict[str, Page]) -> set[
     return found
 
 
-def _memory_lines(lines, root: Path, zones: Sequence[str], prop: Proposal,
-                  shown: bool) -> list[tuple[str, str]] | None:
-    if not shown:
+# -- MEMORY.md ------------------------------------------------------------------------------------
+
+def _memory_lines(lines, ctx: Prose, prop: Proposal) -> list[tuple[str, str]] | None:
+    if not ctx.memory_shown:
         prop.notes.append("ignored \"memory\": the model was not shown the current MEMORY.md")
         return None
-    kept, nowhere = [], 0
+    kept, nowhere, unsupported = [], 0, 0
     for line in lines:
-        if line.page in prop.pages or _a_wiki_page(line.page, root, zones):
-            kept.append((line.text, line.page))
-        else:
+        page = prop.pages.get(line.page) or _a_wiki_page(line.page, ctx.root, ctx.zones)
+        if page is None:
             nowhere += 1
+        elif not _line_supported(line.text, page, ctx):
+            unsupported += 1
+        else:
+            kept.append((line.text, line.page))
     if nowhere:
         prop.notes.append(f"dropped {nowhere} MEMORY.md line(s) naming no wiki page")
+    if unsupported:
+        prop.notes.append(f"dropped {unsupported} MEMORY.md line(s) saying what their page's facts do not")
     if not kept:
         prop.notes.append("no usable MEMORY.md line: the current ones are kept")
         return None
     return kept
 
 
-def _a_wiki_page(path: str, root: Path, zones: Sequence[str]) -> bool:
-    """Does a memory line's `page` name an existing wiki page? The model may name any file
+def _line_supported(text: str, page: Page, ctx: Prose) -> bool:
+    """A MEMORY.md line holds no name or number that the facts its page cites do not."""
+    if ctx.checker is None:
+        return True
+    from memvault.dream.check import specifics
+
+    facts = [ctx.facts[i] for i in cited_ids(page.body) if i in ctx.facts]
+    return bool(facts) and specifics(text, facts).ok
+
+
+def _a_wiki_page(path: str, root: Path, zones: Sequence[str]) -> Page | None:
+    """The existing wiki page a memory line's `page` names, else None. The model may name any file
     (`index.md`, `../../etc/passwd`, a symlink): such a line names no page and is dropped, with the
     batch's other lines, never failing the dream or emptying MEMORY.md."""
     try:
-        return read_page(root, check_page_path(path, root, zones, allow_inbox=True)) is not None
+        return read_page(root, check_page_path(path, root, zones, allow_inbox=True))
     except (PagePathError, UnsafePath):
-        return False
+        return None
 
 
-def _add_conflicts(prop: Proposal, root: Path, day: str, label: str) -> None:
+# -- conflicts ----------------------------------------------------------------------------------
+
+def add_conflicts(prop: Proposal, root: Path, day: str, label: str) -> None:
     """Write each conflict to the inbox page for a human instead of guessing."""
     inbox = read_page(root, CONFLICTS_PAGE) or Page(
         path=CONFLICTS_PAGE, title="Conflicts to review", zone=INBOX_ZONE, tags=["inbox"],
