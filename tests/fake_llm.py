@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,6 +55,9 @@ class FakeLLM:
         self.ratio = ratio
         self.flavor = flavor
         self.trickle = 0.0  # seconds between the bytes of an answer (a stuck proxy, an overloaded model)
+        # response_format types the server takes (None: any); llama-cpp-python's takes text and
+        # json_object (with an optional "schema") and answers any other with its HTTP 500
+        self.accepts: tuple[str, ...] | None = None
         self.requests: list[dict] = []
         self.refused: list[int] = []   # prompt tokens of each request refused as too long
         self._lock = threading.Lock()
@@ -112,6 +116,9 @@ class FakeLLM:
     def _respond(self, body: dict) -> tuple[int, dict, float]:
         with self._lock:
             self.requests.append(body)
+        refused = self._format_refused(body.get("response_format"))
+        if refused is not None:
+            return 500, refused, 0
         prompt = self.prompt_tokens(body)
         wanted = body.get("max_tokens")
         too_long = self._too_long(prompt, wanted)
@@ -148,6 +155,18 @@ class FakeLLM:
         }
         return status, answer, step.get("delay", 0)
 
+    def _format_refused(self, fmt) -> dict | None:
+        """llama-cpp-python's answer to a response_format type it does not take (its request model
+        fails to validate, and its error handler wraps that as an internal server error)."""
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        if self.accepts is None or kind is None or kind in self.accepts:
+            return None
+        message = ("1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                   "'msg': \"Input should be 'text' or 'json_object'\", 'input': '" + kind + "', 'ctx': "
+                   "{'expected': \"'text' or 'json_object'\"}}\n\n  File \"llama_cpp/server/app.py\", line 376, "
+                   "in create_chat_completion\n    POST /v1/chat/completions")
+        return {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+
     def _too_long(self, prompt: int, wanted: int | None) -> dict | None:
         if self.window is None:
             return None
@@ -173,10 +192,34 @@ def request_data(body: dict) -> dict:
     return json.loads(text[start:text.index("\n</data>")])
 
 
-def consolidate_everything(path: str = "wiki/topics/journal.md", title: str = "Journal"):
-    """A well-behaved model: one page citing every fact of the batch, all 'consolidated'."""
+def is_notes_request(body: dict) -> bool:
+    """Does the request ask for memvault's notes contract (one item per fact)?"""
+    return '"do":"file"' in body["messages"][0]["content"]
+
+
+def file_every_fact(path_of) -> str:
+    """A well-behaved notes answer: every fact filed, word for word, on the page `path_of(fact)` names."""
 
     def answer(body: dict) -> str:
+        facts = request_data(body)["facts"]
+        asked = re.findall(r"one item for each of (.*?), in this order", body["messages"][-1]["content"])
+        wanted = {h.strip() for h in asked[0].split(",")} if asked and "..." not in asked[0] else None
+        return json.dumps({"facts": [
+            {"id": f["id"], "do": "file", "page": path_of(f), "section": "Notes",
+             "statement": " ".join(f["text"].split())}
+            for f in facts if wanted is None or f["id"] in wanted]})
+
+    return answer
+
+
+def consolidate_everything(path: str = "wiki/topics/journal.md", title: str = "Journal"):
+    """A well-behaved model: one page citing every fact of the batch, all 'consolidated' (in the
+    notes mode: every fact filed on that page)."""
+    notes = file_every_fact(lambda fact: path)
+
+    def answer(body: dict) -> str:
+        if is_notes_request(body):
+            return notes(body)
         data = request_data(body)
         facts = data["facts"]
         existing = next((p for p in data.get("pages", []) if p["path"] == path), None)
@@ -205,9 +248,13 @@ def consolidate_by_tag(zone: str = "topics"):
     """A well-behaved model over many batches: one page per first tag, each batch adding its own
     section (so an answer stays short however long the page grows), every fact cited.
 
-    Like a real model it follows a repair turn that says a page already exists."""
+    Like a real model it follows a repair turn that says a page already exists. In the notes mode
+    it files every fact on the page of its first tag."""
+    notes = file_every_fact(lambda fact: f"wiki/{zone}/{(fact.get('tags') or ['misc'])[0].lower()}.md")
 
     def answer(body: dict) -> str:
+        if is_notes_request(body):
+            return notes(body)
         data = request_data(body)
         told = body["messages"][-1]["content"] if len(body["messages"]) > 2 else ""
         groups: dict[str, list] = {}
