@@ -30,6 +30,7 @@ CATEGORIES = (
     "skill",
     "event",
 )
+DREAM_MODES = ("notes", "prose")
 DEFAULT_ZONES = ("0_Inbox", "people", "projects", "preferences", "topics", "events")
 
 
@@ -40,6 +41,8 @@ class DreamConfig:
     memory_max_lines: int = 200
     memory_max_bytes: int = 16_000
     zones: tuple[str, ...] = DEFAULT_ZONES
+    mode: str = "notes"          # notes: the model decides per fact, the runner writes; prose: the model writes
+    time_budget: float = 14_400  # seconds a run may spend asking; what is left waits for the next run
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,8 @@ def parse_config(text: str, where: str, environ: Mapping[str, str] = os.environ)
             memory_max_lines=_positive_int(dream.get("memory_max_lines", 200), "dream.memory_max_lines"),
             memory_max_bytes=_positive_int(dream.get("memory_max_bytes", 16_000), "dream.memory_max_bytes"),
             zones=_names(dream.get("zones", DEFAULT_ZONES), "dream.zones", _ZONE),
+            mode=_choice(dream.get("mode", "notes"), "dream.mode", DREAM_MODES),
+            time_budget=_positive_number(dream.get("time_budget", 14_400), "dream.time_budget"),
         )
         config = Config(
             timezone=str(vault.get("timezone", "local")),
@@ -244,6 +249,12 @@ def _names(value: object, name: str, shape: re.Pattern) -> tuple[str, ...]:
     if len(set(folded)) < len(folded):
         raise ValueError(f"{name} names one of them twice: {value!r}")
     return tuple(value)
+
+
+def _choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return str(value)
 
 
 def _positive_number(value: object, name: str) -> float:

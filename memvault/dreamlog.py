@@ -6,22 +6,25 @@ One entry per batch attempt, one line each, plus indented lines under it:
     settled: <duplicates of facts a page cites: accounted for, and out of the default search>
     kept: <noops and other duplicates: accounted for, and still in the default search>
     note: <what the runner dropped from the answer, e.g. a MEMORY.md line over 300 characters>
-  - 2026-11-23T03:00:02+01:00 dream failed 2026-11-15..2026-11-20 · attempt 1/3: <reason>
+    dropped: <a fact left for later, or a statement the check refused, and why>
+  - 2026-11-23T03:00:02+01:00 dream failed 2026-11-15..2026-11-15 · attempt 1/3: <reason>
+    tried: <the ids of the facts whose attempt this was>
     problem: <every problem of the final answer, one per line>
   - 2026-11-25T03:00:02+01:00 dream skipped 2026-11-15..2026-11-20 watermark=2026-11-20 · ...
     unconsolidated: <ids left as raw facts>
   - 2026-11-26T03:00:02+01:00 dream error 2026-11-15..2026-11-20 · LLM unavailable: <reason>
   - 2026-11-27T03:00:02+01:00 dream error 2026-11-15..2026-11-20 · LLM not set up: <reason>
 
-`watermark=YYYY-MM-DD` appears only on ok/skipped lines, and only once every fact of that day is
-accounted for (a day too big for one batch is split); reasons are sanitised so the token cannot
-appear anywhere else. `error` (provider trouble) does not count towards max_retries.
+`watermark=YYYY-MM-DD` appears only on ok/skipped lines, and only once every fact of that day (and
+of every day before it) is accounted for; reasons are sanitised so the token cannot appear anywhere
+else. Failed attempts count per fact (the `tried:` ids; a line written before memvault listed them
+counts for the facts of its days). `error` (provider trouble) does not count towards max_retries.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -32,9 +35,9 @@ _ENTRY = re.compile(
     r"^- (?P<at>\S+) dream (?P<outcome>ok|failed|skipped|error) (?P<label>\S+)"
     r"(?: watermark=(?P<watermark>\d{4}-\d{2}-\d{2}))?(?: · (?P<detail>.*))?$"
 )
-_IDS = re.compile(r"^  (?P<key>settled|unconsolidated|kept): (?P<ids>.*)$")
-_PROBLEM = re.compile(r"^  problem: (?P<text>.*)$")
-ID_KEYS = ("settled", "kept", "unconsolidated")
+_IDS = re.compile(r"^  (?P<key>settled|unconsolidated|kept|tried): (?P<ids>.*)$")
+_PROBLEM = re.compile(r"^  (?P<key>problem|dropped): (?P<text>.*)$")
+ID_KEYS = ("settled", "kept", "unconsolidated", "tried")
 _WATERMARK = re.compile(r"\bwatermark=(\d{4}-\d{2}-\d{2})\b")
 
 
@@ -48,6 +51,8 @@ class Entry:
     ids: list[str] = field(default_factory=list)       # settled and unconsolidated: out of default search
     kept: list[str] = field(default_factory=list)      # accounted for by dream, still in default search
     problems: list[str] = field(default_factory=list)  # of a failed attempt's final answer
+    tried: list[str] = field(default_factory=list)     # the facts a failed attempt was about
+    dropped: list[str] = field(default_factory=list)   # what an applied batch left for later, and why
 
 
 def one_line(text: str, limit: int = 300) -> str:
@@ -80,6 +85,7 @@ def format_entry(
     ids: Mapping[str, Sequence[str]] | None = None,
     notes: Sequence[str] = (),
     problems: Sequence[str] = (),
+    dropped: Sequence[str] = (),
 ) -> str:
     """One entry: its line, then its id lists (keys from ID_KEYS), notes and problems, indented."""
     line = f"- {at} dream {outcome} {label}"
@@ -94,6 +100,8 @@ def format_entry(
         line += f"\n  note: {one_line(note, 500)}"
     for problem in problems:
         line += f"\n  problem: {one_line(problem, 500)}"
+    for item in dropped:
+        line += f"\n  dropped: {one_line(item, 500)}"
     return line + "\n"
 
 
@@ -109,11 +117,12 @@ def parse_journal(text: str) -> list[Entry]:
             continue
         m = _IDS.match(line)
         if m and entries:
-            (entries[-1].kept if m["key"] == "kept" else entries[-1].ids).extend(m["ids"].split())
+            listed = {"kept": entries[-1].kept, "tried": entries[-1].tried}.get(m["key"], entries[-1].ids)
+            listed.extend(m["ids"].split())
             continue
         m = _PROBLEM.match(line)
         if m and entries:
-            entries[-1].problems.append(m["text"])
+            (entries[-1].problems if m["key"] == "problem" else entries[-1].dropped).append(m["text"])
     return entries
 
 
@@ -135,6 +144,34 @@ def failed_attempts(entries: list[Entry], label: str) -> int:
     return count
 
 
+def fact_attempts(entries: list[Entry], fact_id: str, day: date | None) -> int:
+    """Failed attempts on one fact: the `failed` lines listing it as tried, whatever batch it was
+    in (a change of settings that cuts batches differently keeps the count); a line written before
+    memvault listed the tried facts counts for the facts of its days, since the last batch of days
+    applied or skipped (as it always counted)."""
+    count = older = 0
+    for entry in entries:
+        if entry.label == SCRUB_LABEL:
+            continue
+        if entry.outcome in ("ok", "skipped"):
+            older = 0
+        elif entry.outcome == "failed":
+            if entry.tried:
+                count += fact_id in entry.tried
+            elif day is not None and covers(entry.label, day):
+                older += 1
+    return count + older
+
+
+def covers(label: str, day: date) -> bool:
+    """Does a batch label (first..last) take in this day?"""
+    first, _, last = label.partition("..")
+    try:
+        return date.fromisoformat(first) <= day <= date.fromisoformat(last)
+    except ValueError:
+        return False
+
+
 def settled_ids(entries: list[Entry]) -> set[str]:
     """Fact ids log.md accounts for that leave the default search (page-backed duplicates, and the
     facts of skipped batches, which search keeps by reading the skip itself)."""
@@ -146,11 +183,34 @@ def kept_ids(entries: list[Entry]) -> set[str]:
     return {fid for e in entries if e.outcome == "ok" for fid in e.kept}
 
 
-def failing(entries: list[Entry]) -> dict | None:
+def failing(entries: list[Entry], pending: Iterable[str] = ()) -> dict | None:
     """The job whose latest attempts failed: which batch, since when, how often, and why.
 
-    None when the latest attempt of its kind (scrub or day batch) succeeded or was skipped.
+    None when the latest attempt of its kind (scrub or day batch) succeeded or was skipped, and
+    no fact of `pending` (those not accounted for yet) was set aside after failing on its own.
     """
+    found = _failing_streak(entries)
+    waiting = set(pending)
+    if found is not None or not waiting:
+        return found
+    aside = [e for e in entries if e.outcome == "failed" and e.label != SCRUB_LABEL and waiting & set(e.tried)]
+    if not aside:
+        return None
+    latest = aside[-1]
+    ids = {i for e in aside for i in e.tried if i in waiting}
+    return {
+        "batch": latest.label,
+        "since": aside[0].at,
+        "failures": max(sum(i in e.tried for e in aside) for i in ids),
+        "errors": 0,
+        "outcome": "failed",
+        "reason": latest.detail,
+        "problems": list(latest.problems),
+        "facts": sorted(ids),
+    }
+
+
+def _failing_streak(entries: list[Entry]) -> dict | None:
     streak: list[Entry] = []
     scrub = None
     for entry in reversed(entries):

@@ -73,6 +73,7 @@ def _dream_state(storage: Storage) -> dict:
         "failed_attempts": state.get("failed_attempts", 0),
         "failing": state.get("failing"),
         "stopped": state.get("stopped"),
+        "dream_running": state.get("running"),
     }
 
 

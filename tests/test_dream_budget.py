@@ -5,7 +5,7 @@ ChatML framing), answers HTTP 400 with the real error text when prompt + max_tok
 window, and cuts answers at max_tokens. Facts: LoCoMo conversation 0 (the recorded vault).
 
 Faults tried: a server whose tokenizer is 15% less efficient than cl100k_base (memvault's stated
-margin); one 4.5 times less efficient, answering llama.cpp's own "exceeds the available context
+margin); one 7 times less efficient, answering llama.cpp's own "exceeds the available context
 size" refusal; a window too small for one day's facts; answers longer than max_tokens.
 """
 
@@ -67,10 +67,10 @@ def test_a_day_too_big_for_one_batch_is_split_and_the_watermark_waits_for_its_la
 
 def test_refusals_from_a_server_counting_far_more_tokens_shrink_batches_never_an_outage(vault):
     """Fault: llama.cpp's own server (HTTP 400 "exceeds the available context size") whose tokenizer
-    counts 4.5 times what cl100k_base does: memvault's count cannot be trusted, only the refusal."""
+    counts 7 times what cl100k_base does: memvault's count cannot be trusted, only the refusal."""
     vault.add_many(locomo_drafts(30))
     said = []
-    with FakeLLM(default=consolidate_by_tag("people"), window=8192, ratio=4.5, flavor="llama.cpp") as fake:
+    with FakeLLM(default=consolidate_by_tag("people"), window=8192, ratio=7, flavor="llama.cpp") as fake:
         report = dream(vault, fake, progress=said.append)
 
     assert fake.refused and report.ok and report.caught_up

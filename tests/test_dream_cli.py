@@ -182,3 +182,37 @@ def test_a_failing_batch_is_told_once_on_stderr_then_named_by_status_and_doctor(
     assert typo.exit_code == 1 and "FAIL   LLM: unknown model string 'foo/bar'" in typo.stdout
     refused = cli("dream")
     assert refused.exit_code == 5 and refused.stderr.count("unknown model string 'foo/bar'") == 1
+
+
+def test_status_shows_a_running_dream_and_never_a_killed_one(vault_dir, fake):
+    """Real processes: while a dream waits on its model, `status` and `dream --status` (text and
+    JSON) show its batch and step; once it is killed (its progress file left behind), neither does."""
+    import os
+    import signal
+
+    run_memvault("add", "Uma knits scarves", "--at", DAY, "--vault", str(vault_dir)).check_returncode()
+    slow = consolidate_everything("wiki/people/uma.md", "Uma")
+    fake.default = lambda body: {"delay": 120, "content": slow(body)}
+    dreaming = subprocess.Popen([sys.executable, "-m", "memvault", "dream", "--vault", str(vault_dir)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not fake.requests and time.monotonic() < deadline and dreaming.poll() is None:
+            time.sleep(0.1)
+        assert fake.requests, dreaming.communicate()
+        state = json.loads(run_memvault("status", "--json", "--vault", str(vault_dir)).stdout)["dream_running"]
+        assert state["pid"] == dreaming.pid and state["step"] == "asking the model"
+        assert state["batch"] == f"{DAY}..{DAY}" and state["pending_facts"] == 1 and state["batches_done"] == 0
+        text = run_memvault("status", "--vault", str(vault_dir)).stdout
+        assert f"dreaming    batch {DAY}..{DAY}: asking the model since " in text
+        said = run_memvault("dream", "--status", "--vault", str(vault_dir)).stdout
+        assert f"running: batch {DAY}..{DAY}: asking the model" in said
+        assert json.loads(run_memvault("dream", "--status", "--json", "--vault", str(vault_dir)).stdout)["running"]
+    finally:
+        os.kill(dreaming.pid, signal.SIGKILL)
+        dreaming.communicate()
+    assert (vault_dir / ".memvault" / "dream-run.json").exists()  # a killed run leaves its file...
+    status = json.loads(run_memvault("status", "--json", "--vault", str(vault_dir)).stdout)
+    assert status["dream_running"] is None  # ...but no lock: it is not running
+    assert "dreaming" not in run_memvault("status", "--vault", str(vault_dir)).stdout
+    assert json.loads(run_memvault("dream", "--status", "--json", "--vault", str(vault_dir)).stdout)["running"] is None

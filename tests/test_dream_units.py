@@ -151,10 +151,38 @@ def test_memory_md_is_bounded_and_links_only_existing_pages():
     assert len(small.encode()) <= 600
 
 
+def test_memory_md_from_the_pages_most_cited_first_newest_statements_first_within_300_characters():
+    """The notes mode's MEMORY.md, made without the model: a line per page, what it says now (a line
+    a newer fact took over left out), cut at a word to fit 300 characters with its link."""
+    from memvault.dream.memory_md import MEMORY_LINE_MAX, lines_from_pages
+
+    at = {c * 16: datetime(2026, 11, n, 9, tzinfo=UTC) for n, c in enumerate("abcdefg", 1)}
+    a, b, c, d, e, f, g = at
+    long = "Bob restores old bicycles for the neighbourhood children " * 8
+    pages = {
+        "wiki/people/alice.md": Page(path="wiki/people/alice.md", title="Alice", zone="people",
+                                     body=f"## Home\n\n- Alice lived in Lyon. [^{a}] (until 2026-11-02 [^{b}])\n"
+                                          f"- Alice moved to Paris. [^{b}]\n\n## Drinks\n\n- Alice likes tea. [^{c}]"),
+        "wiki/people/bob.md": Page(path="wiki/people/bob.md", title="Bob", zone="people",
+                                   body=f"- {long}[^{d}]"),
+        "wiki/topics/chess.md": Page(path="wiki/topics/chess.md", title="Chess", zone="topics",
+                                     body=f"- Chess club meets on Fridays. [^{e}] [^{f}] [^{g}]"),
+        "wiki/0_Inbox/conflicts.md": Page(path="wiki/0_Inbox/conflicts.md", title="Conflicts", zone="0_Inbox",
+                                          body=f"- a conflict [^{g}] [^{a}] [^{b}] [^{c}]"),
+        "wiki/topics/empty.md": Page(path="wiki/topics/empty.md", title="Empty", zone="topics", body="Uncited prose."),
+    }
+    lines = lines_from_pages(pages, at, skip={"wiki/0_Inbox/conflicts.md"})
+    assert [path for _text, path in lines] == ["wiki/topics/chess.md", "wiki/people/alice.md", "wiki/people/bob.md"]
+    assert lines[1][0] == "Alice: Alice likes tea. Alice moved to Paris."  # newest first, Lyon no more
+    text = render_memory(lines, pages, watermark=None, max_lines=200, max_bytes=16_000)
+    bob = next(line for line in text.splitlines() if "(wiki/people/bob.md)" in line)
+    assert len(bob) <= MEMORY_LINE_MAX and bob.startswith("- Bob: Bob restores") and "… — [Bob]" in bob
+
+
 @pytest.mark.parametrize("where", ["absolute", "relative"])
 def test_consolidated_into_a_path_outside_the_vault_is_rejected_without_reading_it(tmp_path, where):
     """Bad input: a disposition naming /abs/outside.md or ../outside.md, a file that cites the fact."""
-    from memvault.dream.validate import build_proposal
+    from memvault.dream.validate import Prose, build_proposal
 
     root = tmp_path / "vault"
     root.mkdir()
@@ -165,8 +193,8 @@ def test_consolidated_into_a_path_outside_the_vault_is_rejected_without_reading_
     disposition = {"id": fid, "disposition": "consolidated", "page": page}
     answer = parse_answer(json.dumps({"pages": [], "facts": [disposition]}))
     with pytest.raises(AnswerRejected, match="page path"):
-        build_proposal(answer.answer, root=root, zones=ZONES, batch_ids={fid}, known_ids={fid}, tombstoned=set(),
-                       day="2026-11-22", label="2026-11-01..2026-11-01")
+        build_proposal(answer.answer, Prose(root=root, zones=ZONES, batch_ids={fid}, known_ids={fid},
+                                            tombstoned=set(), day="2026-11-22", label="2026-11-01..2026-11-01"))
 
 
 @pytest.mark.parametrize("path, zone", [("wiki/topics/tea.md", "topics"), ("/etc/x", ""), ("x", ""),
@@ -200,15 +228,17 @@ def test_handles_map_short_ids_back_and_name_the_unknown_ones():
     assert handles.shorten_ids("fact 1k0x963w99pbrz99 is marked noop") == "fact g1 is marked noop"
 
 
-def test_statements_without_a_citation_are_found_unless_the_page_already_had_them():
-    from memvault.dream.validate import uncited_statements
+def test_a_page_s_statements_are_its_paragraphs_list_items_and_table_rows():
+    from memvault.dream.statements import statements
 
-    before = "## Bio\n\nWritten by hand, no citation."
     body = ("# Caroline\n\n## Bio\n\nWritten by hand, no citation.\n\n**Family:**\n\n"
             "- Has two kids [^aaaaaaaaaaaaaaaa]\n- Is 25 and a software engineer\n\n"
             "| year | event |\n|---|---|\n| 2023 | moved [^bbbbbbbbbbbbbbbb] |\n| 2024 | invented |\n\n"
             "```\ncode is no statement\n```\nA paragraph that\nspans two lines [^aaaaaaaaaaaaaaaa].")
-    assert uncited_statements(body, before) == ["- Is 25 and a software engineer", "| 2024 | invented |"]
+    assert statements(body) == [
+        "Written by hand, no citation.", "- Has two kids [^aaaaaaaaaaaaaaaa]", "- Is 25 and a software engineer",
+        "| 2023 | moved [^bbbbbbbbbbbbbbbb] |", "| 2024 | invented |",
+        "A paragraph that spans two lines [^aaaaaaaaaaaaaaaa]."]
 
 
 def test_fit_adds_optional_parts_while_they_fit_and_memory_only_whole():
@@ -247,16 +277,24 @@ def test_window_and_answer_room_come_from_the_config_then_litellm_then_the_defau
         Budget(model_limits(LLMSettings("x/y", context_window=2048))).check(base=900)
 
 
-def test_a_batch_cut_short_moves_the_watermark_only_past_the_days_it_completes():
+def test_the_watermark_passes_a_day_only_when_every_fact_up_to_it_is_accounted_for():
+    """A batch cut short, a fact left for later, and days done out of order: the watermark is the
+    furthest day up to which every fact is accounted for, worked out when a batch is applied."""
     from datetime import date
 
-    from memvault.dream.planner import Batch
+    from memvault.dream.planner import Batch, Plan, watermark_after
 
     d1, d2, d3 = date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)
     facts = [Fact(id=c * 16, text=c, at=datetime(2026, 11, day, 9, tzinfo=UTC))
              for c, day in zip("abcde", [1, 1, 2, 2, 3], strict=True)]
-    batch = Batch("2026-11-01..2026-11-03", [d1, d2, d3], facts, [], complete=[d1, d2, d3])
-    assert batch.last_day == d3
+    batch = Batch("2026-11-01..2026-11-03", [d1, d2, d3], facts, [])
     head = batch.head(3)
-    assert (head.label, head.days, head.last_day) == ("2026-11-01..2026-11-02", [d1, d2], d1)
-    assert batch.head(2).last_day == d1 and batch.head(1).last_day is None
+    assert (head.label, head.days) == ("2026-11-01..2026-11-02", [d1, d2])
+    assert batch.only(["e" * 16]).label == "2026-11-03..2026-11-03"
+    todo = {d: [f for f in facts if f.day == d] for d in (d1, d2, d3)}
+    plan = Plan(date(2026, 11, 22), None, [d1, d2, d3], [], [batch], [], days=[d1, d2, d3], todo=todo)
+    ids = [f.id for f in facts]
+    assert watermark_after(plan, ids) == d3
+    assert watermark_after(plan, ids[:3]) == d1          # day 2 cut in two: not passed
+    assert watermark_after(plan, ids[:2] + ids[4:]) == d1  # day 3 done before day 2: waits for it
+    assert watermark_after(plan, ids[1:]) is None          # a fact of day 1 left for a smaller batch

@@ -68,8 +68,9 @@ def test_dream_sends_each_fact_once_and_its_answer_is_applied(vault):
     assert report.ok and report.caught_up and TODAY.isoformat() > "2026-11-03"
     sent = [f for body in fake.requests for f in request_data(body)["facts"]]
     assert sorted(f["text"] for f in sent) == ["Alice prefers green tea", "Bob fixes bicycles"]
-    # 2026-11-03's log holds only a copy that does not count: nothing to consolidate, not pending
-    assert vault.watermark.isoformat() == "2026-11-01" and vault.dream_status()["pending_days"] == 0
+    # 2026-11-03's log holds only a copy that does not count: nothing to consolidate, not pending,
+    # and every fact up to it is accounted for: the watermark passes it
+    assert vault.watermark.isoformat() == "2026-11-03" and vault.dream_status()["pending_days"] == 0
 
 
 def test_show_gives_the_counted_copy_of_an_id_copied_into_a_later_log(vault, cli):

@@ -18,7 +18,7 @@ import json
 
 import pytest
 from conftest import commit_count, git, is_clean
-from dream_support import FakeLLM, answer, consolidated, dream, request_data
+from dream_support import FakeLLM, answer, consolidated, dream, request_data, use_mode
 from fake_llm import consolidate_everything
 
 from memvault.errors import ExitCode, InvalidInput, InvalidItem
@@ -179,6 +179,7 @@ def test_a_credential_a_hand_edit_put_in_a_fact_label_never_reaches_a_prompt(cli
 
 
 def test_context_leaves_out_a_page_section_whose_heading_or_tags_hold_a_credential(cli, vault, vault_dir):
+    use_mode(vault, "prose")  # the page as the prose contract writes it: "## Entries", tag "journal"
     vault.add("Alice deploys on Fridays", at="2026-11-01T09:00:00")
     with FakeLLM(default=consolidate_everything()) as fake:
         assert dream(vault, fake).ok
@@ -210,6 +211,7 @@ def test_a_page_holding_a_credential_is_never_shown_and_never_rewritten(vault, v
     """The page, its index.md and MEMORY.md lines stay out of the prompt (MEMORY.md whole, so the
     runner keeps its lines); a model that updates the page blindly is told it is not open and puts
     the facts elsewhere, and the page keeps every byte."""
+    use_mode(vault, "prose")  # (the notes mode builds MEMORY.md from the pages open to it)
     _first, page, before = _page_with_a_credential(vault, vault_dir)
     second = vault.add("Bob reviews the deploys", at="2026-11-02T09:00:00")
     blind = answer([{"action": "update", "path": "wiki/topics/journal.md", "section": "Entries",

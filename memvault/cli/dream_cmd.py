@@ -16,16 +16,17 @@ def dream(
     min_facts: Annotated[int | None, typer.Option("--min-facts", help="Skip a quiet night: do nothing unless at least N facts are pending (0 or more).")] = None,
     model: Annotated[str | None, typer.Option("--model", help="litellm model string (default: MEMVAULT_MODEL, then llm.model in memvault.toml).")] = None,
     undo: Annotated[bool, typer.Option("--undo", help="Revert the last applied dream batch (commits that only logged a failure are passed over).")] = False,
-    status: Annotated[bool, typer.Option("--status", help="Show the watermark, pending days and facts, and the last result.")] = False,
+    status: Annotated[bool, typer.Option("--status", help="Show the watermark, pending days and facts, the last result, and a dream running now.")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
     """Consolidate pending daily logs into wiki pages, index.md and MEMORY.md with an LLM.
 
     Days after the watermark and before today are sent in batches of at most dream.max_days days
-    (memvault.toml); each batch that passes validation is one commit and moves the watermark.
-    Exit codes: 5 when the model fails or answers badly (nothing written, log.md records it), 6
-    when a dream is running.
+    (memvault.toml). What passes the check against the facts is one commit per batch; the facts
+    left are asked again in smaller batches, and the watermark passes a day once all its facts are
+    done. Exit codes: 5 when the model fails or a fact is still refused alone (log.md records it;
+    the rest is applied), 6 when a dream is running.
 
     Example: memvault dream --min-facts 5 --model openai/gpt-4o-mini
     """
@@ -106,6 +107,18 @@ def _print_report(data: dict) -> None:
     echo(f"watermark: {data['watermark_before'] or 'none'} → {data['watermark_after'] or 'none'}")
 
 
+def running_line(running: dict) -> str:
+    """A running dream in one line: its batch, its step since when, and what it has done."""
+    where = f"batch {running['batch']}: " if running.get("batch") else ""
+    since = f" since {running['since']}" if running.get("since") else ""
+    line = f"{where}{running.get('step') or 'starting'}{since}"
+    if running.get("pid"):
+        line += (f" (pid {running['pid']}; {running.get('batches_done', 0)} of {running.get('planned_batches', 0)} "
+                 f"planned batch(es) done, {running.get('facts_done', 0)} of {running.get('pending_facts', 0)} "
+                 "fact(s) accounted for)")
+    return line
+
+
 def _print_status(data: dict) -> None:
     echo(f"watermark: {data['watermark'] or 'none'}")
     echo(f"pending: {data['pending_days']} day(s), {data['pending_facts']} fact(s)"
@@ -116,6 +129,8 @@ def _print_status(data: dict) -> None:
         echo(f"stopped: {data['stopped']}")
     if data["next_batch"]:
         echo(f"next batch: {data['next_batch']} (failed attempts: {data['failed_attempts']}/{data['max_retries']})")
+    if data.get("running"):
+        echo(f"running: {running_line(data['running'])}")
     last = data["last_dream"]
     echo(f"last dream: {last['at']} {last['outcome']} {last['batch']}" if last else "last dream: never")
     echo(f"model: {data['model'] or 'not configured'}")

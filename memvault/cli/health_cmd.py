@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from memvault.cli.dream_cmd import running_line
 from memvault.cli.output import (
     STATUS_STYLES,
     JsonOption,
@@ -45,6 +46,9 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
         echo(f"last dream  {last['at']} {last['outcome']} {last.get('batch') or ''}".rstrip())
     else:
         echo("last dream  never")
+    running = state.get("dream_running")
+    if running:
+        echo(f"dreaming    {running_line(running)}")
     failing = state.get("failing")
     if failing:
         echo(f"failing     batch {failing['batch']}: {failing['failures']} time(s) since {failing['since']}: "

@@ -102,6 +102,18 @@ def compact(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def quote(data: dict) -> str:
+    """Compact JSON, one list item per line; "<" escaped so no text can close the <data> block."""
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            inner = ",\n".join(compact(v) for v in value)
+            parts.append(f"{json.dumps(key)}:[\n{inner}]")
+        else:
+            parts.append(f"{json.dumps(key)}:{compact(value)}")
+    return ("{" + ",\n".join(parts) + "}").replace("<", "\\u003c")
+
+
 @dataclass
 class Part:
     """Optional prompt data, added after the required data while it fits.

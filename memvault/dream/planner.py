@@ -4,8 +4,9 @@ A pending day is one after the watermark and before today that still holds a fac
 
 Batches are sized by tokens: each holds at most as many facts as the model's window has room for
 (and its answer can account for), and at most `max_days` days. Days stay whole when they fit a
-batch; a day too big for one is split across batches, and the watermark passes it only with the
-batch that holds its last fact.
+batch; a day too big for one is split across batches. The watermark is worked out when a batch
+is applied (`watermark_after`): the furthest day up to which every fact is accounted for, which
+covers split days, facts left for later and days done out of order alike.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import date, datetime
 from memvault.citations import accounted_ids
 from memvault.dream.budget import Budget, compact, planning_limits, text_tokens
 from memvault.dream.prompt import base_tokens, fact_record
-from memvault.dreamlog import LATE_LABEL, SCRUB_LABEL, Entry, kept_ids
+from memvault.dreamlog import LATE_LABEL, Entry, kept_ids
 from memvault.storage.layout import day_of_log
 from memvault.storage.store import Storage
 
@@ -28,29 +29,20 @@ class Batch:
     days: list[date]       # pending days it covers, whole or in part
     facts: list            # the batch's live facts, late ones first
     late: list
-    complete: list[date] = field(default_factory=list)  # days none of whose facts is left for later
-
-    @property
-    def last_day(self) -> date | None:
-        """Where the watermark may move once the batch is done: the last of its leading complete days."""
-        last = None
-        for day in self.days:
-            if day not in self.complete:
-                break
-            last = day
-        return last
 
     def head(self, n: int) -> Batch:
-        """The batch cut to its first `n` facts: later days drop out, a day cut in two is not complete."""
-        kept = self.facts[:n]
+        """The batch cut to its first `n` facts (later days drop out)."""
+        return self.only(f.id for f in self.facts[:n])
+
+    def only(self, ids) -> Batch:
+        """The batch with only these facts (a piece asked about again): its days are theirs."""
+        wanted = set(ids)
         late_ids = {f.id for f in self.late}
-        dropped = [f for f in self.facts[n:] if f.id not in late_ids]
-        cut = dropped[0].day if dropped else None
-        started = {f.day for f in kept if f.id not in late_ids}  # the cut day stays if it has begun
-        days = [d for d in self.days if cut is None or d < cut or (d == cut and d in started)]
-        complete = [d for d in self.complete if cut is None or d < cut]
+        kept = [f for f in self.facts if f.id in wanted]
+        started = {f.day for f in kept if f.id not in late_ids}
+        days = [d for d in self.days if d in started]
         late = [f for f in kept if f.id in late_ids]
-        return replace(self, label=_label(days), days=days, facts=kept, late=late, complete=complete)
+        return replace(self, label=_label(days), days=days, facts=kept, late=late)
 
 
 @dataclass
@@ -66,6 +58,10 @@ class Plan:
     # lines of the first pending day with any that do not parse as facts: the watermark stops
     # before that day (a line nobody can read must not be passed as consolidated)
     unreadable: list = field(default_factory=list)
+    # days after the watermark and before today (cut before a day with unreadable lines), in order,
+    # with the facts each still has to account for (none: the watermark may pass it)
+    days: list[date] = field(default_factory=list)
+    todo: dict = field(default_factory=dict)
 
     @property
     def stopped_at(self) -> date | None:
@@ -105,8 +101,11 @@ class PlanMemo:
 
 
 def make_plan(storage: Storage, *, today: date | None = None, max_days: int | None = None,
-              budget: Budget | None = None, memo: PlanMemo | None = None) -> Plan:
+              budget: Budget | None = None, memo: PlanMemo | None = None, exclude=frozenset()) -> Plan:
     """Batches sized by `budget` (default: the window memvault.toml states); late facts go first.
+
+    `exclude`: facts no batch takes (a run's facts set aside after failing alone, or waiting to be
+    asked again in a smaller piece); the days they are on still wait for them.
 
     A late fact was added (backdated) to a day the watermark has already passed, after that
     day was consolidated: no page cites it and log.md never settled it, so it would be stranded.
@@ -138,22 +137,36 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     pending = [d for d in days if (watermark is None or d > watermark) and d < today]
     stop = next((i for i, d in enumerate(pending) if d in unreadable), None)
     blocked = unreadable[pending[stop]] if stop is not None else []
-    pending = pending[:stop]
+    pending = ahead = pending[:stop]
     # facts a page already cites or log.md settled: late facts are the others on dreamed days,
     # and a day split across batches keeps only the facts not done yet
     accounted = accounted_ids(storage, entries) | kept_ids(entries)
     late = [f for d in days if watermark is not None and d <= watermark for f in by_day[d] if f.id not in accounted]
     todo = {d: [f for f in by_day[d] if f.id not in accounted] for d in pending}
+    skip = set(exclude)
+    asked = {d: [f for f in facts if f.id not in skip] for d, facts in todo.items()}
     # A day left with nothing to consolidate (its facts all purged, forgotten or accounted for) is
     # not pending: counting it showed "1 day(s), 0 fact(s)" waiting, and a batch of such days alone
     # asked for a model (exit 5 without one) to commit a watermark move. The watermark passes it
     # with the next batch of a later day; a fact backdated into it later makes it pending again.
     pending = [d for d in pending if todo[d]]
-    room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines))
-    packer = _Packer(room=max(1, room), max_facts=budget.max_facts(), max_days=max_days,
-                     retry_end=_failed_batch_end(entries, pending), costs=memo.costs)
-    batches = packer.pack(late, pending, todo)
-    return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned, blocked)
+    room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines, config.dream.mode))
+    packer = _Packer(room=max(1, room), max_facts=budget.max_facts(), max_days=max_days, costs=memo.costs)
+    batches = packer.pack([f for f in late if f.id not in skip], [d for d in pending if asked[d]], asked)
+    return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned, blocked,
+                days=ahead, todo=todo)
+
+
+def watermark_after(plan: Plan, done) -> date | None:
+    """The furthest day up to which every fact is accounted for once `done` (ids accounted for since
+    the plan was made) is: the watermark a batch applied now leaves (the plan's when no day passes)."""
+    accounted = set(done)
+    mark = plan.watermark
+    for day in plan.days:
+        if any(f.id not in accounted for f in plan.todo.get(day, ())):
+            break
+        mark = day
+    return mark
 
 
 def fact_cost(fact, room: int, costs: dict | None = None) -> int:
@@ -171,7 +184,6 @@ class _Packer:
     room: int
     max_facts: int
     max_days: int
-    retry_end: date | None
     costs: dict = field(default_factory=dict)
     batches: list[Batch] = field(default_factory=list)
 
@@ -186,8 +198,7 @@ class _Packer:
         for day in pending:
             facts = todo[day]
             costs = [fact_cost(f, self.room, self.costs) for f in facts]
-            retrying = not self.batches and self.retry_end is not None and day > self.retry_end
-            if self.current.days and (len(self.current.days) >= self.max_days or retrying):
+            if self.current.days and len(self.current.days) >= self.max_days:
                 self._close()
             elif self.current.facts and not self._fits(len(facts), sum(costs)):
                 self._close()  # the day fits a batch of its own: keep it whole
@@ -197,7 +208,6 @@ class _Packer:
                     self._close()
                     self.current.days.append(day)
                 self._add(fact, cost)
-            self.current.complete.append(day)
         self._close()
         return self.batches
 
@@ -221,21 +231,3 @@ class _Packer:
 
 def _label(days: list[date]) -> str:
     return f"{days[0]}..{days[-1]}" if days else LATE_LABEL
-
-
-def _failed_batch_end(entries: list[Entry], pending: list[date]) -> date | None:
-    """Last day of the batch whose latest attempt failed, if it starts at the first pending day."""
-    for entry in reversed(entries):
-        if entry.label == SCRUB_LABEL:
-            continue  # a scrub in between does not end the retries of a day batch
-        if entry.outcome in ("ok", "skipped"):
-            return None
-        if entry.outcome in ("failed", "error") and ".." in entry.label and pending:
-            first, _, last = entry.label.partition("..")
-            try:
-                if date.fromisoformat(first) == pending[0]:
-                    return date.fromisoformat(last)
-            except ValueError:
-                return None
-            return None
-    return None

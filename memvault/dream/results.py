@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 @dataclass
 class BatchResult:
     label: str
-    outcome: str                      # ok | failed | skipped | error | planned | proposed
+    outcome: str                      # ok | split | failed | skipped | error | planned | proposed
     facts: int = 0
     late: int = 0
     created: list[str] = field(default_factory=list)
@@ -25,6 +25,10 @@ class BatchResult:
     repairs: int | None = None        # repair turns the accepted answer needed
     problems: list[str] | None = None  # every problem of a rejected final answer
     notes: list[str] | None = None    # what the runner dropped from an accepted answer
+    left: list[str] | None = None     # facts still open after the answer: asked again in smaller batches
+    dropped: list[str] | None = None  # why each was left, and each statement the check refused
+    requests: int | None = None       # model calls the batch took (repair turns included)
+    seconds: float | None = None      # time spent asking the model
 
     def to_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -44,6 +48,7 @@ class DreamReport:
     model: str | None = None
     deferred: list[str] = field(default_factory=list)  # batches not started: gated, or past --max-batches
     stopped: str | None = None  # why the watermark stops before a day (lines that do not parse)
+    stopped_early: str | None = None  # why the run ended before its work did (the time budget)
 
     @property
     def ok(self) -> bool:
@@ -67,4 +72,5 @@ class DreamReport:
             "model": self.model,
             "error": self.error,
             "stopped": self.stopped,
+            "stopped_early": self.stopped_early,
         }

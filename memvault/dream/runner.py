@@ -9,8 +9,10 @@ the answer, how to ask for less, and what the answer writes.
 How each way of failing ends:
 - the request does not fit (our count, or the provider's "context length exceeded", or an answer
   cut at max_tokens): ask again at once with less (job.shrink), never an outage;
-- an answer that fails validation: the same conversation goes on with every problem found, at
-  most REPAIR_TURNS times, then the attempt fails (counted; skipped after max_retries);
+- an answer that fails validation: the same conversation goes on with what is still wrong, at
+  most REPAIR_TURNS times (or until an answer repeats the one before); a day batch then applies
+  what passed and leaves its other facts to smaller batches (memvault.dream.consolidate), and a
+  fact that fails alone is a failed attempt (counted per fact; skipped after max_retries);
 - a deterministic provider refusal of the request (bad request, content policy): a failed attempt;
 - a setup the provider refuses (no key, a wrong key, an unknown model): logged as `error` and
   never counted, as every batch would fail alike: three nights without the key in cron's
@@ -22,6 +24,7 @@ How each way of failing ends:
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +38,7 @@ from memvault.dream.llm import (
     ProviderNotSetUp,
     ProviderRefused,
     ProviderUnavailable,
+    ResponseFormats,
     complete_json,
 )
 from memvault.dream.prompt import Handles, repair_messages
@@ -42,7 +46,7 @@ from memvault.dream.results import BatchResult
 from memvault.dream.schema import AnswerRejected, answer_schema
 from memvault.dream.validate import Proposal
 from memvault.pages import Page, cited_ids, list_pages
-from memvault.storage.layout import DREAM_LOG
+from memvault.storage.layout import DREAM_LLM, DREAM_LOG
 from memvault.storage.store import Storage
 
 STALE_REDO = 2    # re-asks when a fact is forgotten or a page edited mid-dream
@@ -78,6 +82,8 @@ class Job:
 
     label: str
     handles: Handles | None = None  # the short ids of the latest request
+    partial = False  # True: what passes is applied and the facts left are asked about again
+    fact_ids: list[str] = []  # the facts a failed attempt counts against (none: counted by label)
 
     def start(self, tombstoned: set[str]) -> BatchResult | None:
         """Prepare an attempt (called again after a stale answer); a result ends the job at once."""
@@ -92,9 +98,18 @@ class Job:
         """Ask for less next time: how many items (facts, pages) are left; 0 when nothing can go."""
         return 0
 
+    def schema(self) -> dict:
+        """The JSON schema of the answer (sent as response_format where the provider takes one)."""
+        return answer_schema()
+
     def check(self, raw: str, tombstoned: set[str]) -> Proposal:
-        """The validated proposal of an answer; AnswerRejected with every problem otherwise."""
+        """The validated proposal of an answer; AnswerRejected with every problem otherwise (a
+        partial job returns what passed, the rest in `unresolved`)."""
         raise NotImplementedError
+
+    def repair(self, messages: list[dict], raw: str, proposal: Proposal) -> list[dict] | None:
+        """The next turn of a partial job's conversation (None: nothing to ask)."""
+        return None
 
     def writes(self, proposal: Proposal) -> tuple[dict[str, Page], list[str]]:
         """The pages the proposal writes and the pages it removes."""
@@ -134,6 +149,39 @@ class Runner:
         self.dream = storage.config.dream
         # page -> ((mtime_ns, size), holds a credential): each batch of a run asks about every page
         self.credential_pages: dict = {}
+        self.formats = ResponseFormats.load(storage.root / DREAM_LLM)
+        self.deadline = time.monotonic() + self.dream.time_budget
+        self.progress = None  # memvault.dream.progress.RunState of the run, if it keeps one
+        self.request_refused = False  # the last failed attempt was the provider refusing the request
+        self._meaning = None
+        self._words: tuple[frozenset[str], frozenset[str]] | None = None
+
+    def meaning(self):
+        """The meaning check of this run (its embedding model loaded once, vectors kept)."""
+        if self._meaning is None:
+            from memvault.dream.check import Meaning
+            from memvault.index.embedder import Embedder
+            from memvault.index.search import model_spec
+
+            spec = model_spec(self.storage)
+            self._meaning = Meaning(Embedder(spec, threads=1), spec.name)
+        return self._meaning
+
+    def vault_words(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(common words, names) of this vault, for memvault.dream.check.specifics: once a run."""
+        if self._words is None:
+            from memvault.dream.check import vault_words
+
+            common, names = vault_words(self.plan.facts_by_id.values())
+            self._words = (common | self.meaning().vocabulary(), names)
+        return self._words
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def step(self, step: str, **fields) -> None:
+        if self.progress is not None:
+            self.progress.step(step, **fields)
 
     def now(self) -> datetime:
         return datetime.now(self.storage.tz).replace(microsecond=0)
@@ -156,6 +204,7 @@ class Runner:
                 done.outcome = "proposed"
             return done
         snapshot = page_hashes(self.storage)
+        self.requests, self.seconds, self.request_refused = 0, 0.0, False
         try:
             proposal, raw, turns = self._ask(job, tombstoned)
         except Rejected as e:
@@ -173,12 +222,36 @@ class Runner:
         except (ProviderRefused, ContextTooLong) as e:
             if dry_run:
                 raise
+            self.request_refused = True
             return self.failed(job, str(e), snapshot)
         if dry_run:
-            return job.preview(job.new_result("proposed"), proposal, raw, None)
+            open_ = "; ".join(f"{job.as_told(i)}: {job.as_told(r)}" for i, r in proposal.unresolved.items())
+            return job.preview(job.new_result("proposed"), proposal, raw, open_ or None)
+        if job.partial and not (set(proposal.dispositions) - set(proposal.unresolved)) and proposal.unresolved:
+            return self._nothing_passed(job, proposal, raw, turns, snapshot)
         result = job.new_result()
         result.repairs = turns or None
+        result.requests, result.seconds = self.requests or None, round(self.seconds, 1) if self.requests else None
+        self.step("applying", batch=job.label)
         return self.apply(job, proposal, tombstoned, snapshot, result=result)
+
+    def _nothing_passed(self, job: Job, proposal: Proposal, raw: str | None, turns: int,
+                        snapshot: dict[str, str]) -> BatchResult:
+        """No fact of a partial job was resolved: smaller pieces are asked at once, unless the job
+        was one fact already, which is then a failed attempt of that fact."""
+        reasons = [f"fact {i}: {r}" if i not in r else r for i, r in proposal.unresolved.items()]
+        problems = list(proposal.problems) or reasons
+        if len(job.fact_ids) > 1:
+            result = job.new_result("split")
+            result.left = [i for i in job.fact_ids if i in proposal.unresolved]
+            result.reason = _after(turns) + (problems[0] if problems else "no fact resolved")
+            result.problems, result.repairs = problems, turns or None
+            result.requests, result.seconds = self.requests or None, round(self.seconds, 1)
+            return result
+        result = self.failed(job, _after(turns) + (reasons[0] if reasons else "no fact resolved"), snapshot,
+                             problems=problems)
+        result.requests, result.seconds = self.requests or None, round(self.seconds, 1)
+        return result
 
     # -- asking ----------------------------------------------------------------------------
     def _ask(self, job: Job, tombstoned: set[str]) -> tuple[Proposal, str | None, int]:
@@ -211,22 +284,39 @@ class Runner:
                 self.say(f"  {job.label}: {e}; asking again with less")
 
     def _converse(self, job: Job, messages: list[dict], tombstoned: set[str]) -> tuple[Proposal, str, int]:
+        """Ask, check, and repair what is wrong while turns are left and the model says something new."""
+        said: set[str] = set()
+        proposal: Proposal | None = None
+        rejected: Rejected | None = None
         for turn in range(REPAIR_TURNS + 1):
             self.say(f"  asking {self.settings.model} …" if turn == 0 else
-                     f"  {job.label}: answer rejected; repair turn {turn}/{REPAIR_TURNS}")
-            raw = complete_json(self.settings, messages, answer_schema(), limits=self.budget.limits)
+                     f"  {job.label}: repair turn {turn}/{REPAIR_TURNS}")
+            self.step("asking the model" if turn == 0 else f"repair turn {turn}/{REPAIR_TURNS}", batch=job.label)
+            started = time.monotonic()
+            raw = complete_json(self.settings, messages, job.schema(), limits=self.budget.limits,
+                                formats=self.formats)
+            self.requests += 1
+            self.seconds += time.monotonic() - started
+            self.step("checking the answer", batch=job.label)
             try:
-                return job.check(raw, tombstoned), raw, turn
+                proposal, rejected = job.check(raw, tombstoned), None
             except AnswerRejected as e:
-                rejected = Rejected(e, raw, turn)
-            if turn == REPAIR_TURNS:
-                break
-            problems = [job.as_told(p) for p in rejected.problems]
-            repair = repair_messages(messages, raw, problems)
-            if prompt_tokens(repair) > self.budget.conversation_limit:
-                break  # an answer this long leaves no room to discuss it: the attempt fails as it is
+                proposal, rejected = None, Rejected(e, raw, turn)
+            if proposal is not None and not proposal.unresolved:
+                return proposal, raw, turn
+            if turn == REPAIR_TURNS or " ".join(raw.split()) in said:
+                break  # no turn left, or the model gives the answer it gave before: asking again won't help
+            said.add(" ".join(raw.split()))
+            if proposal is not None:
+                repair = job.repair(messages, raw, proposal)
+            else:
+                repair = repair_messages(messages, raw, [job.as_told(p) for p in rejected.problems])
+            if repair is None or prompt_tokens(repair) > self.budget.conversation_limit:
+                break  # an answer this long leaves no room to discuss it: the attempt ends as it is
             messages = repair
-        raise rejected
+        if proposal is None:
+            raise rejected
+        return proposal, raw, turn
 
     # -- writing ---------------------------------------------------------------------------
     def apply(self, job: Job, proposal: Proposal, tombstoned: set[str], snapshot: dict[str, str],
@@ -268,13 +358,20 @@ class Runner:
 
     def failed(self, job: Job, reason: str, snapshot: dict[str, str] | None,
                problems: list[str] | None = None) -> BatchResult:
-        """A failed attempt, logged with every problem and counted; the job decides what its last
-        allowed failure does."""
-        attempt = dreamlog.failed_attempts(self.storage.dream_entries(), job.label) + 1
+        """A failed attempt, logged with every problem and counted (per fact for a day batch: its
+        `tried:` ids); the job decides what its last allowed failure does."""
+        entries = self.storage.dream_entries()
+        tried = list(job.fact_ids)
+        if tried:
+            facts = self.plan.facts_by_id
+            attempt = 1 + max(dreamlog.fact_attempts(entries, i, facts[i].day if i in facts else None)
+                              for i in tried)
+        else:
+            attempt = dreamlog.failed_attempts(entries, job.label) + 1
         limit = self.dream.max_retries
         entry = dreamlog.format_entry(self.now().isoformat(), "failed", job.label,
                                       detail=f"attempt {attempt}/{limit}: {reason}",
-                                      problems=problems or ())
+                                      ids={"tried": tried}, problems=problems or ())
         if attempt >= limit:
             result = job.exhausted(self, reason, attempt, entry, snapshot)
         else:

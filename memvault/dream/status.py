@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from memvault.citations import pages_citing
 from memvault.dream.planner import make_plan
-from memvault.dreamlog import failed_attempts, failing
+from memvault.dream.progress import running
+from memvault.dreamlog import fact_attempts, failing
 from memvault.storage.store import Storage
 
 
@@ -14,6 +15,8 @@ def dream_status(storage: Storage, *, today=None) -> dict:
     last = entries[-1] if entries else None
     last_ok = next((e for e in reversed(entries) if e.outcome == "ok"), None)
     nxt = plan.batches[0].label if plan.batches else None
+    waiting = {f.id for b in plan.batches for f in b.facts}
+    attempts = max((fact_attempts(entries, f.id, f.day) for f in plan.batches[0].facts), default=0) if nxt else 0
     return {
         "watermark": plan.watermark.isoformat() if plan.watermark else None,
         "pending_days": len(plan.pending_days),
@@ -24,9 +27,13 @@ def dream_status(storage: Storage, *, today=None) -> dict:
         # pages citing forgotten facts, rewritten by the next dream (even a gated one)
         "scrub_pages": sorted(pages_citing(storage)),
         "next_batch": nxt,
-        "failed_attempts": failed_attempts(entries, nxt) if nxt else 0,
-        # the batch whose latest attempts failed: which, since when, how often, why (None: none)
-        "failing": failing(entries),
+        # the most failed attempts of a fact of the next batch (a fact is skipped at max_retries)
+        "failed_attempts": attempts,
+        # the batch whose latest attempts failed, or the facts set aside after failing alone:
+        # which, since when, how often, why (None: none)
+        "failing": failing(entries, waiting),
+        # a dream running now: its batch, its step, what it has done (None: none runs)
+        "running": running(storage),
         "max_retries": storage.config.dream.max_retries,
         "last_dream": _entry(last),
         "last_success": _entry(last_ok),

@@ -116,6 +116,7 @@ class Status(TypedDict):
     failed_attempts: int
     failing: dict[str, Any] | None
     stopped: str | None
+    dream_running: dict[str, Any] | None
     index: dict[str, Any]
     remote: dict[str, Any] | None
     lock: dict[str, Any] | None
