@@ -146,7 +146,7 @@ complete -c memvault -n '__fish_seen_subcommand_from dream' -l max-batches -x -d
 complete -c memvault -n '__fish_seen_subcommand_from dream' -l min-facts -x -d 'Skip a quiet night: do nothing unless at least N facts are pending (0 or more)'
 complete -c memvault -n '__fish_seen_subcommand_from dream' -l model -x -d 'litellm model string (default: MEMVAULT_MODEL, then llm.model in memvault.toml)'
 complete -c memvault -n '__fish_seen_subcommand_from dream' -l undo -d 'Revert the last applied dream batch (commits that only logged a failure are passed over)'
-complete -c memvault -n '__fish_seen_subcommand_from dream' -l status -d 'Show the watermark, pending days and facts, and the last result'
+complete -c memvault -n '__fish_seen_subcommand_from dream' -l status -d 'Show the watermark, pending days and facts, the last result, and a dream running now'
 complete -c memvault -n '__fish_seen_subcommand_from dream' -l json -d 'Print one JSON document on stdout'
 complete -c memvault -n '__fish_seen_subcommand_from dream' -l vault -x -d 'Vault directory (default: MEMVAULT_VAULT, else the enclosing vault, else the default vault); also accepted before the command'
 complete -c memvault -n '__fish_seen_subcommand_from dream' -l help -s h -d 'Show help and exit'
