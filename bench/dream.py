@@ -55,7 +55,7 @@ def locomo() -> list[dict]:
 
 def tokens_per_fact() -> None:
     """The facts block before and after, on the same vault's facts."""
-    from memvault import tokens
+    from memvault.base import tokens
     from memvault.dream.budget import compact
     from memvault.dream.prompt import Handles, fact_record
     from memvault.vault import Vault

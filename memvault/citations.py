@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 
 from memvault import dreamlog
-from memvault.credentials import find_credentials
+from memvault.base.credentials import find_credentials
 from memvault.pages import CITATION, FOOTNOTE_DEF, cited_ids, clean_body, list_pages, read_page, split_frontmatter
 from memvault.storage.store import Storage
 

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault import tokens
+from memvault.base import tokens
+from memvault.base.credentials import find_credentials, kept_from_prompts
 from memvault.citations import withheld_pages, without_lines_linking
-from memvault.credentials import find_credentials, kept_from_prompts
 from memvault.errors import InvalidInput
 from memvault.index.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchQuery
 from memvault.index.search import search

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from memvault.base.credentials import find_credentials, unmarked_credentials
 from memvault.citations import pages_citing, pages_holding_credentials
-from memvault.credentials import find_credentials, unmarked_credentials
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
 from memvault.gitstore import GitStore, execute

@@ -45,7 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 
-from memvault.config import DEFAULT_ZONES, parse_config, resolve_timezone
+from memvault.base.config import DEFAULT_ZONES, parse_config, resolve_timezone
 from memvault.errors import InvalidInput
 from memvault.facts import item_id, parse_log, split_log, stored_id
 from memvault.gitstore import GitStore, execute

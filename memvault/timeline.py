@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memvault.dates import check_range, log_days
+from memvault.base.dates import check_range, log_days
 from memvault.errors import check_count
 from memvault.facts import Fact, validate_category
 from memvault.storage.store import Storage

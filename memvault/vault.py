@@ -166,7 +166,7 @@ def template_root() -> Path:
 def _refuse_credentials_in_labels(facts: list[Fact]) -> None:
     """A fact's source, session and tags are shown, committed and sent to dream's LLM even for a
     secret fact (only its text is withheld): a credential there is refused, --allow-secret or not."""
-    from memvault.credentials import find_credentials
+    from memvault.base.credentials import find_credentials
 
     labels = [(number, name, value) for number, fact in enumerate(facts, start=1)
               for name, value in (("source", fact.source), ("session", fact.session),
@@ -391,12 +391,12 @@ class Vault:
                  allow_secret: bool = False) -> list[Fact]:
         """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
 
-        A text holding a credential (memvault.credentials) is refused, unless `allow_secret`: then
+        A text holding a credential (memvault.base.credentials) is refused, unless `allow_secret`: then
         it is stored marked secret, and no LLM is ever sent it.
         """
         from dataclasses import replace
 
-        from memvault.credentials import find_credentials
+        from memvault.base.credentials import find_credentials
 
         now = datetime.now(self.tz)
         new: list[Fact] = []
@@ -429,7 +429,7 @@ class Vault:
             if reason:  # it goes into tombstones.jsonl and the commit subject, as a source does
                 check_one_line(reason, "reason")
             if reason:
-                from memvault.credentials import find_credentials
+                from memvault.base.credentials import find_credentials
 
                 found = find_credentials([reason])
                 if found:

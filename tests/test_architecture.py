@@ -18,8 +18,8 @@ PACKAGE = ROOT / "memvault"
 # Rank of each layer, bottom first: a module may import its own rank or lower. Features share a
 # rank and may use each other as long as no cycle forms (checked below).
 LAYERS = [
-    ("leaves", ["memvault.errors", "memvault.config", "memvault.dates", "memvault.tokens", "memvault.gitstore",
-                "memvault.credentials", "memvault.jsonline", "memvault.storage", "memvault.storage.layout"]),
+    ("leaves", ["memvault.errors", "memvault.base", "memvault.base.*", "memvault.gitstore",
+                "memvault.storage", "memvault.storage.layout"]),
     ("formats", ["memvault.facts", "memvault.pages", "memvault.dreamlog", "memvault.tombstones"]),
     ("storage", ["memvault.storage.*"]),
     ("features", ["memvault.citations", "memvault.timeline", "memvault.context", "memvault.sync",

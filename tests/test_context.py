@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import commit_count
 
-from memvault import tokens
+from memvault.base import tokens
 
 PAGE = """---
 title: Alice

@@ -66,7 +66,7 @@ def test_a_bound_at_the_calendar_s_end_in_another_zone_is_no_error(cli, monkeypa
 
 
 def test_hours_ago_are_elapsed_hours_across_a_dst_change():
-    from memvault.dates import parse_at, parse_bound
+    from memvault.base.dates import parse_at, parse_bound
 
     paris = ZoneInfo("Europe/Paris")
     noon = datetime(2026, 3, 29, 12, 0, tzinfo=paris)  # the clocks went 02:00 -> 03:00 this night

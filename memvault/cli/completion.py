@@ -85,7 +85,7 @@ def _choices(param) -> list[str]:
     import enum
     import typing
 
-    from memvault.config import CATEGORIES
+    from memvault.base.config import CATEGORIES
 
     annotation = _annotation(param)
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):

@@ -70,7 +70,7 @@ def sessions(
 
     Example: memvault sessions --since 7d
     """
-    from memvault.dates import parse_range
+    from memvault.base.dates import parse_range
 
     vault = open_vault(vault_path)
     lower, upper = parse_range(since, until, vault.tz)

@@ -126,7 +126,7 @@ def recent(
     Example: memvault recent --since 7d --tag alice
     Example: memvault recent --session chat-42 --limit 50
     """
-    from memvault.dates import parse_range
+    from memvault.base.dates import parse_range
 
     check_count("limit", limit, 1)  # before a first use could create the default vault
     vault = open_vault(vault_path)

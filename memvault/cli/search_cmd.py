@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memvault import jsonline
+from memvault.base import jsonline
 from memvault.cli.output import (
     CATEGORY,
     ID,

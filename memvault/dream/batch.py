@@ -11,8 +11,8 @@ import json
 import re
 
 from memvault import dreamlog
+from memvault.base.credentials import find_credentials, kept_from_prompts
 from memvault.citations import pages_holding_credentials, withheld_pages, without_lines_linking
-from memvault.credentials import find_credentials, kept_from_prompts
 from memvault.dream.budget import Budget, Part, fit
 from memvault.dream.llm import ContextTooLong
 from memvault.dream.memory_md import parse_memory, render_memory

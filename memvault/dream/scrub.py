@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from memvault import dreamlog
+from memvault.base.credentials import kept_from_prompts
 from memvault.citations import pages_citing, pages_holding_credentials, strip_forgotten_statements
-from memvault.credentials import kept_from_prompts
 from memvault.dream.batch import memory_pairs, safe_json
 from memvault.dream.budget import Budget, fit
 from memvault.dream.memory_md import render_memory

@@ -9,8 +9,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
+from memvault.base.dates import log_days
 from memvault.citations import accounted_ids, withheld_pages
-from memvault.dates import log_days
 from memvault.facts import validate_category
 from memvault.index import location
 from memvault.index.corpus import Corpus

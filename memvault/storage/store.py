@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 
 from memvault import dreamlog
-from memvault.config import Config, load_config
+from memvault.base.config import Config, load_config
 from memvault.errors import (
     DreamRunning,
     InvalidInput,
