@@ -16,10 +16,10 @@ from memvault.base.credentials import find_credentials, unmarked_credentials
 from memvault.citations import pages_citing, pages_holding_credentials
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
-from memvault.gitstore import GitStore, execute
 from memvault.index import location
 from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex
 from memvault.pages import cited_ids, list_pages, read_page
+from memvault.storage.gitstore import GitStore, execute
 from memvault.storage.layout import (
     CONFIG_FILE,
     DREAM_LOCK,

@@ -48,7 +48,7 @@ from datetime import date
 from memvault.base.config import DEFAULT_ZONES, parse_config, resolve_timezone
 from memvault.errors import InvalidInput
 from memvault.facts import item_id, parse_log, split_log, stored_id
-from memvault.gitstore import GitStore, execute
+from memvault.storage.gitstore import GitStore, execute
 from memvault.storage.layout import (
     CONFIG_FILE,
     GITATTRIBUTES,

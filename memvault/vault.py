@@ -237,7 +237,7 @@ class Vault:
     @classmethod
     def init(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Create a vault from the template, with its own git repository and a first commit."""
-        from memvault.gitstore import GitStore, require_git
+        from memvault.storage.gitstore import GitStore, require_git
 
         root = Path(path).expanduser().resolve()
         require_git()  # before the template is copied: a vault without its repository is half made

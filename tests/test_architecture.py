@@ -18,7 +18,7 @@ PACKAGE = ROOT / "memvault"
 # Rank of each layer, bottom first: a module may import its own rank or lower. Features share a
 # rank and may use each other as long as no cycle forms (checked below).
 LAYERS = [
-    ("leaves", ["memvault.errors", "memvault.base", "memvault.base.*", "memvault.gitstore",
+    ("leaves", ["memvault.errors", "memvault.base", "memvault.base.*",
                 "memvault.storage", "memvault.storage.layout"]),
     ("formats", ["memvault.facts", "memvault.pages", "memvault.dreamlog", "memvault.tombstones"]),
     ("storage", ["memvault.storage.*"]),

@@ -315,7 +315,7 @@ def test_a_killed_writers_git_still_committing_is_waited_for_never_undone_under_
     """Fault tried: a writer killed while its git (slow, on a loaded machine) is still at work. The
     next command must not cut the files back under a commit that may yet land: it leaves the
     journal (reading goes on, a write is refused with exit 4), and settles once that git is gone."""
-    import memvault.gitstore as gitstore
+    import memvault.storage.gitstore as gitstore
     from memvault.storage.journal import APPEND, Entry
 
     vault = Vault.open(vault_dir)
@@ -351,7 +351,7 @@ def test_ctrl_c_while_python_starts_git_never_undoes_a_write_under_that_git(vaul
     `git commit`, where subprocess neither kills nor waits for the child. The write's own undo must
     wait for that git (a commit landing after a cut-back left HEAD holding a tombstone the file no
     longer had); while it still runs the journal stays, and the next command settles it."""
-    import memvault.gitstore as gitstore
+    import memvault.storage.gitstore as gitstore
     from memvault.storage.journal import APPEND
 
     vault = Vault.open(vault_dir)

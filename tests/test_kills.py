@@ -26,7 +26,7 @@ from process_support import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode
-from memvault.gitstore import GitStore
+from memvault.storage.gitstore import GitStore
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 # A signal that arrives while Python is still starting ends it by the signal's default action

@@ -23,7 +23,7 @@ from typer.exceptions import Abort, Exit
 
 from memvault import __version__
 from memvault.errors import ExitCode, MemvaultError, Terminated, one_line, unwritable_in
-from memvault.gitstore import GIT_MISSING, failure_detail
+from memvault.storage.gitstore import GIT_MISSING, failure_detail
 
 
 class MemvaultGroup(TyperGroup):

@@ -29,10 +29,10 @@ from pydantic import Field, ValidationError
 from memvault import __version__
 from memvault.context import memory_for_prompts
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, one_line, unwritable_in
-from memvault.gitstore import failure_detail
 from memvault.index import vectors
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
+from memvault.storage.gitstore import failure_detail
 
 HOST = "127.0.0.1"  # no authentication: never listen beyond this machine
 MEMORY_URI = "memvault://vault/MEMORY.md"

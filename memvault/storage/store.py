@@ -113,8 +113,8 @@ class Storage:
 
     @cached_property
     def git(self):
-        """The vault's git repository (memvault.gitstore.GitStore; GitPython loads on first use)."""
-        from memvault.gitstore import GitStore
+        """The vault's git repository (memvault.storage.gitstore.GitStore; GitPython loads on first use)."""
+        from memvault.storage.gitstore import GitStore
 
         return GitStore(self.root)
 
