@@ -18,10 +18,10 @@ from memvault.errors import (
     VaultBusy,
     VaultUnwritable,
 )
-from memvault.facts import Fact
+from memvault.formats.facts import Fact
+from memvault.formats.tombstones import Tombstone
 from memvault.index.hits import Hit
 from memvault.index.query import SearchQuery
-from memvault.tombstones import Tombstone
 from memvault.vault import FactView, Forgotten, Vault
 
 __all__ = [

@@ -15,9 +15,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memvault import dreamlog
 from memvault.base.credentials import find_credentials
-from memvault.pages import CITATION, FOOTNOTE_DEF, cited_ids, clean_body, list_pages, read_page, split_frontmatter
+from memvault.formats import dreamlog
+from memvault.formats.pages import (
+    CITATION,
+    FOOTNOTE_DEF,
+    cited_ids,
+    clean_body,
+    list_pages,
+    read_page,
+    split_frontmatter,
+)
 from memvault.storage.store import Storage
 
 _TOKEN = re.compile(r"[0-9a-z]{6,40}")

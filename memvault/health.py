@@ -16,11 +16,7 @@ from memvault.base.credentials import find_credentials, unmarked_credentials
 from memvault.citations import pages_citing, pages_holding_credentials
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
-from memvault.index import location
-from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex
-from memvault.pages import cited_ids, list_pages, read_page
-from memvault.storage.gitstore import GitStore, execute
-from memvault.storage.layout import (
+from memvault.formats.layout import (
     CONFIG_FILE,
     DREAM_LOCK,
     INDEX_FILE,
@@ -31,6 +27,10 @@ from memvault.storage.layout import (
     is_misdated_log,
     symlinks_in,
 )
+from memvault.formats.pages import cited_ids, list_pages, read_page
+from memvault.index import location
+from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex
+from memvault.storage.gitstore import GitStore, execute
 from memvault.storage.lock import held_by, holder, orphaned_holder
 from memvault.storage.store import Storage
 from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver

@@ -33,12 +33,12 @@ from datetime import datetime
 
 from memvault.citations import pages_citing
 from memvault.errors import InvalidInput, MemvaultError, NotFound, SyncConflict, no_room, unwritable, worded
-from memvault.facts import Fact, normalize_id, parse_log, stored_id
+from memvault.formats.facts import Fact, normalize_id, parse_log, stored_id
+from memvault.formats.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
+from memvault.formats.tombstones import Tombstone, parse_tombstones
 from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
-from memvault.storage.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.tombstones import Tombstone, parse_tombstones
 
 REMOTE = "origin"
 WORDS = 8

@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
+from memvault.formats.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
 from memvault.storage import lock
 from memvault.storage.gitstore import GitStore, git_reason, require_git
 from memvault.storage.journal import MERGE
-from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
 from memvault.storage.store import Storage
 from memvault.sync_checks import (
     FIX_AT_SOURCE,

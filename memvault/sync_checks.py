@@ -47,9 +47,8 @@ from datetime import date
 
 from memvault.base.config import DEFAULT_ZONES, parse_config, resolve_timezone
 from memvault.errors import InvalidInput
-from memvault.facts import item_id, parse_log, split_log, stored_id
-from memvault.storage.gitstore import GitStore, execute
-from memvault.storage.layout import (
+from memvault.formats.facts import item_id, parse_log, split_log, stored_id
+from memvault.formats.layout import (
     CONFIG_FILE,
     GITATTRIBUTES,
     GITIGNORE,
@@ -62,7 +61,8 @@ from memvault.storage.layout import (
     is_vault_file,
     log_relpath,
 )
-from memvault.tombstones import parse_tombstones
+from memvault.formats.tombstones import parse_tombstones
+from memvault.storage.gitstore import GitStore, execute
 from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS
 
 SHOWN = 5

@@ -8,7 +8,7 @@ from typing import Any
 
 from memvault.base.dates import check_range, log_days
 from memvault.errors import check_count
-from memvault.facts import Fact, validate_category
+from memvault.formats.facts import Fact, validate_category
 from memvault.storage.store import Storage
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sys
 
-from memvault.facts import item_id, split_log
-from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE
+from memvault.formats.facts import item_id, split_log
+from memvault.formats.layout import LOGS_DIR, TOMBSTONES_FILE
 
 # A driver configured under git's built-in name takes precedence over the built-in, so vaults
 # without the config entry (a plain `git clone`) still get git's line union, never markers.

@@ -18,12 +18,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memvault import dreamlog
 from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
-from memvault.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
-from memvault.storage.layout import CONFIG_FILE
+from memvault.formats import dreamlog
+from memvault.formats.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
+from memvault.formats.layout import CONFIG_FILE
+from memvault.formats.tombstones import Tombstone
 from memvault.storage.store import Storage
-from memvault.tombstones import Tombstone
 
 Notify = Callable[[str], None]
 

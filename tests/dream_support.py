@@ -63,7 +63,7 @@ def recorded_facts(n: int) -> list[dict]:
 def add_recorded_facts(vault, n: int) -> list:
     """Write the recorded batch's facts into the vault with their recorded ids (one commit), so the
     recorded answers, which name those ids, can be replayed."""
-    from memvault.facts import Fact
+    from memvault.formats.facts import Fact
 
     storage = vault.storage
     facts = []

@@ -18,10 +18,9 @@ PACKAGE = ROOT / "memvault"
 # Rank of each layer, bottom first: a module may import its own rank or lower. Features share a
 # rank and may use each other as long as no cycle forms (checked below).
 LAYERS = [
-    ("leaves", ["memvault.errors", "memvault.base", "memvault.base.*",
-                "memvault.storage", "memvault.storage.layout"]),
-    ("formats", ["memvault.facts", "memvault.pages", "memvault.dreamlog", "memvault.tombstones"]),
-    ("storage", ["memvault.storage.*"]),
+    ("leaves", ["memvault.errors", "memvault.base", "memvault.base.*"]),
+    ("formats", ["memvault.formats", "memvault.formats.*"]),
+    ("storage", ["memvault.storage", "memvault.storage.*"]),
     ("features", ["memvault.citations", "memvault.timeline", "memvault.context", "memvault.sync",
                   "memvault.sync_checks",
                   "memvault.health", "memvault.union_merge", "memvault.purge", "memvault.purge_filter",

@@ -20,7 +20,7 @@ from process_support import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode
-from memvault.facts import Fact, format_item, log_header, new_fact_id
+from memvault.formats.facts import Fact, format_item, log_header, new_fact_id
 
 
 def all_texts(vault_dir) -> list[str]:

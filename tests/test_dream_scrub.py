@@ -15,7 +15,7 @@ from conftest import commit_count, git, is_clean
 from dream_support import FakeLLM, answer, consolidated, dream, log_lines, request_data
 
 from memvault.dream.undo import UndoRefused
-from memvault.pages import read_page
+from memvault.formats.pages import read_page
 
 ALICE = "wiki/people/alice.md"
 COFFEE = "wiki/people/coffee.md"
@@ -171,7 +171,7 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
 
 
 def test_scrub_and_day_batch_attempts_are_counted_apart():
-    from memvault.dreamlog import failed_attempts, parse_journal
+    from memvault.formats.dreamlog import failed_attempts, parse_journal
 
     log = "\n".join([
         "- 2026-11-20T03:00:00+00:00 dream failed 2026-11-01..2026-11-05 · attempt 1/3: bad",

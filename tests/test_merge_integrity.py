@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memvault import Vault
-from memvault.facts import Fact, format_item, log_header, new_fact_id, parse_log
+from memvault.formats.facts import Fact, format_item, log_header, new_fact_id, parse_log
 from memvault.union_merge import merge
 
 BREAKERS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\n"

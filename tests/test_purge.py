@@ -13,8 +13,8 @@ from conftest import git, is_clean, run_memvault, snapshot
 
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput, NotFound
+from memvault.formats.tombstones import parse_tombstones
 from memvault.purge_filter import needles_of, scrub_message, scrub_text
-from memvault.tombstones import parse_tombstones
 
 SECRET = "the vault door code is 7319-alpha-kilo"
 OTHER = "Bob moved to Lyon last spring with his cat"

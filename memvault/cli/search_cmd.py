@@ -31,7 +31,7 @@ from memvault.cli.output import (
     table,
 )
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, one_line
-from memvault.facts import BOM
+from memvault.formats.facts import BOM
 
 # Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
 _STDIN_KEYS = {

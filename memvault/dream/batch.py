@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 
-from memvault import dreamlog
 from memvault.base.credentials import find_credentials, kept_from_prompts
 from memvault.citations import pages_holding_credentials, withheld_pages, without_lines_linking
 from memvault.dream.budget import Budget, Part, fit
@@ -23,8 +22,9 @@ from memvault.dream.runner import Change, Job, Runner, subject_label
 from memvault.dream.schema import PAGE_MAX_BYTES, parse_answer
 from memvault.dream.validate import Proposal, build_proposal
 from memvault.errors import MemvaultError
-from memvault.pages import INBOX_ZONE, Page, list_pages, read_page, render_index, render_page, zone_of
-from memvault.storage.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats import dreamlog
+from memvault.formats.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats.pages import INBOX_ZONE, Page, list_pages, read_page, render_index, render_page, zone_of
 from memvault.storage.store import Storage
 
 PROMPT_PAGES = 20  # related pages offered per batch, most relevant first; as many as fit are sent

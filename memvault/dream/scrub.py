@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from memvault import dreamlog
 from memvault.base.credentials import kept_from_prompts
 from memvault.citations import pages_citing, pages_holding_credentials, strip_forgotten_statements
 from memvault.dream.batch import memory_pairs, safe_json
@@ -25,7 +24,9 @@ from memvault.dream.results import BatchResult
 from memvault.dream.runner import Change, Job, Runner
 from memvault.dream.schema import AnswerRejected, parse_answer
 from memvault.dream.validate import Proposal, build_proposal
-from memvault.pages import (
+from memvault.formats import dreamlog
+from memvault.formats.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats.pages import (
     INBOX_ZONE,
     Page,
     cited_ids,
@@ -36,7 +37,6 @@ from memvault.pages import (
     render_page,
     zone_of,
 )
-from memvault.storage.layout import INDEX_FILE, MEMORY_FILE
 from memvault.storage.store import Storage
 
 SCRUB_LABEL = dreamlog.SCRUB_LABEL

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memvault.citations import pages_citing
 from memvault.dream.planner import make_plan
-from memvault.dreamlog import failed_attempts, failing
+from memvault.formats.dreamlog import failed_attempts, failing
 from memvault.storage.store import Storage
 
 

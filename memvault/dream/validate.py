@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, DreamAnswer
 from memvault.errors import UnsafePath
-from memvault.pages import (
+from memvault.formats.pages import (
     CONFLICTS_PAGE,
     INBOX_ZONE,
     Page,

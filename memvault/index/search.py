@@ -11,7 +11,8 @@ from typing import TypeVar
 
 from memvault.base.dates import log_days
 from memvault.citations import accounted_ids, withheld_pages
-from memvault.facts import validate_category
+from memvault.formats.facts import validate_category
+from memvault.formats.layout import DREAM_LOG
 from memvault.index import location
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import ModelSpec, ModelUnavailable
@@ -22,7 +23,6 @@ from memvault.index.lexical import Filters
 from memvault.index.query import SearchQuery
 from memvault.index.ranking import DEFAULT_WEIGHTS, MIN_SCORE, Weights, fuse, newest_first
 from memvault.index.vectors import VectorsDamaged
-from memvault.storage.layout import DREAM_LOG
 from memvault.storage.store import Storage
 
 # Each list contributes this many candidates per requested hit (at least CANDIDATES_MIN) to fusion.

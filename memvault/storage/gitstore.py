@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memvault.errors import MemvaultError, VaultBusy, unwritable
-from memvault.storage.layout import GIT_LOCKS_LOCK, LOCKS_DIR, STATE_DIR, is_vault_file
+from memvault.formats.layout import GIT_LOCKS_LOCK, LOCKS_DIR, STATE_DIR, is_vault_file
 
 FALLBACK_NAME = "memvault"
 _LEAKY_VARS = (

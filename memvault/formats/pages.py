@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from memvault.storage.layout import WIKI_DIR, inside
+from memvault.formats.layout import WIKI_DIR, inside
 
 INBOX_ZONE = "0_Inbox"
 CONFLICTS_PAGE = f"{WIKI_DIR}/{INBOX_ZONE}/conflicts.md"

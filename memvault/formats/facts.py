@@ -25,7 +25,7 @@ from typing import Any
 from memvault.base import jsonline
 from memvault.base.dates import check_plausible, parse_at
 from memvault.errors import InvalidInput
-from memvault.storage.layout import log_relpath
+from memvault.formats.layout import log_relpath
 
 META_OPEN = " <!-- mv "
 META_CLOSE = " -->"
