@@ -17,16 +17,9 @@ from collections.abc import Iterable
 
 from memvault.base.credentials import find_credentials
 from memvault.formats import dreamlog
-from memvault.formats.pages import (
-    CITATION,
-    FOOTNOTE_DEF,
-    cited_ids,
-    clean_body,
-    list_pages,
-    read_page,
-    split_frontmatter,
-)
+from memvault.formats.pages import CITATION, FOOTNOTE_DEF, cited_ids, clean_body, split_frontmatter
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, read_page
 
 _TOKEN = re.compile(r"[0-9a-z]{6,40}")
 _LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")

@@ -25,14 +25,15 @@ from memvault.formats.layout import (
     STATE_DIR,
     WRITE_LOCK,
     is_misdated_log,
-    symlinks_in,
 )
-from memvault.formats.pages import cited_ids, list_pages, read_page
+from memvault.formats.pages import cited_ids
 from memvault.index import location
 from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex
 from memvault.storage.gitstore import GitStore, execute
 from memvault.storage.lock import held_by, holder, orphaned_holder
+from memvault.storage.paths import symlinks_in
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, read_page
 from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
 from memvault.sync_checks import ignored, own_paths
 

@@ -19,7 +19,7 @@ from dream_support import TODAY, FakeLLM, answer, consolidated, dream, log_lines
 from fake_llm import consolidate_everything
 
 from memvault.errors import LLMError, NotFound
-from memvault.formats.pages import read_page
+from memvault.storage.wiki import read_page
 
 TEA = "wiki/preferences/drinks.md"
 

@@ -15,7 +15,7 @@ from conftest import commit_count, git, is_clean
 from dream_support import FakeLLM, answer, consolidated, dream, log_lines, request_data
 
 from memvault.dream.undo import UndoRefused
-from memvault.formats.pages import read_page
+from memvault.storage.wiki import read_page
 
 ALICE = "wiki/people/alice.md"
 COFFEE = "wiki/people/coffee.md"

@@ -30,7 +30,7 @@ from dream_support import (
 )
 from fake_llm import consolidate_by_tag
 
-from memvault.formats.pages import read_page
+from memvault.storage.wiki import read_page
 
 CAROLINE, MELANIE = "wiki/people/caroline.md", "wiki/people/melanie.md"
 

@@ -18,7 +18,8 @@ from memvault.dream.prompt import build_messages, data_of, fact_record
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, parse_answer
 from memvault.formats.dreamlog import failed_attempts, failing, format_entry, kept_ids, parse_journal, settled_ids
 from memvault.formats.facts import Fact
-from memvault.formats.pages import Page, PagePathError, check_page_path, cited_ids, clean_body, replace_section
+from memvault.formats.pages import Page, PagePathError, cited_ids, clean_body, replace_section
+from memvault.storage.wiki import check_page_path
 
 ZONES = ["people", "topics"]
 
@@ -178,7 +179,7 @@ def test_zone_of_names_the_zone_only_of_a_wiki_page_path(path, zone):
 
 
 def test_tags_written_by_hand_as_a_string_are_words_for_dream_and_search(vault):
-    from memvault.formats.pages import read_page
+    from memvault.storage.wiki import read_page
 
     page = vault.root / "wiki" / "topics" / "garden.md"
     page.write_text("---\ntitle: Garden\ntags: garden, hobby\n---\n# Garden\n\nTomatoes on the balcony.\n")

@@ -14,7 +14,7 @@ import pytest
 from conftest import is_clean
 from dream_support import FakeLLM, answer, consolidated, dream
 
-from memvault.formats.pages import read_page
+from memvault.storage.wiki import read_page
 
 OLD = "wiki/people/alice-the-coffee-hater.md"
 NEW = "wiki/people/alice.md"

@@ -24,8 +24,9 @@ from memvault.dream.validate import Proposal, build_proposal
 from memvault.errors import MemvaultError
 from memvault.formats import dreamlog
 from memvault.formats.layout import INDEX_FILE, MEMORY_FILE
-from memvault.formats.pages import INBOX_ZONE, Page, list_pages, read_page, render_index, render_page, zone_of
+from memvault.formats.pages import INBOX_ZONE, Page, render_index, render_page, zone_of
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, read_page
 
 PROMPT_PAGES = 20  # related pages offered per batch, most relevant first; as many as fit are sent
 _WORD = re.compile(r"[^\W_]{4,}", re.UNICODE)

@@ -42,8 +42,9 @@ from memvault.dream.schema import AnswerRejected, answer_schema
 from memvault.dream.validate import Proposal
 from memvault.formats import dreamlog
 from memvault.formats.layout import DREAM_LOG
-from memvault.formats.pages import Page, cited_ids, list_pages
+from memvault.formats.pages import Page, cited_ids
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages
 
 STALE_REDO = 2    # re-asks when a fact is forgotten or a page edited mid-dream
 REPAIR_TURNS = 2  # corrections asked for in the same conversation before the attempt fails

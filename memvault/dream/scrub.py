@@ -26,18 +26,9 @@ from memvault.dream.schema import AnswerRejected, parse_answer
 from memvault.dream.validate import Proposal, build_proposal
 from memvault.formats import dreamlog
 from memvault.formats.layout import INDEX_FILE, MEMORY_FILE
-from memvault.formats.pages import (
-    INBOX_ZONE,
-    Page,
-    cited_ids,
-    list_pages,
-    page_slug,
-    read_page,
-    render_index,
-    render_page,
-    zone_of,
-)
+from memvault.formats.pages import INBOX_ZONE, Page, cited_ids, page_slug, render_index, render_page, zone_of
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, read_page
 
 SCRUB_LABEL = dreamlog.SCRUB_LABEL
 NEUTRAL_TITLE = "Notes rewritten after a forget"

@@ -21,15 +21,13 @@ from memvault.formats.pages import (
     INBOX_ZONE,
     Page,
     PagePathError,
-    check_page_path,
     cited_ids,
     clean_body,
     has_control,
-    list_pages,
-    read_page,
     replace_section,
     zone_of,
 )
+from memvault.storage.wiki import check_page_path, list_pages, read_page
 
 UNCITED_SHOWN = 3
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")

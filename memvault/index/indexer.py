@@ -32,7 +32,6 @@ from memvault.formats.layout import (
     STATE_LOCKS,
     TOMBSTONES_FILE,
     WIKI_DIR,
-    inside,
 )
 from memvault.index import location
 from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
@@ -42,6 +41,7 @@ from memvault.index.lexical import LexicalIndex
 from memvault.index.vectors import VectorFile, VectorsDamaged
 from memvault.index.watch import FolderWatch, open_watch
 from memvault.storage.owner import Owner
+from memvault.storage.paths import inside
 
 Progress = Callable[[str, int, int], None]
 Notify = Callable[[str], None]

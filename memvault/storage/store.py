@@ -48,7 +48,6 @@ from memvault.formats.layout import (
     WRITE_LOCK,
     day_of_log,
     in_work_tree,
-    inside,
     is_log_name,
     is_temp_file,
     is_vault_file,
@@ -68,6 +67,7 @@ from memvault.storage.files import (
     writing,
 )
 from memvault.storage.journal import APPEND, MERGE, REPLACE, Entry, Journal
+from memvault.storage.paths import inside
 from memvault.storage.queue import CLAIMED, DONE, PENDING, REJECTED, Queue, Request, commit_message
 
 Notify = Callable[[str], None]
