@@ -14,13 +14,14 @@ from typing import Any
 
 from memvault.base import tokens
 from memvault.base.credentials import find_credentials, kept_from_prompts
-from memvault.citations import withheld_pages, without_lines_linking
 from memvault.errors import InvalidInput
+from memvault.formats.citations import without_lines_linking
 from memvault.formats.layout import MEMORY_FILE
 from memvault.formats.pages import cited_ids, clean_body
 from memvault.index.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchQuery
 from memvault.index.search import search
 from memvault.storage.store import Storage
+from memvault.storage.wiki import withheld_pages
 from memvault.timeline import recent as recent_facts
 
 DEFAULT_BUDGET = 2000

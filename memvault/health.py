@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from memvault.base.credentials import find_credentials, unmarked_credentials
-from memvault.citations import pages_citing, pages_holding_credentials
 from memvault.dream.status import dream_status
 from memvault.errors import LLMError, MemvaultError, VaultUnwritable
 from memvault.formats.layout import (
@@ -33,7 +32,7 @@ from memvault.storage.gitstore import GitStore, execute
 from memvault.storage.lock import held_by, holder, orphaned_holder
 from memvault.storage.paths import symlinks_in
 from memvault.storage.store import Storage
-from memvault.storage.wiki import list_pages, read_page
+from memvault.storage.wiki import list_pages, pages_citing, pages_holding_credentials, read_page
 from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
 from memvault.sync_checks import ignored, own_paths
 

@@ -31,7 +31,6 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from memvault.citations import pages_citing
 from memvault.errors import InvalidInput, MemvaultError, NotFound, SyncConflict, no_room, unwritable, worded
 from memvault.formats.facts import Fact, normalize_id, parse_log, stored_id
 from memvault.formats.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
@@ -39,6 +38,7 @@ from memvault.formats.tombstones import Tombstone, parse_tombstones
 from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
 from memvault.storage.store import Storage
+from memvault.storage.wiki import pages_citing
 
 REMOTE = "origin"
 WORDS = 8

@@ -17,7 +17,7 @@ import re
 import sys
 from collections.abc import Iterable
 
-from memvault.citations import strip_forgotten_statements
+from memvault.formats.citations import strip_forgotten_statements
 from memvault.formats.dreamlog import free_text_start
 from memvault.formats.facts import META_CLOSE, META_OPEN, comment_json, item_id, split_log
 from memvault.formats.layout import CONFIG_FILE, DREAM_LOG, GITATTRIBUTES, GITIGNORE, LOGS_DIR, TOMBSTONES_FILE

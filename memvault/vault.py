@@ -46,7 +46,7 @@ class Forgotten:
     """What `forget` did: the tombstone, whether it already existed, and the pages citing the fact.
 
     Those pages keep the statement until the next dream rewrites them; search, context and the
-    dream prompts withhold them meanwhile (memvault.citations).
+    dream prompts withhold them meanwhile (memvault.storage.wiki).
     """
 
     tombstone: Tombstone
@@ -420,7 +420,7 @@ class Vault:
 
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
         """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""
-        from memvault.citations import pages_citing
+        from memvault.storage.wiki import pages_citing
 
         if reason is not None:
             reason = reason.strip() or None

@@ -7,7 +7,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from memvault.citations import page_citations
+from memvault.formats.citations import page_citations
 from memvault.formats.facts import parse_log
 from memvault.formats.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
 from memvault.formats.tombstones import Tombstone
