@@ -498,7 +498,7 @@ class Vault:
         Newest first, except that one source's or session's facts read as a thread, oldest first
         (`oldest_first` overrides either way).
         """
-        from memvault.timeline import recent
+        from memvault.recall.timeline import recent
 
         return recent(self.storage, limit, since=since, until=until, category=category, tag=tag,
                       source=source, session=session, oldest_first=oldest_first)
@@ -506,7 +506,7 @@ class Vault:
     def sessions(self, *, since: datetime | None = None, until: datetime | None = None,
                  source: str | None = None) -> list:
         """Sources/sessions with fact counts and first/last times, most recently active first."""
-        from memvault.timeline import list_sessions
+        from memvault.recall.timeline import list_sessions
 
         return list_sessions(self.storage, since=since, until=until, source=source)
 
@@ -572,7 +572,7 @@ class Vault:
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
                 relevant: int = 20):
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
-        from memvault.context import build_context
+        from memvault.recall.context import build_context
 
         return build_context(self.storage, query, budget=budget, recent=recent, relevant=relevant)
 

@@ -21,7 +21,7 @@ LAYERS = [
     ("leaves", ["memvault.errors", "memvault.base", "memvault.base.*"]),
     ("formats", ["memvault.formats", "memvault.formats.*"]),
     ("storage", ["memvault.storage", "memvault.storage.*"]),
-    ("features", ["memvault.timeline", "memvault.context", "memvault.sync",
+    ("features", ["memvault.recall", "memvault.recall.*", "memvault.sync",
                   "memvault.sync_checks",
                   "memvault.health", "memvault.union_merge", "memvault.purge", "memvault.purge_filter",
                   "memvault.index", "memvault.index.*",

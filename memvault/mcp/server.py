@@ -27,11 +27,11 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memvault import __version__
-from memvault.context import memory_for_prompts
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, one_line, unwritable_in
 from memvault.index import vectors
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
+from memvault.recall.context import memory_for_prompts
 from memvault.storage.gitstore import failure_detail
 
 HOST = "127.0.0.1"  # no authentication: never listen beyond this machine
@@ -286,7 +286,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
                      description="The vault's bounded summary for prompts, rewritten by the nightly dream.")
     async def memory() -> str:
         try:
-            # what a prompt may read of it: memvault.context leaves out the lines it must not show
+            # what a prompt may read of it: memvault.recall.context leaves out the lines it must not show
             text, _ = await worker.run(lambda vault: memory_for_prompts(vault.storage) or "")
         except MemvaultError as e:
             # The reason, in the one line the CLI would print; anything else the SDK reports as a crash.

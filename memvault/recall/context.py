@@ -20,9 +20,9 @@ from memvault.formats.layout import MEMORY_FILE
 from memvault.formats.pages import cited_ids, clean_body
 from memvault.index.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchQuery
 from memvault.index.search import search
+from memvault.recall.timeline import recent as recent_facts
 from memvault.storage.store import Storage
 from memvault.storage.wiki import withheld_pages
-from memvault.timeline import recent as recent_facts
 
 DEFAULT_BUDGET = 2000
 MAX_BUDGET = 1_000_000
