@@ -28,13 +28,13 @@ from memvault.formats.layout import (
 from memvault.formats.pages import cited_ids
 from memvault.index import location
 from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex
+from memvault.remote.sync import merge_driver_problems, remote_info, repair_merge_driver
+from memvault.remote.sync_checks import ignored, own_paths
 from memvault.storage.gitstore import GitStore, execute
 from memvault.storage.lock import held_by, holder, orphaned_holder
 from memvault.storage.paths import symlinks_in
 from memvault.storage.store import Storage
 from memvault.storage.wiki import list_pages, pages_citing, pages_holding_credentials, read_page
-from memvault.sync import merge_driver_problems, remote_info, repair_merge_driver
-from memvault.sync_checks import ignored, own_paths
 
 OK, WARN, FAIL, FIXED = "ok", "warn", "fail", "fixed"
 SHOWN_DETAILS = 20
@@ -337,7 +337,7 @@ def repair_worktree(storage: Storage) -> list[str]:
 
 
 def check_purge(storage: Storage) -> Check:
-    from memvault.purge import unfinished_purge
+    from memvault.remote.purge import unfinished_purge
 
     ids = unfinished_purge(storage)
     who = storage.lock_holder() if ids else None

@@ -217,7 +217,7 @@ class Vault:
         self.config = self.storage.config
         self.created = False
         self.recovered: list[str] = []
-        from memvault.sync import ensure_merge_driver
+        from memvault.remote.sync import ensure_merge_driver
 
         with explained_if_broken(root):
             ensure_merge_driver(self.storage)  # a fresh clone lacks it: git config is not pushed
@@ -333,7 +333,7 @@ class Vault:
     def clone(cls, url: str, path: os.PathLike[str] | str | None = None, *,
               notify: Notify | None = None) -> Vault:
         """Set up a vault from a remote that holds one (default path: the default vault)."""
-        from memvault.sync import clone
+        from memvault.remote.sync import clone
 
         root = clone(url, Path(path).expanduser().resolve() if path else default_vault_path())
         vault = cls(root, notify=notify)  # installs the merge driver
@@ -449,20 +449,20 @@ class Vault:
         return Forgotten(tombstone, already, sorted(pages_citing(self.storage, [fact.id])))
 
     def purge_plan(self, fact_ids: Iterable[str]):
-        """What `purge` would remove (reads only): a memvault.purge.PurgePlan with the facts' ids
+        """What `purge` would remove (reads only): a memvault.remote.purge.PurgePlan with the facts' ids
         and first words, the commits to rewrite and the pages citing them."""
-        from memvault.purge import plan
+        from memvault.remote.purge import plan
 
         return plan(self.storage, _ids(fact_ids))
 
     def purge(self, fact_ids: Iterable[str], *, confirm: Callable[[Any], bool] | None = None, progress=None):
         """Remove facts' text from the logs, every commit of the history, the pages citing them,
         the search index and the embedding cache, leaving a tombstone without text or hash;
-        returns a memvault.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
+        returns a memvault.remote.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
         changed). An unknown id raises NotFound (an empty one InvalidInput) before anything changes.
         Run again after an interrupted purge, it finishes it (report.finished). The remote keeps
         the old history until `sync` (report.remote says so). See docs/purge.md."""
-        from memvault.purge import purge
+        from memvault.remote.purge import purge
 
         return purge(self.storage, _ids(fact_ids), confirm=confirm, progress=progress)
 
@@ -482,7 +482,7 @@ class Vault:
 
     def _purged(self, fact_id: str) -> Tombstone | None:
         """The purge record of a fact no log holds any more, if it was purged."""
-        from memvault.purge import purged_tombstone
+        from memvault.remote.purge import purged_tombstone
 
         return purged_tombstone(self.storage, fact_id)
 
@@ -596,22 +596,22 @@ class Vault:
 
         return dream_status(self.storage)
 
-    # -- sync and health (memvault.sync, memvault.health) ----------------------------------------
+    # -- sync and health (memvault.remote.sync, memvault.health) ----------------------------------------
 
     def set_remote(self, url: str) -> dict:
-        from memvault.sync import set_remote
+        from memvault.remote.sync import set_remote
 
         return set_remote(self.storage, url)
 
     def remote(self) -> dict | None:
         """The remote, and ahead/behind as of the last sync; None if none is set."""
-        from memvault.sync import remote_info
+        from memvault.remote.sync import remote_info
 
         return remote_info(self.storage)
 
     def sync(self):
         """Fetch, merge, push; returns a SyncReport. Raises SyncConflict or RemoteError."""
-        from memvault.sync import sync
+        from memvault.remote.sync import sync
 
         return sync(self.storage)
 

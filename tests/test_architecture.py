@@ -21,11 +21,8 @@ LAYERS = [
     ("leaves", ["memvault.errors", "memvault.base", "memvault.base.*"]),
     ("formats", ["memvault.formats", "memvault.formats.*"]),
     ("storage", ["memvault.storage", "memvault.storage.*"]),
-    ("features", ["memvault.recall", "memvault.recall.*", "memvault.sync",
-                  "memvault.sync_checks",
-                  "memvault.health", "memvault.union_merge", "memvault.purge", "memvault.purge_filter",
-                  "memvault.index", "memvault.index.*",
-                  "memvault.dream", "memvault.dream.*"]),
+    ("features", ["memvault.recall", "memvault.recall.*", "memvault.remote", "memvault.remote.*",
+                  "memvault.health", "memvault.index", "memvault.index.*", "memvault.dream", "memvault.dream.*"]),
     ("facade", ["memvault.vault", "memvault"]),
     ("front ends", ["memvault.__main__", "memvault.cli", "memvault.cli.*", "memvault.mcp", "memvault.mcp.*"]),
 ]
@@ -151,7 +148,7 @@ def test_the_library_never_writes_to_the_terminal():
 
 
 def _inside_union_merge_main(name: str, path: Path, target: ast.AST) -> bool:
-    if name != "memvault.union_merge":
+    if name != "memvault.remote.union_merge":
         return False
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.FunctionDef) and node.name == "main":

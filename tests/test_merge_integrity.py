@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from memvault import Vault
 from memvault.formats.facts import Fact, format_item, log_header, new_fact_id, parse_log
-from memvault.union_merge import merge
+from memvault.remote.union_merge import merge
 
 BREAKERS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\n"
 DAY = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)

@@ -62,8 +62,8 @@ from memvault.formats.layout import (
     log_relpath,
 )
 from memvault.formats.tombstones import parse_tombstones
+from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS
 from memvault.storage.gitstore import GitStore, execute
-from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS
 
 SHOWN = 5
 LLM_ENDPOINT_KEYS = ("model", "api_base")
@@ -316,7 +316,7 @@ def _edit(base_raw, ours_raw, theirs_raw, base, ours, theirs) -> str | None:
     the merge driver keeps it, and the remote's different text or fields would leave the tree),
     or None (nothing a reader would see changes, or this side already says the same).
 
-    The driver compares the stored items byte for byte (memvault.union_merge), so that is what
+    The driver compares the stored items byte for byte (memvault.remote.union_merge), so that is what
     decides which side it keeps; whether the result differs is judged on the parsed fact, so that
     line ends or key order (a log saved with CRLF) are no edit.
     """

@@ -1,10 +1,10 @@
-"""What a purge removes from every blob and commit message of the history (memvault.purge).
+"""What a purge removes from every blob and commit message of the history (memvault.remote.purge).
 
 The functions here are pure (bytes in, bytes out) and deterministic in the purged ids and texts
 alone, so two clones that rewrite the same old commits get the same new commits: that is what
-lets another clone adopt a purged history by rewriting its own copy and merging (memvault.sync).
+lets another clone adopt a purged history by rewriting its own copy and merging (memvault.remote.sync).
 
-`main` is the program memvault.purge runs as `python -m memvault.purge_filter` in the vault (a
+`main` is the program memvault.remote.purge runs as `python -m memvault.remote.purge_filter` in the vault (a
 child process: git-filter-repo works in its current directory and writes progress to stdout). It
 reads {"ids": [...], "needles": [...]} as JSON on stdin, so the texts being purged are never on a
 command line or in a file.
