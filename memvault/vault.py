@@ -92,7 +92,7 @@ def explained_if_broken(root: Path) -> Iterator[None]:
     except MemvaultError:
         raise
     except Exception as e:
-        from memvault.health import repository_problem
+        from memvault.storage.repository import repository_problem
 
         problem = repository_problem(root)
         if problem is None:
@@ -293,7 +293,7 @@ class Vault:
     def adopt(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Re-create the git repository of a vault whose .git is missing or broken, from its files, in
         one commit (`created` is then True). A vault with a healthy repository is left as it is."""
-        from memvault.health import recreate_repository, repository_problem
+        from memvault.storage.repository import recreate_repository, repository_problem
 
         root = Path(path).expanduser().resolve()
         if not (root / CONFIG_FILE).is_file():
@@ -313,7 +313,9 @@ class Vault:
                  notify: Notify | None = None):
         """`doctor` for a vault that may not open: its git repository is checked first (re-created
         from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
-        from memvault.health import FAIL, FIXED, Check, DoctorReport, recreate_repository, repository_check
+        from memvault.health.checks import repository_check
+        from memvault.health.doctor import FAIL, FIXED, Check, DoctorReport
+        from memvault.storage.repository import recreate_repository
 
         root = locate(path)
         first = repository_check(root) if (root / CONFIG_FILE).is_file() else None
@@ -616,13 +618,31 @@ class Vault:
         return sync(self.storage)
 
     def status(self) -> dict:
-        from memvault.health import status
+        from memvault.dream.status import dream_status
+        from memvault.health.status import status
+        from memvault.index.search import index_status
+        from memvault.remote.sync import remote_info
 
-        return status(self.storage)
+        return status(self.storage, dream=dream_status(self.storage), index=index_status(self.storage),
+                      remote=remote_info(self.storage))
 
     def doctor(self, fix: bool = False, llm: bool = False):
         """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
-        returns a memvault.health.DoctorReport."""
-        from memvault.health import doctor
+        returns a memvault.health.doctor.DoctorReport."""
+        from memvault.health.doctor import doctor
 
-        return doctor(self.storage, fix=fix, llm=llm)
+        return doctor(self.storage, _doctor_probes(), fix=fix, llm=llm)
+
+
+def _doctor_probes() -> list:
+    """Every check doctor runs, each from the package it checks, in the order they are shown and
+    repaired: leftovers are committed before the index is rebuilt from the files."""
+    from memvault.dream import probes as dream
+    from memvault.health import checks as vault
+    from memvault.index import probes as index
+    from memvault.remote import probes as remote
+
+    return [vault.LOCKS, vault.SYMLINKS, remote.PURGE, vault.WORKTREE, remote.MERGE_DRIVER, remote.IGNORED,
+            vault.IDENTITY, vault.LOG_LINES, vault.LOG_NAMES, vault.FACT_IDS, vault.CITATIONS,
+            vault.FORGOTTEN_CITATIONS, vault.CREDENTIALS, index.EMBEDDING_CACHE, index.INDEX, index.EMBEDDING_MODEL,
+            dream.DREAM, dream.LLM]

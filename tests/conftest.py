@@ -22,8 +22,8 @@ def _real_model() -> dict[str, str] | None:
     configured = os.environ.get("MEMVAULT_EMBED_MODEL_PATH")
     if configured and (Path(configured) / "model.onnx").is_file():
         return {"MEMVAULT_EMBED_MODEL_PATH": configured}
-    from memvault.health import cached_model
     from memvault.index.embedder import model_cache_dir
+    from memvault.index.probes import cached_model
 
     cache = model_cache_dir()
     if cached_model(cache, REAL_MODEL_NAME) is not None:

@@ -22,7 +22,8 @@ LAYERS = [
     ("formats", ["memvault.formats", "memvault.formats.*"]),
     ("storage", ["memvault.storage", "memvault.storage.*"]),
     ("features", ["memvault.recall", "memvault.recall.*", "memvault.remote", "memvault.remote.*",
-                  "memvault.health", "memvault.index", "memvault.index.*", "memvault.dream", "memvault.dream.*"]),
+                  "memvault.health", "memvault.health.*", "memvault.index", "memvault.index.*",
+                  "memvault.dream", "memvault.dream.*"]),
     ("facade", ["memvault.vault", "memvault"]),
     ("front ends", ["memvault.__main__", "memvault.cli", "memvault.cli.*", "memvault.mcp", "memvault.mcp.*"]),
 ]

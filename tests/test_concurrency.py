@@ -339,7 +339,7 @@ def test_doctor_never_calls_stale_the_lock_of_a_git_that_finished_while_it_looke
     file(s) left by a killed git process: .git/index.lock", exit 1, 43 times in 16,800 checks
     beside one writer adding in a loop. Here a real git holds index.lock and ends just before the
     look; only a lock still there, the same file, is called stale."""
-    from memvault import health
+    from memvault.health import checks as health
     from memvault.storage import gitstore
 
     vault = Vault.open(vault_dir)
