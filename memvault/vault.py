@@ -222,6 +222,21 @@ class Vault:
         with explained_if_broken(root):
             ensure_merge_driver(self.storage)  # a fresh clone lacks it: git config is not pushed
 
+    @staticmethod
+    def held_by(holder: dict) -> str:
+        """A lock holder (`status()["lock"]`) in words: "held by pid N (command) since TIME"."""
+        from memvault.storage.lock import held_by
+
+        return held_by(holder)
+
+    @staticmethod
+    def search_on_one_thread() -> None:
+        """For a long-lived process that answers searches beside other work (the MCP server): from
+        now on numpy's products run on the calling thread alone (see index/vectors.py)."""
+        from memvault.index.vectors import products_on_one_thread
+
+        products_on_one_thread()
+
     def close(self) -> None:
         """Release the search index this object keeps open between searches."""
         self.storage.close()

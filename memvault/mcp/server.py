@@ -28,11 +28,11 @@ from pydantic import Field, ValidationError
 
 from memvault import __version__
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, one_line, unwritable_in
-from memvault.index import vectors
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
 from memvault.recall.context import memory_for_prompts
 from memvault.storage.gitstore import failure_detail
+from memvault.vault import Vault
 
 HOST = "127.0.0.1"  # no authentication: never listen beyond this machine
 MEMORY_URI = "memvault://vault/MEMORY.md"
@@ -319,7 +319,7 @@ async def _stdout_is_stderr(_server):
 
 def serve(worker: VaultWorker, port: int | None = None) -> None:
     """Run the server until the client goes away: stdio, or streamable HTTP on 127.0.0.1:`port`."""
-    vectors.products_on_one_thread()  # a steady search beside the client, rather than a pool's bursts
+    Vault.search_on_one_thread()  # a steady search beside the client, rather than a pool's bursts
     server = build_server(worker)
     try:
         if port is None:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from memvault.base.text import shown
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
 from memvault.formats.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
 from memvault.remote.sync_checks import (
@@ -32,7 +33,6 @@ from memvault.remote.sync_checks import (
     common_base,
     merge_base,
     remote_changes,
-    shown,
     tree_problem,
 )
 from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS

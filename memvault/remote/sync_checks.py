@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from memvault.base.config import DEFAULT_ZONES, parse_config, resolve_timezone
+from memvault.base.text import shown
 from memvault.errors import InvalidInput
 from memvault.formats.facts import item_id, parse_log, split_log, stored_id
 from memvault.formats.layout import (
@@ -65,7 +66,6 @@ from memvault.formats.tombstones import parse_tombstones
 from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS
 from memvault.storage.gitstore import GitStore, execute
 
-SHOWN = 5
 LLM_ENDPOINT_KEYS = ("model", "api_base")
 
 
@@ -459,6 +459,3 @@ def merge_base(store: GitStore, head: str, rev: str) -> str | None:
         return None
 
 
-def shown(items: list[str], limit: int = SHOWN) -> str:
-    """The first few of a list of ids or paths for a one-line message, and how many more."""
-    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
