@@ -7,6 +7,7 @@ __version__ = "0.1.0"
 from memvault.errors import (
     DreamRunning,
     ExitCode,
+    FactForgotten,
     InvalidInput,
     InvalidItem,
     LLMError,
@@ -28,6 +29,7 @@ __all__ = [
     "DreamRunning",
     "ExitCode",
     "Fact",
+    "FactForgotten",
     "FactView",
     "Forgotten",
     "Hit",

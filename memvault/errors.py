@@ -77,6 +77,14 @@ class NotFound(MemvaultError):
     exit_code = ExitCode.NOT_FOUND
 
 
+class FactForgotten(NotFound):
+    """A forgotten fact asked for where only live facts are shown (`show`): says when and why."""
+
+    def __init__(self, fact_id: str, at: str, reason: str | None = None):
+        super().__init__(f"fact {fact_id} was forgotten at {at}" + (f" ({reason})" if reason else ""))
+        self.fact_id, self.at, self.reason = fact_id, at, reason
+
+
 class NotAVault(NotFound):
     """A path was given (or discovered) that holds no memvault vault."""
 

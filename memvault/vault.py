@@ -18,7 +18,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
+from memvault.errors import (
+    BrokenRepository,
+    FactForgotten,
+    InvalidInput,
+    InvalidItem,
+    MemvaultError,
+    NotAVault,
+    unwritable,
+)
 from memvault.formats import dreamlog
 from memvault.formats.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
 from memvault.formats.layout import CONFIG_FILE
@@ -39,6 +47,12 @@ class FactView:
         data = self.fact.to_dict()
         data["forgotten"] = self.forgotten.to_dict() if self.forgotten else None
         return data
+
+    def live(self) -> Fact:
+        """The fact, unless it was forgotten: then FactForgotten (a NotFound) says when and why."""
+        if self.forgotten:
+            raise FactForgotten(self.forgotten.id, self.forgotten.at, self.forgotten.reason)
+        return self.fact
 
 
 @dataclass(frozen=True)

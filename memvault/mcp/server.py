@@ -27,7 +27,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memvault import __version__
-from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, one_line, unwritable_in
+from memvault.errors import ExitCode, InvalidInput, MemvaultError, Terminated, one_line, unwritable_in
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
 from memvault.recall.context import memory_for_prompts
@@ -243,11 +243,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
     async def show(id: Id) -> Annotated[CallToolResult, schemas.Fact]:
         """Show one fact with all its fields. A forgotten fact is an error that says when and why."""
         def run(vault):
-            view = vault.show(id)
-            if view.forgotten:
-                t = view.forgotten
-                raise NotFound(f"fact {t.id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
-            return view.fact.to_dict()
+            return vault.show(id).live().to_dict()
 
         return await answer(run)
 
