@@ -23,6 +23,7 @@ from memvault.formats.facts import Fact
 from memvault.formats.tombstones import Tombstone
 from memvault.index.hits import Hit
 from memvault.index.query import SearchQuery
+from memvault.recall.timeline import RecentQuery
 from memvault.vault import FactView, Forgotten, Vault
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "MemvaultError",
     "NotAVault",
     "NotFound",
+    "RecentQuery",
     "RemoteError",
     "SearchQuery",
     "SyncConflict",

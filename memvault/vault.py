@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memvault.base.dates import Bound
 from memvault.errors import (
     BrokenRepository,
     FactForgotten,
@@ -521,25 +522,33 @@ class Vault:
         fact = self._find(fact_id)
         return FactView(fact, self.storage.tombstones().get(fact.id))
 
-    def recent(self, limit: int | None = 20, *, since: datetime | None = None, until: datetime | None = None,
-               category: str | None = None, tag: str | None = None, source: str | None = None,
-               session: str | None = None, oldest_first: bool | None = None) -> list[Fact]:
-        """The newest `limit` facts, forgotten ones left out.
+    def recent(self, limit=20, *, since: Bound = None, until: Bound = None, category: str | None = None,
+               tag: str | None = None, source: str | None = None, session: str | None = None,
+               oldest_first: bool | None = None) -> list[Fact]:
+        """The newest `limit` facts, forgotten ones left out (`limit` None: all of them).
 
         Newest first, except that one source's or session's facts read as a thread, oldest first
-        (`oldest_first` overrides either way).
+        (`oldest_first` overrides either way). `since` and `until` are datetimes, dates or the text
+        people type ("7d", "yesterday", "2026-11-01"), read in the vault's time zone; `limit` may
+        instead be a ready `memvault.RecentQuery`.
         """
-        from memvault.recall.timeline import recent
+        from memvault.recall.timeline import RecentQuery, recent
 
-        return recent(self.storage, limit, since=since, until=until, category=category, tag=tag,
-                      source=source, session=session, oldest_first=oldest_first)
+        options = {"since": since, "until": until, "category": category, "tag": tag, "source": source,
+                   "session": session, "oldest_first": oldest_first}
+        if isinstance(limit, RecentQuery):
+            if any(value is not None for value in options.values()):
+                raise InvalidInput("give recent options either in the RecentQuery or as keywords, not both")
+            return recent(self.storage, limit)
+        return recent(self.storage, RecentQuery.parse(limit, tz=self.tz, **options))
 
-    def sessions(self, *, since: datetime | None = None, until: datetime | None = None,
-                 source: str | None = None) -> list:
-        """Sources/sessions with fact counts and first/last times, most recently active first."""
-        from memvault.recall.timeline import list_sessions
+    def sessions(self, *, since: Bound = None, until: Bound = None, source: str | None = None) -> list:
+        """Sources/sessions with fact counts and first/last times, most recently active first
+        (`since` and `until` as `recent` takes them)."""
+        from memvault.recall.timeline import RecentQuery, list_sessions
 
-        return list_sessions(self.storage, since=since, until=until, source=source)
+        return list_sessions(self.storage, RecentQuery.parse(None, tz=self.tz, since=since, until=until,
+                                                             source=source))
 
     def history(self, fact_id: str) -> list[dict[str, str]]:
         """The commits that touched a fact, oldest first: added, edited, consolidated, forgotten.
