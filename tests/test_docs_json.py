@@ -211,6 +211,24 @@ def _documented_error_types() -> set[str]:
     return {name.strip() for name in row.split("error class:", 1)[1].strip(" |").split(",")}
 
 
+def test_every_documented_error_type_is_a_class_that_names_itself():
+    """Each name docs/json.md lists is an exception class a caller can catch, and the JSON its
+    instance gives (`error_json`, the one place the envelope is built) names that very type and
+    the exit code the README lists (LogLinesUnreadable was a string in the dream command)."""
+    from memvault import errors
+    from memvault.dream.undo import UndoRefused
+
+    arguments = {"UnsafePath": ("wiki/a.md",), "VaultUnwritable": ("disk full while writing", "log.md"),
+                 "Terminated": (), "Interrupted": ()}
+    for name in sorted(_documented_error_types()):
+        kind = UndoRefused if name == "UndoRefused" else getattr(errors, name, None)
+        assert isinstance(kind, type) and issubclass(kind, BaseException), name
+        error = kind(*arguments.get(name, ("what went wrong",)))
+        detail = errors.error_json(error)["error"]
+        assert detail["type"] == name and detail["exit_code"] == int(error.exit_code), detail
+        assert detail["message"] == str(error) and detail["message"]
+
+
 def test_error_types_are_the_documented_ones(cli, vault_dir, tmp_path):
     """A script matching `type` sees only the names docs/json.md lists: a model server that does
     not answer is an LLMError (it was ProviderUnavailable), a vault with an empty .git a NotAVault

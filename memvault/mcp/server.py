@@ -27,7 +27,15 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memvault import __version__
-from memvault.errors import ExitCode, InvalidInput, MemvaultError, Terminated, one_line, unwritable_in
+from memvault.errors import (
+    ExitCode,
+    InternalError,
+    InvalidInput,
+    MemvaultError,
+    Terminated,
+    error_json,
+    unwritable_in,
+)
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
 from memvault.recall.context import memory_for_prompts
@@ -135,17 +143,13 @@ def error_result(error: Exception) -> CallToolResult:
     # the file, exit 9, as the CLI says it (sqlite's "database or disk is full" was an internal error).
     if not isinstance(error, MemvaultError):
         error = unwritable_in(error) or error
-    if isinstance(error, MemvaultError):
-        kind, message, code = error.kind, str(error), int(error.exit_code)
-    else:
+    if not isinstance(error, MemvaultError):
         if os.environ.get("MEMVAULT_DEBUG"):
             traceback.print_exception(error, file=sys.stderr)
-        kind, code = "InternalError", int(ExitCode.ERROR)
-        message = f"unexpected error: {failure_detail(error)} (set MEMVAULT_DEBUG=1 for details)"
-    message = one_line(message)
-    return CallToolResult(content=[TextContent(type="text", text=message)],
-                          structured_content={"error": {"type": kind, "message": message, "exit_code": code}},
-                          is_error=True)
+        error = InternalError(f"unexpected error: {failure_detail(error)} (set MEMVAULT_DEBUG=1 for details)")
+    envelope = error_json(error)
+    return CallToolResult(content=[TextContent(type="text", text=envelope["error"]["message"])],
+                          structured_content=envelope, is_error=True)
 
 
 def build_server(worker: VaultWorker) -> MemvaultServer:
