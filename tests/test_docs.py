@@ -17,7 +17,7 @@ from memvault.cli.docs_gen import COMPLETION_FILES, ROOT, stale_files
 
 def _commands():
     import typer
-    from typer._click import Context
+    from typer import Context
 
     from memvault.cli.app import app
 

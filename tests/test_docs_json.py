@@ -83,7 +83,7 @@ def _check(value, t: str, types: dict, where: str) -> list[str]:
 def all_commands() -> list[str]:
     """Every command that takes --json: all but `mcp`, whose stdout carries the MCP protocol."""
     import typer
-    from typer._click import Context
+    from typer import Context
 
     from memvault.cli.app import app
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer._click import Context
-from typer._click.exceptions import ClickException, NoArgsIsHelpError
-from typer._click.exceptions import UsageError as BadCommandLine
+from typer import Context
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
+from memvault.cli.click_private import ClickException, NoArgsIsHelpError, command_line
+from memvault.cli.click_private import UsageError as BadCommandLine
 from memvault.errors import (
     ExitCode,
     InternalError,
@@ -52,7 +52,7 @@ class MemvaultGroup(TyperGroup):
             _fail(UsageError(f"{e.format_message()} (see `memvault --help`)"), _asks_json(args))
 
     def invoke(self, ctx: Context) -> Any:
-        wants_json = _asks_json([*ctx._protected_args, *ctx.args])
+        wants_json = _asks_json(command_line(ctx))
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
         previous = None
         hook = sys.unraisablehook

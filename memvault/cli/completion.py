@@ -45,7 +45,7 @@ def command_tree(root) -> Node:
 
 
 def _node(command, path: list[str]) -> Node:
-    from typer._click import Context
+    from typer import Context
 
     node = Node(path=path, help=first_sentence(command.help or ""))
     for param in command.params:

@@ -198,7 +198,7 @@ def open_vault(path: Path | None):
 
 def root_vault() -> Path | None:
     """The --vault given before the command (`memvault --vault PATH add ...`), if any."""
-    from typer._click.globals import get_current_context
+    from memvault.cli.click_private import get_current_context
 
     ctx = get_current_context(silent=True)
     return (ctx.find_root().obj or {}).get("vault") if ctx is not None else None
