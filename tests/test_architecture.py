@@ -171,3 +171,13 @@ def test_the_linter_finds_nothing():
     assert ruff, "ruff is missing: pip install -e '.[test]'"
     result = subprocess.run([ruff, "check", "--no-cache", str(ROOT)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_tests_take_helpers_from_the_support_package_not_from_conftest():
+    """tests/support/ holds what the tests share; conftest.py holds fixtures only."""
+    tests = ROOT / "tests"
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in tests.rglob("*.py")
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if (isinstance(node, ast.ImportFrom) and node.module == "conftest")
+             or (isinstance(node, ast.Import) and any(alias.name == "conftest" for alias in node.names))]
+    assert found == []

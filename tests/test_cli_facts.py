@@ -6,7 +6,7 @@ import json
 import subprocess
 
 import pytest
-from conftest import commit_count, git, is_clean, snapshot
+from support.git import commit_count, git, is_clean, snapshot
 
 from memvault.errors import ExitCode
 

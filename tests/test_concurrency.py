@@ -14,9 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git, is_clean, run_memvault
 from filelock import FileLock
-from process_support import compiled_children  # noqa: F401  (fixture)
+from support.cli import run_memvault
+from support.git import assert_fsck_clean, commit_count, git, is_clean
+from support.process import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode
@@ -27,11 +28,6 @@ def all_texts(vault_dir) -> list[str]:
     result = run_memvault("recent", "--limit", "100000", "--json", "--vault", str(vault_dir))
     assert result.returncode == 0, result.stderr
     return [f["text"] for f in json.loads(result.stdout)]
-
-
-def assert_fsck_clean(vault_dir) -> None:
-    fsck = subprocess.run(["git", "-C", str(vault_dir), "fsck", "--strict"], capture_output=True, text=True)
-    assert fsck.returncode == 0, fsck.stdout[-2000:] + fsck.stderr
 
 
 def start_add(vault_dir, text: str, env: dict | None = None) -> subprocess.Popen:

@@ -146,8 +146,8 @@ def outputs(cli, vault_dir, tmp_path):
 
 
 def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
-    """Runs every command; dream asks the scripted local model server (tests/fake_llm.py)."""
-    from fake_llm import FakeLLM, consolidate_everything
+    """Runs every command; dream asks the scripted local model server (tests/support/fake_llm.py)."""
+    from support.fake_llm import FakeLLM, consolidate_everything
 
     run, seen, documented, types = outputs
     run("init", str(tmp_path / "other"), vault=False)
@@ -242,7 +242,7 @@ def test_error_types_are_the_documented_ones(cli, vault_dir, tmp_path):
     cli("add", "Alice prefers green tea", "--at", "2026-01-02")
     env = {"MEMVAULT_MODEL": "openai/fake", "MEMVAULT_API_BASE": f"http://127.0.0.1:{port}/v1",
            "OPENAI_API_KEY": "sk-test"}
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     dream = run_memvault("dream", "--dry-run", "--json", "--vault", str(vault_dir), env=env, timeout=120)
     broken = tmp_path / "broken"

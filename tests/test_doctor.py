@@ -7,7 +7,8 @@ import os
 import time
 from pathlib import Path
 
-from conftest import commit_count, git, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import commit_count, git, is_clean
 
 
 def _checks(result) -> dict[str, dict]:

@@ -11,20 +11,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import commit_count, git, is_clean
-from dream_support import FakeLLM, answer, consolidated, dream, log_lines, request_data
+from support.dream import answer, consolidated, dream, log_lines, request_data
+from support.fake_llm import fake_llm  # noqa: F401  (fixture: fake)
+from support.git import commit_count, git, is_clean
 
 from memvault.dream.undo import UndoRefused
 from memvault.storage.wiki import read_page
 
 ALICE = "wiki/people/alice.md"
 COFFEE = "wiki/people/coffee.md"
-
-
-@pytest.fixture
-def fake():
-    with FakeLLM() as server:
-        yield server
 
 
 def consolidated_pages(vault, fake):

@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, is_clean, run_memvault
-from process_support import compiled_children  # noqa: F401  (fixture)
+from support.cli import run_memvault
+from support.git import assert_fsck_clean, git, is_clean
+from support.process import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode
@@ -65,11 +66,6 @@ def add_stdin(vault_dir: Path, *facts: dict):
 
 def texts(vault_dir: Path) -> list[str]:
     return sorted(f.text for f in Vault.open(vault_dir).iter_facts())
-
-
-def assert_fsck_clean(vault_dir: Path) -> None:
-    fsck = subprocess.run(["git", "-C", str(vault_dir), "fsck", "--strict"], capture_output=True, text=True)
-    assert fsck.returncode == 0, fsck.stdout[-2000:] + fsck.stderr
 
 
 def incompressible(size: int) -> str:
@@ -616,8 +612,8 @@ def test_a_dream_on_a_full_disk_says_what_became_of_its_files(small_disk, leave_
     tree (its undo needed room too) until the next command, and the journal's temp file stayed
     for good. Now it says the files stay changed until the next command, which puts them back,
     and no temp file is left."""
-    from dream_support import MODEL, FakeLLM
-    from fake_llm import consolidate_everything
+    from support.dream import MODEL, FakeLLM
+    from support.fake_llm import consolidate_everything
 
     vault = Vault.init(small_disk / "vault")
     vault.add_many([{"text": f"day {day} note {i} " + "z" * 300, "at": f"2026-10-{day:02d}"}

@@ -11,9 +11,9 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-from conftest import git, is_clean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.git import git, is_clean
 
 from memvault import Vault
 from memvault.formats.facts import Fact, format_item, log_header, new_fact_id, parse_log

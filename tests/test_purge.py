@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, is_clean, run_memvault, snapshot
+from support.cli import run_memvault
+from support.git import git, is_clean, snapshot
 
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput, NotFound

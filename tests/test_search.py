@@ -6,7 +6,8 @@ import json
 import textwrap
 
 import pytest
-from conftest import commit_count, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import commit_count, is_clean
 
 from memvault.errors import InvalidInput
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import commit_count, git, is_clean
-from dream_support import FakeLLM, answer, consolidated, dream, request_data
-from fake_llm import consolidate_everything
+from support.dream import FakeLLM, answer, consolidated, dream, request_data
+from support.fake_llm import consolidate_everything
+from support.git import commit_count, git, is_clean
 
 from memvault.errors import ExitCode, InvalidInput, InvalidItem
 

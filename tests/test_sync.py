@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import IDENTITY, git, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import IDENTITY, git, is_clean
 
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput

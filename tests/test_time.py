@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
-from conftest import snapshot
+from support.git import snapshot
 
 from memvault import InvalidInput, RecentQuery, Vault
 
