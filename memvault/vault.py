@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.base.dates import Bound
 from memvault.errors import (
@@ -33,6 +33,9 @@ from memvault.formats.facts import Fact, FactDraft, ParseProblem, check_one_line
 from memvault.formats.layout import CONFIG_FILE
 from memvault.formats.tombstones import Tombstone
 from memvault.storage.store import Storage
+
+if TYPE_CHECKING:
+    from memvault.recall.timeline import RecentQuery
 
 Notify = Callable[[str], None]
 
@@ -522,9 +525,9 @@ class Vault:
         fact = self._find(fact_id)
         return FactView(fact, self.storage.tombstones().get(fact.id))
 
-    def recent(self, limit=20, *, since: Bound = None, until: Bound = None, category: str | None = None,
-               tag: str | None = None, source: str | None = None, session: str | None = None,
-               oldest_first: bool | None = None) -> list[Fact]:
+    def recent(self, limit: int | RecentQuery | None = 20, *, since: Bound = None, until: Bound = None,
+               category: str | None = None, tag: str | None = None, source: str | None = None,
+               session: str | None = None, oldest_first: bool | None = None) -> list[Fact]:
         """The newest `limit` facts, forgotten ones left out (`limit` None: all of them).
 
         Newest first, except that one source's or session's facts read as a thread, oldest first
