@@ -198,7 +198,8 @@ def statement_faults(text: str, facts: list) -> list[str]:
 
 
 def check_vault(vault) -> dict:
-    from memvault.pages import CITATION, list_pages, read_page
+    from memvault.formats.pages import CITATION
+    from memvault.storage.wiki import list_pages, read_page
 
     facts = {f.id: f for f in vault.storage.iter_facts()}
     statements = faulty = 0
@@ -225,8 +226,7 @@ def check_vault(vault) -> dict:
 
 
 def search_targets(vault) -> list[tuple[str, str, bool, int | None]]:
-    from memvault.citations import accounted_ids  # noqa: F401 - (same vault)
-    from memvault.pages import CITATION
+    from memvault.formats.pages import CITATION
 
     conversation = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
     by_text = {f.text: f for f in vault.storage.iter_facts()}

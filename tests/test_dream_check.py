@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memvault.dream.check import Checker, Meaning, People, specifics
-from memvault.facts import Fact
+from memvault.formats.facts import Fact
 
 LIVE = Path(__file__).resolve().parent / "data" / "llm-transcripts" / "qwen2.5-coder-1.5b-q4km-live"
 CAROLINE, MELANIE = "wiki/people/caroline.md", "wiki/people/melanie.md"

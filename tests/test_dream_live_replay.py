@@ -17,10 +17,11 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import is_clean
-from dream_support import FakeLLM, dream, log_lines
+from support.dream import FakeLLM, dream, log_lines
+from support.git import is_clean
 
-from memvault.pages import CITATION, list_pages, read_page
+from memvault.formats.pages import CITATION
+from memvault.storage.wiki import list_pages, read_page
 
 DATA = Path(__file__).resolve().parent / "data" / "llm-transcripts"
 RUN = DATA / "qwen2.5-coder-1.5b-q4km-notes"

@@ -15,11 +15,11 @@ import json
 from datetime import date
 
 import pytest
-from conftest import is_clean
-from dream_support import FakeLLM, dream, log_lines, request_data
-from fake_llm import file_every_fact
+from support.dream import FakeLLM, dream, log_lines, request_data
+from support.fake_llm import file_every_fact
+from support.git import is_clean
 
-from memvault.pages import read_page
+from memvault.storage.wiki import read_page
 
 ALICE, BOB = "wiki/people/alice.md", "wiki/people/bob.md"
 CAROLINE, MELANIE = "wiki/people/caroline.md", "wiki/people/melanie.md"
@@ -240,7 +240,7 @@ def test_a_run_stops_when_its_time_budget_is_spent_and_the_rest_waits(vault, fak
     toml = vault.root / "memvault.toml"
     toml.write_text(toml.read_text().replace("time_budget = 14400", "time_budget = 0.5")
                     .replace("max_days = 14", "max_days = 1"))
-    from conftest import git
+    from support.git import git
 
     git(vault.root, "commit", "-qam", "a short night")
     vault = type(vault).open(vault.root)

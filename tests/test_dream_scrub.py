@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import commit_count, git, is_clean
-from dream_support import FakeLLM, answer, consolidated, dream, log_lines, request_data, use_mode
+from support.dream import answer, consolidated, dream, log_lines, request_data, use_mode
+from support.fake_llm import fake_llm  # noqa: F401  (fixture: fake)
+from support.git import commit_count, git, is_clean
 
 from memvault.dream.undo import UndoRefused
-from memvault.pages import read_page
+from memvault.storage.wiki import read_page
 
 ALICE = "wiki/people/alice.md"
 COFFEE = "wiki/topics/coffee.md"
@@ -26,12 +27,6 @@ def prose(request, vault):
     """The prose contract's scrub asks the model to rewrite the pages (the notes mode's needs no model)."""
     if "notes" not in request.node.name:
         use_mode(vault, "prose")
-
-
-@pytest.fixture
-def fake():
-    with FakeLLM() as server:
-        yield server
 
 
 def consolidated_pages(vault, fake):
@@ -178,7 +173,7 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
 
 
 def test_scrub_and_day_batch_attempts_are_counted_apart():
-    from memvault.dreamlog import failed_attempts, parse_journal
+    from memvault.formats.dreamlog import failed_attempts, parse_journal
 
     log = "\n".join([
         "- 2026-11-20T03:00:00+00:00 dream failed 2026-11-01..2026-11-05 · attempt 1/3: bad",
@@ -234,7 +229,7 @@ def test_in_the_notes_mode_the_runner_scrubs_alone_and_rebuilds_memory_md(vault,
     """A notes page is one cited statement a line: the scrub takes out the lines citing the forgotten
     fact without any model, keeps the title its live facts still say, moves a page whose title
     only the forgotten fact said, removes a page left citing nothing, and rebuilds MEMORY.md."""
-    from fake_llm import file_every_fact
+    from support.fake_llm import file_every_fact
 
     vault.add("Alice prefers green tea", at="2026-11-01T09:00:00", tags=["alice"])
     coffee = vault.add("Alice secretly hates coffee", at="2026-11-01T10:00:00", tags=["alice"])

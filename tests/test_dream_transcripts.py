@@ -18,8 +18,7 @@ import re
 from datetime import date
 
 import pytest
-from conftest import git, is_clean
-from dream_support import (
+from support.dream import (
     FakeLLM,
     add_live_facts,
     add_recorded_facts,
@@ -31,10 +30,11 @@ from dream_support import (
     transcript,
     use_mode,
 )
-from fake_llm import consolidate_by_tag
+from support.fake_llm import consolidate_by_tag
+from support.git import git, is_clean
 
 from memvault.dream.statements import statements
-from memvault.pages import read_page
+from memvault.storage.wiki import read_page
 
 CAROLINE, MELANIE = "wiki/people/caroline.md", "wiki/people/melanie.md"
 

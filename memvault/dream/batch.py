@@ -17,9 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from memvault import dreamlog
-from memvault.citations import pages_holding_credentials, withheld_pages, without_lines_linking
-from memvault.credentials import find_credentials, kept_from_prompts
+from memvault.base.credentials import find_credentials, kept_from_prompts
 from memvault.dream.budget import Budget, Part, fit
 from memvault.dream.check import Checker, known_people
 from memvault.dream.decisions import BatchFacts, Review
@@ -34,9 +32,12 @@ from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, answer_schema,
 from memvault.dream.statements import statement_blocks
 from memvault.dream.validate import Proposal, Prose, build_proposal
 from memvault.errors import MemvaultError
-from memvault.pages import CITATION, INBOX_ZONE, Page, list_pages, read_page, render_index, render_page, zone_of
-from memvault.storage.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats import dreamlog
+from memvault.formats.citations import without_lines_linking
+from memvault.formats.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats.pages import CITATION, INBOX_ZONE, Page, render_index, render_page, zone_of
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, pages_holding_credentials, read_page, withheld_pages
 
 PROMPT_PAGES = 20  # related pages offered per batch, most relevant first; as many as fit are sent
 STATEMENTS_FROM = 16_384  # window (tokens) from which a notes request shows related pages' statements
@@ -103,7 +104,7 @@ class DayBatch(Job):
         room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines, self.mode))
         data: dict = {"batch": self.label, "facts": [
             fact_record(f, handles.short[f.id], late=f.id in late, max_tokens=max(64, room)) for f in self.facts]}
-        # pages citing a forgotten fact are withheld (memvault.citations): never shown to a model,
+        # pages citing a forgotten fact are withheld (memvault.storage.wiki): never shown to a model,
         # nor the MEMORY.md and index.md lines written from them; the scrub rewrites them first
         # and so are pages holding a credential (a hand edit put it there), which dream leaves alone
         self.closed = pages_holding_credentials(storage, self.runner.credential_pages)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from memvault.pages import CITATION, Page, zone_of
+from memvault.formats.pages import CITATION, Page, zone_of
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _UNTIL = re.compile(r"\s*\(until \d{4}-\d{2}-\d{2}(?: \[\^[^\]]+\])?\)")

@@ -20,7 +20,8 @@ from memvault.dream.notes import DISPOSITION, VERBS, shown_item
 from memvault.dream.schema import PAGE_MAX_BYTES
 from memvault.dream.validate import Proposal, add_conflicts, cited_on_pages
 from memvault.dream.words import COMMON, fold, tokens
-from memvault.pages import INBOX_ZONE, Page, PagePathError, check_page_path, page_slug, read_page, zone_of
+from memvault.formats.pages import INBOX_ZONE, Page, PagePathError, page_slug, zone_of
+from memvault.storage.wiki import check_page_path, read_page
 
 STATEMENT_MAX = 400
 SECTION_MAX = 60

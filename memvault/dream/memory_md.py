@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from memvault.dream.statements import statements
-from memvault.pages import CITATION, Page
+from memvault.formats.pages import CITATION, Page
 
 HEADER = [
     "# MEMORY",

@@ -12,9 +12,9 @@ import os
 from datetime import datetime
 from typing import Any
 
+from memvault.formats.layout import DREAM_LOCK, DREAM_RUN
 from memvault.storage import lock
 from memvault.storage.files import atomic_write
-from memvault.storage.layout import DREAM_LOCK, DREAM_RUN
 from memvault.storage.store import Storage
 
 

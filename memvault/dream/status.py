@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from memvault.citations import pages_citing
 from memvault.dream.planner import make_plan
 from memvault.dream.progress import running
-from memvault.dreamlog import fact_attempts, failing
+from memvault.formats.dreamlog import fact_attempts, failing
 from memvault.storage.store import Storage
+from memvault.storage.wiki import pages_citing
 
 
 def dream_status(storage: Storage, *, today=None) -> dict:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
-from pathlib import Path
 
-from fake_llm import FakeLLM, request_data  # noqa: F401  (re-exported for the tests)
+from support import ROOT
+from support.fake_llm import FakeLLM, request_data  # noqa: F401  (re-exported for the tests)
 
 TODAY = date(2026, 11, 22)
 MODEL = "openai/fake-dream"
@@ -42,7 +42,7 @@ def log_lines(vault) -> list[str]:
 
 # -- recorded requests and answers of a real model (tests/data/llm-transcripts) ------------------
 
-TRANSCRIPTS = Path(__file__).resolve().parent / "data" / "llm-transcripts" / "qwen2.5-coder-1.5b-q4km"
+TRANSCRIPTS = ROOT / "tests" / "data" / "llm-transcripts" / "qwen2.5-coder-1.5b-q4km"
 
 
 def transcript(n: int) -> dict:
@@ -63,7 +63,7 @@ def recorded_facts(n: int) -> list[dict]:
 def add_recorded_facts(vault, n: int) -> list:
     """Write the recorded batch's facts into the vault with their recorded ids (one commit), so the
     recorded answers, which name those ids, can be replayed."""
-    from memvault.facts import Fact
+    from memvault.formats.facts import Fact
 
     storage = vault.storage
     facts = []
@@ -74,7 +74,6 @@ def add_recorded_facts(vault, n: int) -> list:
                           path=storage.relpath(storage.log_path(at.date()))))
     storage.append_facts(facts)
     return facts
-
 
 
 LIVE = TRANSCRIPTS.parent / "qwen2.5-coder-1.5b-q4km-live"
@@ -103,7 +102,7 @@ def use_mode(vault, mode: str) -> None:
     """Set `[dream] mode` in the vault's memvault.toml (and commit it, as a user would)."""
     import re
 
-    from conftest import git
+    from support.git import git
 
     root = getattr(vault, "root", vault)
     toml = root / "memvault.toml"
@@ -111,6 +110,6 @@ def use_mode(vault, mode: str) -> None:
     git(root, "commit", "-qm", f"dream mode {mode}", "--", "memvault.toml")
     storage = getattr(vault, "storage", None)
     if storage is not None:  # an open vault read its settings when it was opened
-        from memvault.config import load_config
+        from memvault.base.config import load_config
 
         storage.config = load_config(root / "memvault.toml")
