@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.dream import answer, consolidated, dream
+from support.dream import answer, consolidated, dream, use_mode
 from support.fake_llm import fake_llm  # noqa: F401  (fixture: fake)
 from support.git import is_clean
 
@@ -23,7 +23,9 @@ NEW = "wiki/people/alice.md"
 
 @pytest.fixture
 def forgotten(vault, fake):
-    """A page titled and named after a fact, which is then forgotten."""
+    """A page titled and named after a fact, which is then forgotten (the prose contract: the model
+    writes the title)."""
+    use_mode(vault, "prose")
     tea = vault.add("Alice prefers green tea", at="2026-11-01T09:00:00", category="preference")
     coffee = vault.add("Alice secretly hates coffee", at="2026-11-01T10:00:00")
     fake.script = [answer(

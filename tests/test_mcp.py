@@ -368,13 +368,13 @@ def test_a_nightly_dream_in_another_process_is_seen_without_a_restart(server):
     everything = server.ok("search", query="Grace keeps bees", include_all=True)["hits"]
     assert fact["id"] in [h["id"] for h in everything]
     memory = server.portal.call(server.session.read_resource, "memvault://vault/MEMORY.md").contents[0].text
-    assert memory == (server.vault / "MEMORY.md").read_text() and "journal entries" in memory
+    assert memory == (server.vault / "MEMORY.md").read_text() and "Grace keeps bees on her roof" in memory
     # a line a hand edit gave a credential is not handed to the agent; the file keeps it
     path = server.vault / "MEMORY.md"
     before = path.read_text()
     path.write_text(before + "- Staging DB_PASSWORD=hunter2 (wiki/topics/bees.md)\n")
     memory = server.portal.call(server.session.read_resource, "memvault://vault/MEMORY.md").contents[0].text
-    assert "hunter2" not in memory and "journal entries" in memory and "hunter2" in path.read_text()
+    assert "hunter2" not in memory and "Grace keeps bees on her roof" in memory and "hunter2" in path.read_text()
     path.write_text(before)  # the server is shared by the tests that follow
 
 
