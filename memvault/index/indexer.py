@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -76,6 +77,11 @@ def _clean_of(generation: Path) -> set[str]:
         return set(json.loads(row[0])) if row else set()
     except (sqlite3.Error, ValueError, TypeError):
         return set()
+
+
+# A key `stored_id` writes as "key" itself, and each such quoted word of a text (overlapping ones too).
+_PLAIN_KEY = re.compile(r"[0-9A-Za-z_.:+-]+")
+_QUOTED_KEY = re.compile(r'"(?=([0-9A-Za-z_.:+-]+)")')
 
 
 class IndexDamaged(Exception):
@@ -526,13 +532,18 @@ class SearchIndex:
 
     def _logs_holding(self, keys: set[str], skip: set[str]) -> dict[str, str]:
         """Daily logs (not in `skip`) whose text mentions one of `keys` as a fact id."""
-        needles = [stored_id(key) for key in keys]
+        # Ids as memvault makes them are found by one pass over each log (every quoted word of that
+        # shape), not one pass per id: thousands of ids are lost at once when whole logs go (an
+        # index seeded from a later state of the vault, memvault.index.seed).
+        plain = {key for key in keys if _PLAIN_KEY.fullmatch(key)}
+        needles = [stored_id(key) for key in keys - plain]
         found = {}
         for rel in self.corpus.stat_files():
             if rel in skip or not rel.startswith(LOGS_DIR + "/"):
                 continue
             content = self._read(rel)
-            if content is not None and any(needle in content for needle in needles):
+            if content is not None and (any(needle in content for needle in needles)
+                                        or not plain.isdisjoint(_QUOTED_KEY.findall(content))):
                 found[rel] = content
         return found
 
