@@ -58,6 +58,7 @@ class Fact:
     path: str = ""
     line: int = 0
     secret: bool = False  # holds a credential, stored on purpose (`add --allow-secret`): never sent to an LLM
+    supersedes: str | None = None  # the id of the older fact this one replaces (a correction, a new state)
 
     @property
     def day(self) -> date:
@@ -75,6 +76,7 @@ class Fact:
             "importance": self.importance,
             "secret": self.secret,
             "path": self.path,
+            "supersedes": self.supersedes,
         }
 
 
@@ -99,9 +101,10 @@ class FactDraft:
     session: str | None = None
     importance: float | None = None
     at: datetime | str | None = None
+    supersedes: str | None = None
 
 
-DRAFT_FIELDS = ("text", "category", "tags", "source", "session", "importance", "at")
+DRAFT_FIELDS = ("text", "category", "tags", "source", "session", "importance", "at", "supersedes")
 
 
 def make_fact(draft: FactDraft | Mapping[str, Any] | str, *, tz: tzinfo, categories: Iterable[str],
@@ -124,6 +127,7 @@ def make_fact(draft: FactDraft | Mapping[str, Any] | str, *, tz: tzinfo, categor
             session=draft.get("session"),
             importance=draft.get("importance"),
             at=draft.get("at"),
+            supersedes=draft.get("supersedes"),
         )
     text = validate_text(draft.text)
     category = validate_category(draft.category, categories)
@@ -131,6 +135,7 @@ def make_fact(draft: FactDraft | Mapping[str, Any] | str, *, tz: tzinfo, categor
     source = validate_label(draft.source, "source")
     session = validate_label(draft.session, "session")
     importance = validate_importance(draft.importance)
+    supersedes = validate_supersedes(draft.supersedes)
     if draft.at is None:
         at = now
     elif isinstance(draft.at, datetime):
@@ -142,7 +147,7 @@ def make_fact(draft: FactDraft | Mapping[str, Any] | str, *, tz: tzinfo, categor
         raise InvalidInput(f"at must be an ISO 8601 date or datetime, got {draft.at!r}")
     at = at.replace(microsecond=0)
     return Fact(id=new_fact_id(), text=text, at=at, category=category, tags=tags, source=source,
-                session=session, importance=importance, path=log_relpath(at.date()))
+                session=session, importance=importance, path=log_relpath(at.date()), supersedes=supersedes)
 
 
 def read_fact_lines(text: str) -> tuple[list[dict[str, Any]], list[int]]:
@@ -281,6 +286,18 @@ def check_one_line(value: str, name: str) -> str:
     return value
 
 
+def validate_supersedes(value: object) -> str | None:
+    """The id a new fact supersedes, as typed (any case, Crockford's O, I, L); whether it names a
+    live fact is the vault's to check (memvault.recall.succession)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("supersedes must be a fact id (a non-empty string)")
+    if len(value) > MAX_LABEL_CHARS:
+        raise InvalidInput(f"supersedes must be a fact id, not {len(value)} characters")
+    return check_one_line(value.strip(), "supersedes")
+
+
 def validate_importance(value: object) -> float | None:
     if value is None:
         return None
@@ -304,6 +321,8 @@ def format_item(fact: Fact) -> str:
         meta["importance"] = fact.importance
     if fact.secret:
         meta["secret"] = True
+    if fact.supersedes is not None:
+        meta["supersedes"] = fact.supersedes
     encoded = comment_json(json.dumps(meta, ensure_ascii=False, separators=(",", ":")))
     first, *rest = fact.text.split("\n")
     lines = [f"- {first}{META_OPEN}{encoded}{META_CLOSE}"]
@@ -442,6 +461,7 @@ def _parse_item(first: str, continuation: list[str], path: str, line_no: int) ->
     text = "\n".join([first[2:cut], *continuation])
     tags = meta.get("tags") or ()
     importance = meta.get("importance")
+    supersedes = meta.get("supersedes")
     return Fact(
         id=fact_id,
         text=text,
@@ -454,4 +474,5 @@ def _parse_item(first: str, continuation: list[str], path: str, line_no: int) ->
         path=path,
         line=line_no,
         secret=meta.get("secret") is True,
+        supersedes=supersedes if isinstance(supersedes, str) and supersedes else None,
     )

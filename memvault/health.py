@@ -44,18 +44,10 @@ SHOWN_DETAILS = 20
 
 def status(storage: Storage) -> dict:
     """Everything `memvault status` shows, as one JSON-ready dict."""
-    tombstones = storage.tombstones()
-    total = forgotten = 0
-    for fact in storage.iter_facts(include_forgotten=True):
-        total += 1
-        forgotten += fact.id in tombstones
     clean = storage.git.status()
     return {
         "path": str(storage.root),
-        "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten},
-        "days": len(storage.log_files()),
-        "pages": len(list_pages(storage.root)),
-        **_dream_state(storage),
+        **contents(storage),
         "index": _index_state(storage),
         "remote": remote_info(storage),
         "lock": storage.lock_holder(),
@@ -63,8 +55,23 @@ def status(storage: Storage) -> dict:
     }
 
 
-def _dream_state(storage: Storage) -> dict:
-    state = dream_status(storage)
+def contents(storage: Storage, today=None) -> dict:
+    """What the vault's files say: facts, days, pages and dream progress (pending up to `today`)."""
+    tombstones = storage.tombstones()
+    total = forgotten = 0
+    for fact in storage.iter_facts(include_forgotten=True):
+        total += 1
+        forgotten += fact.id in tombstones
+    return {
+        "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten},
+        "days": len(storage.log_files()),
+        "pages": len(list_pages(storage.root)),
+        **_dream_state(storage, today),
+    }
+
+
+def _dream_state(storage: Storage, today=None) -> dict:
+    state = dream_status(storage, today=today)
     return {
         "watermark": state.get("watermark"),
         "pending": {"days": state.get("pending_days", 0), "facts": state.get("pending_facts", 0),

@@ -30,14 +30,19 @@ Notify = Callable[[str], None]
 
 @dataclass(frozen=True)
 class FactView:
-    """A fact as `show` presents it: the fact, and its tombstone if it was forgotten."""
+    """A fact as `show` presents it: the fact, its tombstone if it was forgotten, the fact that
+    replaces it if one does, and its chain of supersedes links (oldest first, itself included)."""
 
     fact: Fact
     forgotten: Tombstone | None
+    superseded_by: str | None = None
+    chain: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data = self.fact.to_dict()
         data["forgotten"] = self.forgotten.to_dict() if self.forgotten else None
+        data["superseded_by"] = self.superseded_by
+        data["chain"] = list(self.chain or (self.fact.id,))
         return data
 
 
@@ -56,6 +61,30 @@ class Forgotten:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.tombstone.id, "already_forgotten": self.already_forgotten,
                 "tombstone": self.tombstone.to_dict(), "cited_by": self.cited_by}
+
+
+class VaultAt:
+    """The vault as it stood at one commit, read-only (`Vault.as_of`); `moment` says which commit
+    answered, for what was asked."""
+
+    def __init__(self, vault: Vault, moment):
+        self.vault = vault
+        self.moment = moment
+
+    def search(self, query, **options) -> list:
+        return self.vault.search(query, as_of=self.moment, **options)
+
+    def context(self, query: str | None = None, **options):
+        return self.vault.context(query, as_of=self.moment, **options)
+
+    def recent(self, limit: int | None = 20, **options) -> list[Fact]:
+        return self.vault.recent(limit, as_of=self.moment, **options)
+
+    def show(self, fact_id: str) -> FactView:
+        return self.vault.show(fact_id, as_of=self.moment)
+
+    def status(self) -> dict:
+        return self.vault.status(as_of=self.moment)
 
 
 def default_vault_path() -> Path:
@@ -378,10 +407,11 @@ class Vault:
 
     def add(self, text: str, *, category: str = "fact", tags: Iterable[str] = (), source: str | None = None,
             session: str | None = None, importance: float | None = None,
-            at: datetime | str | None = None, allow_secret: bool = False) -> Fact:
-        """Remember one fact: appended to its day's log and committed."""
+            at: datetime | str | None = None, allow_secret: bool = False, supersedes: str | None = None) -> Fact:
+        """Remember one fact: appended to its day's log and committed. `supersedes`: the id of an
+        older live fact this one replaces (both stay; search lists this one first)."""
         draft = FactDraft(text=text, category=category, tags=tuple(tags), source=source, session=session,
-                          importance=importance, at=at)
+                          importance=importance, at=at, supersedes=supersedes)
         try:
             return self.add_many([draft], allow_secret=allow_secret)[0]
         except InvalidItem as e:
@@ -392,11 +422,13 @@ class Vault:
         """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
 
         A text holding a credential (memvault.credentials) is refused, unless `allow_secret`: then
-        it is stored marked secret, and no LLM is ever sent it.
+        it is stored marked secret, and no LLM is ever sent it. A `supersedes` naming no live fact,
+        one already superseded, or a fact two items supersede, is refused (memvault.recall.succession).
         """
         from dataclasses import replace
 
         from memvault.credentials import find_credentials
+        from memvault.recall.succession import checked
 
         now = datetime.now(self.tz)
         new: list[Fact] = []
@@ -407,6 +439,7 @@ class Vault:
                 raise InvalidItem(number, str(e)) from None
         if not new:
             raise InvalidInput("nothing to add: no facts given")
+        new = checked(self.storage, new)
         found = find_credentials([fact.text for fact in new])
         if found and not allow_secret:
             number, findings = next(iter(found.items()))
@@ -468,31 +501,58 @@ class Vault:
 
     # -- reading facts ------------------------------------------------------------------------
 
-    def _find(self, fact_id: str) -> Fact:
+    def _find(self, fact_id: str, storage: Storage | None = None) -> Fact:
         """The fact; a purged one is NotFound saying so."""
         from memvault.errors import NotFound
 
+        storage = storage or self.storage
         try:
-            return self.storage.find_fact(fact_id)
+            return storage.find_fact(fact_id)
         except NotFound:
-            gone = self._purged(fact_id)
+            gone = self._purged(fact_id, storage) or (self._purged(fact_id) if storage is not self.storage else None)
             if gone is None:
                 raise
             raise NotFound(f"fact {gone.id} was purged at {gone.at}: its text is gone from this vault") from None
 
-    def _purged(self, fact_id: str) -> Tombstone | None:
+    def _purged(self, fact_id: str, storage: Storage | None = None) -> Tombstone | None:
         """The purge record of a fact no log holds any more, if it was purged."""
         from memvault.purge import purged_tombstone
 
-        return purged_tombstone(self.storage, fact_id)
+        return purged_tombstone(storage or self.storage, fact_id)
 
-    def show(self, fact_id: str) -> FactView:
-        fact = self._find(fact_id)
-        return FactView(fact, self.storage.tombstones().get(fact.id))
+    def show(self, fact_id: str, *, as_of=None) -> FactView:
+        """One fact (NotFound if there is none), its tombstone, and its chain of supersedes links."""
+        from memvault.errors import NotFound
+        from memvault.recall.succession import links
+
+        if as_of is not None:
+            from memvault.recall.asof import moment
+
+            as_of = moment(self.storage, as_of)
+        with self._reading(as_of) as storage:
+            try:
+                fact = self._find(fact_id, storage)
+            except NotFound:
+                if as_of is None or self._purged(fact_id) or not self._exists(fact_id):
+                    raise
+                raise NotFound(f"fact {fact_id.strip()} was not in the vault yet as of {as_of.asked} (commit "
+                               f"{as_of.commit.sha[:10]}): it was added later") from None
+            known = links(storage)
+            return FactView(fact, storage.tombstones().get(fact.id), known.successor(fact.id),
+                            tuple(known.chain(fact.id)))
+
+    def _exists(self, fact_id: str) -> bool:
+        from memvault.errors import NotFound
+
+        try:
+            self.storage.find_fact(fact_id)
+        except NotFound:
+            return False
+        return True
 
     def recent(self, limit: int | None = 20, *, since: datetime | None = None, until: datetime | None = None,
                category: str | None = None, tag: str | None = None, source: str | None = None,
-               session: str | None = None, oldest_first: bool | None = None) -> list[Fact]:
+               session: str | None = None, oldest_first: bool | None = None, as_of=None) -> list[Fact]:
         """The newest `limit` facts, forgotten ones left out.
 
         Newest first, except that one source's or session's facts read as a thread, oldest first
@@ -500,8 +560,9 @@ class Vault:
         """
         from memvault.timeline import recent
 
-        return recent(self.storage, limit, since=since, until=until, category=category, tag=tag,
-                      source=source, session=session, oldest_first=oldest_first)
+        with self._reading(as_of) as storage:
+            return recent(storage, limit, since=since, until=until, category=category, tag=tag,
+                          source=source, session=session, oldest_first=oldest_first)
 
     def sessions(self, *, since: datetime | None = None, until: datetime | None = None,
                  source: str | None = None) -> list:
@@ -511,12 +572,13 @@ class Vault:
         return list_sessions(self.storage, since=since, until=until, source=source)
 
     def history(self, fact_id: str) -> list[dict[str, str]]:
-        """The commits that touched a fact, oldest first: added, edited, consolidated, forgotten.
+        """The commits that touched a fact, oldest first: added, edited, superseded, consolidated, forgotten.
 
         A commit counts when it adds or removes a line holding the fact's id where memvault writes
-        it: its log item (`"id":"…"`, with any spacing, an edit too), a forget record (`"id": "…"`),
-        a wiki citation (`[^…]`) or dream's record in log.md (`  settled: …`, `kept`, `unconsolidated`). Another
-        fact that merely mentions the id in its text does not.
+        it: its log item (`"id":"…"`, with any spacing, an edit too), a newer fact's item naming it
+        (`"supersedes":"…"`), a forget record (`"id": "…"`), a wiki citation (`[^…]`) or dream's
+        record in log.md (`  settled: …`, `kept`, `unconsolidated`). Another fact that merely
+        mentions the id in its text does not.
         """
         fact = self._find(fact_id)
 
@@ -524,18 +586,19 @@ class Vault:
             return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
 
         found = literal(fact.id)
-        where = (f'"id"[[:space:]]*:[[:space:]]*{literal(stored_id(fact.id))}|\\[\\^{found}\\]'
+        where = (f'"(id|supersedes)"[[:space:]]*:[[:space:]]*{literal(stored_id(fact.id))}|\\[\\^{found}\\]'
                  f"|^  ({'|'.join(dreamlog.ID_KEYS)}): (.* )?{found}( |$)")
         return [c.to_dict() for c in self.git.log("--reverse", "-E", f"-G{where}", "--", ".")]
 
     # -- search (memvault.index) -------------------------------------------------------------
 
-    def search(self, query, *, progress=None, **options) -> list:
+    def search(self, query, *, progress=None, as_of=None, **options) -> list:
         """Hybrid search: wiki pages plus facts after the watermark (`include_all` adds the rest).
 
         `query` is the text (options as keywords: limit, category, tag, source, session, since,
         until, include_all, lexical_only, explain, min_score), or a ready `memvault.SearchQuery`.
         Hits below the relevance floor (min_score, default 0.05) are left out: [] means no match.
+        `as_of` (a date, a time or a commit) searches the vault as it stood then (see `as_of()`).
         """
         from memvault.index.query import SearchQuery
         from memvault.index.search import search
@@ -544,7 +607,8 @@ class Vault:
             query = SearchQuery.parse(query, tz=self.tz, categories=self.config.categories, **options)
         elif options:
             raise InvalidInput("give search options either in the SearchQuery or as keywords, not both")
-        return search(self.storage, query, progress=progress)
+        with self._reading(as_of) as storage:
+            return search(storage, query, progress=progress)
 
     def reindex(self, clear: bool = False, progress=None) -> dict:
         """Bring the search index up to date with the files (`clear`: rebuild it aside and swap)."""
@@ -570,11 +634,12 @@ class Vault:
             raise RemoteError(str(e)) from None
 
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
-                relevant: int = 20):
+                relevant: int = 20, as_of=None):
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
         from memvault.context import build_context
 
-        return build_context(self.storage, query, budget=budget, recent=recent, relevant=relevant)
+        with self._reading(as_of) as storage:
+            return build_context(storage, query, budget=budget, recent=recent, relevant=relevant)
 
     # -- dream (memvault.dream) --------------------------------------------------------------
 
@@ -615,10 +680,46 @@ class Vault:
 
         return sync(self.storage)
 
-    def status(self) -> dict:
+    def status(self, *, as_of=None) -> dict:
+        """Facts, days, pages, dream progress, index, remote, lock; `as_of`: the vault's contents
+        then, with the commit that answered (no index, remote, lock or git then)."""
         from memvault.health import status
 
+        if as_of is not None:
+            from memvault.recall.asof import moment, status_at
+
+            found = moment(self.storage, as_of)
+            with self._reading(found) as storage:
+                return status_at(self.storage, storage, found)
         return status(self.storage)
+
+    # -- time travel (memvault.recall) -------------------------------------------------------
+
+    def why(self, target: str):
+        """Where a memory came from: for a MEMORY.md line (its number or words), a page section
+        (`wiki/<zone>/<page>.md#<heading-slug>`) or a fact id, the page, the cited facts and each
+        fact's commits (added, consolidated, superseded, forgotten); a memvault.recall.why.Why."""
+        from memvault.recall.why import why
+
+        return why(self.storage, target)
+
+    def as_of(self, when) -> VaultAt:
+        """The vault as it stood at `when` (a date, a time, or a commit): a read-only view whose
+        `search`, `context`, `recent`, `show` and `status` answer from that commit (`moment`)."""
+        from memvault.recall.asof import moment
+
+        return VaultAt(self, moment(self.storage, when))
+
+    @contextmanager
+    def _reading(self, as_of) -> Iterator[Storage]:
+        """The storage to read: the vault's own, or the vault as of a moment (memvault.recall.asof)."""
+        if as_of is None:
+            yield self.storage
+            return
+        from memvault.recall.asof import past
+
+        with past(self.storage, as_of) as storage:
+            yield storage
 
     def doctor(self, fix: bool = False, llm: bool = False):
         """Health checks (safe repairs with `fix`, one tiny model request with `llm`);

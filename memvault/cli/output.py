@@ -27,6 +27,10 @@ VaultOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 FullOption = Annotated[bool, typer.Option("--full", help="Show whole texts (all their lines), not cut to fit.")]
+AsOfOption = Annotated[str | None, typer.Option(
+    "--as-of", metavar="WHEN", show_default=False,
+    help="The vault as it stood then, from git: a date or time (2026-06-01, 2026-06-01T09:30, yesterday, 7d) "
+         "or a commit; says on stderr which commit answered.")]
 
 NO_MATCHES = "no matches"
 NOTHING_TO_SHOW = "nothing to show"
@@ -187,6 +191,17 @@ def open_vault(path: Path | None):
     from memvault.vault import Vault
 
     return Vault.open(path or root_vault(), notify=notice)
+
+
+def reader(vault, as_of: str | None, *, tell: bool = True):
+    """What a read command asks: the vault, or the vault as of WHEN (`Vault.as_of`), whose commit
+    is told on stderr unless `tell` is False (a command that shows it itself)."""
+    if as_of is None:
+        return vault
+    past = vault.as_of(as_of)
+    if tell:
+        notice(past.moment.describe())
+    return past
 
 
 def root_vault() -> Path | None:

@@ -200,12 +200,13 @@ class SearchIndex:
     """The vault's index: open, refresh from files, embed pending documents, rebuild, status."""
 
     def __init__(self, state: Path, corpus: Corpus, model: ModelSpec, *,
-                 notify: Notify, progress: Progress | None = None):
-        """`state`: the folder of the index, its cache and its lock (see memvault.index.location)."""
+                 notify: Notify, progress: Progress | None = None, cache_path: Path | None = None):
+        """`state`: the folder of the index, its cache and its lock (see memvault.index.location);
+        `cache_path`: another index's embedding cache to share (an as-of index borrows its vault's)."""
         self.state = state
         self.root = state / STATE_INDEX
         self.locks = state / STATE_LOCKS
-        self.cache_path = state / STATE_EMBEDDING_CACHE
+        self.cache_path = cache_path or state / STATE_EMBEDDING_CACHE
         self.corpus = corpus
         self.model = model
         self.notify = notify

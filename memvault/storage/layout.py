@@ -34,6 +34,7 @@ STATE_LOCKS = "locks"
 STATE_INDEX = "index"
 STATE_CACHE = "cache"
 STATE_EMBEDDING_CACHE = f"{STATE_CACHE}/embeddings.sqlite"   # vectors by (model, text hash); survives rebuilds
+STATE_ASOF = "asof"                # the vault as of past commits: their files and search index (recall/asof.py)
 LOCKS_DIR = f"{STATE_DIR}/{STATE_LOCKS}"
 INDEX_DIR = f"{STATE_DIR}/{STATE_INDEX}"
 CACHE_DIR = f"{STATE_DIR}/{STATE_CACHE}"

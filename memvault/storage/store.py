@@ -97,6 +97,10 @@ class Storage:
         self.index_turn = threading.RLock()
         self.journal = Journal(self.root / JOURNAL_FILE)
         self.queue = Queue(self.root / QUEUE_DIR)
+        # What memvault.recall.asof keeps between questions about the past (the vault as of a few
+        # commits, open); each of those borrows its vault's embedding cache (`embedding_cache`).
+        self.pasts = None
+        self.embedding_cache: Path | None = None
 
     def close(self) -> None:
         """Release what the storage holds open (the search index), e.g. before deleting the vault."""
@@ -104,6 +108,8 @@ class Storage:
             if self.search_index is not None:
                 self.search_index.close()
                 self.search_index = None
+            if self.pasts is not None:
+                self.pasts.close()
 
     # -- paths ----------------------------------------------------------------------------------
 
