@@ -11,10 +11,11 @@ tombstone's commit; pages and MEMORY.md are as that commit has them; and a purge
 rewrote the history, took the text from every moment.
 
 Each moment's index starts as a copy of the vault's own (memvault.index.seed), then reads only
-the files that differ. The folder keeps at most MAX_SNAPSHOTS moments and MAX_BYTES, the least recently used going
-first (never one a process is reading: each holds a shared lock on `<commit>.lock`). A purge
-deletes them all (memvault.index.search.purge_index), and so does any reader that finds the
-vault knowing a purge they were made without (a clone that took a purge with plain git).
+the files that differ. The folder keeps at most MAX_SNAPSHOTS moments and MAX_BYTES, the least
+recently used going first (never one a process is reading: each holds a shared lock on
+`<commit>.lock`). A purge deletes them all (memvault.index.search.purge_index), and so does any
+reader that finds the vault knowing a purge they were made without (a clone that took a purge
+with plain git).
 """
 
 from __future__ import annotations
@@ -215,9 +216,13 @@ def _seed(storage: Storage, root: Path) -> None:
 
     forgotten = set(storage.tombstones()) - set(parse_tombstones(read_text(root / TOMBSTONES_FILE)))
     needles = [stored_id(fact_id).encode("utf-8", "surrogateescape") for fact_id in forgotten]
-    logs = [path for path in (root / LOGS_DIR).glob("*/*.md") if any(n in path.read_bytes() for n in needles)]
+    logs = [path for path in (root / LOGS_DIR).glob("*/*.md") if needles and _holds(path.read_bytes(), needles)]
     with storage.index_turn:
         copy_index(engine(storage), root / STATE_DIR / STATE_INDEX, [p.relative_to(root).as_posix() for p in logs])
+
+
+def _holds(content: bytes, needles: list[bytes]) -> bool:
+    return any(needle in content for needle in needles)
 
 
 def _evict(cache: Path, keep: str) -> None:

@@ -57,17 +57,38 @@ def links(storage: Storage) -> Links:
     """Every supersedes link between live facts of the vault."""
     forgotten = set(storage.tombstones())
     older: dict[str, str] = {}
-    for path in storage.log_files():
-        if MARK not in read_bytes(path):
-            continue
-        for fact in storage.read_log(path)[0]:
-            if fact.supersedes and fact.id not in forgotten and fact.id not in older:
-                older[fact.id] = fact.supersedes
+    for fact_id, old in _written(storage):
+        if fact_id not in forgotten and fact_id not in older:
+            older[fact_id] = old
     newer: dict[str, list[str]] = {}
     for new, old in sorted(older.items()):  # ids sort by creation
         if old not in forgotten:
             newer.setdefault(old, []).append(new)
     return Links({new: old for new, old in older.items() if old not in forgotten}, newer)
+
+
+def _written(storage: Storage) -> list[tuple[str, str]]:
+    """(fact id, the id it supersedes) of every item saying so, oldest log first. Each log's answer
+    is kept while its size and time stay (`Storage.links_memo`): a long-lived process asking
+    before every context bundle reads only the logs that changed."""
+    memo = storage.links_memo
+    found: list[tuple[str, str]] = []
+    seen = set()
+    for path in storage.log_files():
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        key, name = (st.st_mtime_ns, st.st_size), str(path)
+        seen.add(name)
+        if name not in memo or memo[name][0] != key:
+            pairs = [(f.id, f.supersedes) for f in storage.read_log(path)[0] if f.supersedes] \
+                if MARK in read_bytes(path) else []
+            memo[name] = (key, pairs)
+        found.extend(memo[name][1])
+    for name in set(memo) - seen:
+        del memo[name]
+    return found
 
 
 def successors_of(storage: Storage, ids: Iterable[str]) -> dict[str, str]:

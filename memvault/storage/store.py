@@ -101,6 +101,8 @@ class Storage:
         # commits, open); each of those borrows its vault's embedding cache (`embedding_cache`).
         self.pasts = None
         self.embedding_cache: Path | None = None
+        # Which log items supersede which, by log and its (mtime, size) (memvault.recall.succession).
+        self.links_memo: dict[str, tuple] = {}
 
     def close(self) -> None:
         """Release what the storage holds open (the search index), e.g. before deleting the vault."""
