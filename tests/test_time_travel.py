@@ -178,7 +178,8 @@ def test_two_processes_asking_about_one_moment_at_once_both_answer(vault, vault_
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     answers = [run.communicate(timeout=120) for run in runs]
     assert [run.returncode for run in runs] == [0, 0, 0], [err for _out, err in answers]
-    assert {tuple(h["text"] for h in json.loads(out)["hits"]) for out, _err in answers} == {("Bob drinks strong coffee",)}
+    found = {tuple(h["text"] for h in json.loads(out)["hits"]) for out, _err in answers}
+    assert found == {("Bob drinks strong coffee",)}
     folders = [p.name for p in (vault_dir / ".memvault" / "asof").iterdir()]
     assert [name for name in folders if not name.endswith((".lock", ".json"))] == [
         vault.as_of("2026-02-15").moment.commit.sha]
