@@ -42,7 +42,7 @@ _memvault() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "${path:+$path }$word" in
-            "init"|"add"|"show"|"recent"|"history"|"forget"|"purge"|"search"|"reindex"|"context"|"sessions"|"completions"|"dream"|"status"|"doctor"|"sync"|"clone"|"mcp"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
+            "init"|"add"|"show"|"recent"|"history"|"forget"|"purge"|"import"|"search"|"reindex"|"context"|"sessions"|"completions"|"dream"|"status"|"doctor"|"sync"|"clone"|"mcp"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
         esac
     done
     case "$path:$prev" in
@@ -53,6 +53,7 @@ _memvault() {
         "add:--session") COMPREPLY=(); return ;;
         "add:--importance") COMPREPLY=(); return ;;
         "add:--at") COMPREPLY=(); return ;;
+        "add:--key") COMPREPLY=(); return ;;
         "add:--vault") COMPREPLY=(); return ;;
         "show:--vault") COMPREPLY=(); return ;;
         "recent:--limit"|"recent:-n") COMPREPLY=(); return ;;
@@ -67,6 +68,8 @@ _memvault() {
         "forget:--reason"|"forget:-r") COMPREPLY=(); return ;;
         "forget:--vault") COMPREPLY=(); return ;;
         "purge:--vault") COMPREPLY=(); return ;;
+        "import:--format"|"import:-f") COMPREPLY=(); return ;;
+        "import:--vault") COMPREPLY=(); return ;;
         "search:--limit"|"search:-n") COMPREPLY=(); return ;;
         "search:--category"|"search:-c") COMPREPLY=($(compgen -W "fact preference correction entity decision relationship principle commitment moment skill event" -- "$cur")); return ;;
         "search:--tag"|"search:-t") COMPREPLY=(); return ;;
@@ -99,14 +102,15 @@ _memvault() {
         "remote show:--vault") COMPREPLY=(); return ;;
     esac
     case "$path" in
-        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget purge search reindex context sessions completions dream status doctor sync clone mcp remote" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget purge import search reindex context sessions completions dream status doctor sync clone mcp remote" -- "$cur")) ;;
         "init") COMPREPLY=($(compgen -W "--adopt --json --help" -- "$cur")) ;;
-        "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --allow-secret --json --vault --help" -- "$cur")) ;;
+        "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --allow-secret --key --json --vault --help" -- "$cur")) ;;
         "show") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "recent") COMPREPLY=($(compgen -W "--limit --since --until --category --tag --source --session --oldest-first --newest-first --full --json --vault --help" -- "$cur")) ;;
         "history") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "forget") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--reason --json --vault --help" -- "$cur")) ;;
         "purge") COMPREPLY=($(compgen -W "--yes --json --vault --help" -- "$cur")) ;;
+        "import") COMPREPLY=($(compgen -W "--format --dry-run --allow-secret --skip-secrets --json --vault --help" -- "$cur")) ;;
         "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --session --since --until --all --lexical --explain --min-score --full --stdin --json --vault --help" -- "$cur")) ;;
         "reindex") COMPREPLY=($(compgen -W "--clear --download-model --json --vault --help" -- "$cur")) ;;
         "context") COMPREPLY=($(compgen -W "--budget --recent --relevant --markdown --json --vault --help" -- "$cur")) ;;

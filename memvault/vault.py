@@ -58,6 +58,24 @@ class Forgotten:
                 "tombstone": self.tombstone.to_dict(), "cited_by": self.cited_by}
 
 
+@dataclass
+class ImportReport:
+    """What `import_source` did (or, with dry_run, would do): facts added, records already in the
+    vault (their key stored), records skipped by reason, and the commit."""
+
+    format: str
+    source: str
+    new: int
+    already: int
+    skipped: dict[str, int]
+    dry_run: bool
+    commit: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "source": self.source, "new": self.new, "already": self.already,
+                "skipped": self.skipped, "dry_run": self.dry_run, "commit": self.commit}
+
+
 def default_vault_path() -> Path:
     from platformdirs import user_data_path
 
@@ -163,14 +181,22 @@ def template_root() -> Path:
     raise FileNotFoundError("memvault's vault template is missing from this installation")
 
 
+# A key an import made (`memory-dir:3f47…`: a format and 16 hex digits) holds no credential: not scanned.
+_MADE_KEY = re.compile(r"[a-z0-9-]+:[0-9a-f]{16}")
+
+
 def _refuse_credentials_in_labels(facts: list[Fact]) -> None:
     """A fact's source, session and tags are shown, committed and sent to dream's LLM even for a
     secret fact (only its text is withheld): a credential there is refused, --allow-secret or not."""
     from memvault.credentials import find_credentials
 
-    labels = [(number, name, value) for number, fact in enumerate(facts, start=1)
-              for name, value in (("source", fact.source), ("session", fact.session),
-                                  *(("tag", tag) for tag in fact.tags)) if value]
+    first: dict[str, tuple[int, str]] = {}  # each label once (an import's 100k facts share a few sources)
+    for number, fact in enumerate(facts, start=1):
+        for name, value in (("source", fact.source), ("session", fact.session), ("key", fact.key),
+                            *(("tag", tag) for tag in fact.tags)):
+            if value and value not in first and not (name == "key" and _MADE_KEY.fullmatch(value)):
+                first[value] = (number, name)
+    labels = [(number, name, value) for value, (number, name) in first.items()]
     found = find_credentials([value for _n, _name, value in labels], labels=True)
     if found:
         at = min(found)
@@ -378,10 +404,11 @@ class Vault:
 
     def add(self, text: str, *, category: str = "fact", tags: Iterable[str] = (), source: str | None = None,
             session: str | None = None, importance: float | None = None,
-            at: datetime | str | None = None, allow_secret: bool = False) -> Fact:
-        """Remember one fact: appended to its day's log and committed."""
+            at: datetime | str | None = None, allow_secret: bool = False, key: str | None = None) -> Fact:
+        """Remember one fact: appended to its day's log and committed. A `key` already stored
+        writes nothing and returns the fact stored under it (an agent retrying an add)."""
         draft = FactDraft(text=text, category=category, tags=tuple(tags), source=source, session=session,
-                          importance=importance, at=at)
+                          importance=importance, at=at, key=key)
         try:
             return self.add_many([draft], allow_secret=allow_secret)[0]
         except InvalidItem as e:
@@ -392,8 +419,69 @@ class Vault:
         """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
 
         A text holding a credential (memvault.credentials) is refused, unless `allow_secret`: then
-        it is stored marked secret, and no LLM is ever sent it.
+        it is stored marked secret, and no LLM is ever sent it. An item whose `key` is already
+        stored (or given earlier in the batch) is not written: the stored fact takes its place in
+        the list returned, and a notice says so.
         """
+        facts = self._checked(drafts, allow_secret=allow_secret)
+        written, stored = self._write(facts)
+        if len(written) == len(facts):
+            return facts
+        found = self._stored_facts(stored)
+        for fact in facts:  # a key given twice in the batch names its first fact
+            if fact.id in written and fact.key is not None:
+                found.setdefault(fact.key, fact)
+        repeated = [fact for fact in facts if fact.id not in written]
+        self._tell_stored(repeated, found, len(facts))
+        return [fact if fact.id in written else found.get(fact.key, fact) for fact in facts]  # type: ignore[arg-type]
+
+    def fact_by_key(self, key: str) -> Fact | None:
+        """The fact stored under `key` (its first copy), forgotten or not; None when no fact has it."""
+        if not isinstance(key, str) or not key:
+            raise InvalidInput("key must be a non-empty string")
+        stored = self.storage.stored_keys([key])
+        return self._stored_facts(stored).get(key)
+
+    def _write(self, facts: list[Fact], origin: str | None = None, *, looked_up: bool = False) -> tuple[set[str], dict]:
+        """Append checked facts as one commit, less those whose key is stored: (ids written, {key: where
+        the stored fact is}). A retry of an add that was committed returns here without the lock
+        (unless the caller `looked_up` the keys itself; they are looked up again under the lock)."""
+        stored = {} if looked_up else self.storage.stored_keys(fact.key for fact in facts if fact.key is not None)
+        fresh, taken = [], set(stored)
+        for fact in facts:
+            if fact.key is None or fact.key not in taken:
+                fresh.append(fact)
+                taken.add(fact.key)
+        if fresh:
+            stored.update(self.storage.append_facts(fresh, origin))
+        written = {fact.id for fact in fresh if fact.key is None or fact.key not in stored}
+        return written, stored
+
+    def _stored_facts(self, stored: Mapping[str, Any]) -> dict[str, Fact]:
+        """{key: its fact} for keys the storage found (storage.keys.Keyed), each log read once."""
+        by_path: dict[str, dict[str, str]] = {}
+        for key, where in stored.items():
+            by_path.setdefault(where.path, {})[where.id] = key
+        found: dict[str, Fact] = {}
+        for rel, ids in by_path.items():
+            for fact in self.storage.read_log(self.storage.path(rel))[0]:
+                if fact.id in ids:
+                    found.setdefault(ids[fact.id], fact)
+        return found
+
+    def _tell_stored(self, repeated: list[Fact], found: Mapping[str, Fact], total: int) -> None:
+        first = repeated[0]
+        stored = found.get(first.key)  # type: ignore[arg-type]
+        other = ", with another text" if stored is not None and stored.text != first.text else ""
+        named = f"key {first.key!r} (fact {stored.id if stored else '?'}{other})"
+        if total == 1:
+            self.storage.notify(f"{named} is already stored; nothing was added")
+        else:
+            self.storage.notify(f"{len(repeated)} of {total} facts have a key already stored or given earlier in "
+                                f"the batch (the first: {named}); nothing was added for them")
+
+    def _checked(self, drafts: Iterable[FactDraft | Mapping[str, Any] | str], *, allow_secret: bool) -> list[Fact]:
+        """The drafts as facts ready to append, each checked; InvalidItem (from 1) for the first bad one."""
         from dataclasses import replace
 
         from memvault.credentials import find_credentials
@@ -414,9 +502,55 @@ class Vault:
                                           "was stored: remove it, or pass --allow-secret (allow_secret=True) to "
                                           "store it anyway, never to be sent to an LLM")
         _refuse_credentials_in_labels(new)
-        new = [replace(fact, secret=True) if i in found else fact for i, fact in enumerate(new)]
-        self.storage.append_facts(new)
-        return new
+        return [replace(fact, secret=True) if i in found else fact for i, fact in enumerate(new)]
+
+    def import_source(self, source: os.PathLike[str] | str, *, format: str | None = None, dry_run: bool = False,
+                      allow_secret: bool = False, skip_secrets: bool = False, progress=None) -> ImportReport:
+        """Add the memories another tool kept (memvault.importers.FORMATS; `format` guessed from the
+        source when None) as one commit. Records whose key is stored already are not added again; a
+        bad record raises InvalidInput naming its place, and nothing is written. A text holding a
+        credential is refused unless `allow_secret` (stored marked secret) or `skip_secrets` (left
+        out, counted). `dry_run` checks everything and writes nothing."""
+        from memvault.importers.sources import read_source
+
+        tell = progress or (lambda _phase, _done, _total: None)
+        batch = read_source(source, format, tell, categories=self.config.categories)
+        stored = self.storage.stored_keys(record.key for record in batch.records)
+        fresh, taken = [], set(stored)
+        for record in batch.records:
+            if record.key not in taken:
+                fresh.append(record)
+                taken.add(record.key)
+        report = ImportReport(batch.format, str(source), 0, len(batch.records) - len(fresh), dict(batch.skipped),
+                              dry_run)
+        if skip_secrets and fresh:
+            fresh = self._without_secrets(fresh, report)
+        if not fresh:
+            return report
+        tell("checking", 0, len(fresh))
+        try:
+            facts = self._checked([record.fields for record in fresh], allow_secret=allow_secret)
+        except InvalidItem as e:
+            raise InvalidInput(f"{fresh[e.item - 1].place}: {e.reason}") from None
+        tell("checking", len(fresh), len(fresh))
+        if dry_run:
+            report.new = len(facts)
+            return report
+        tell("writing", 0, len(facts))
+        written, _stored = self._write(facts, origin=batch.origin, looked_up=True)
+        tell("writing", len(facts), len(facts))
+        report.new = len(written)
+        report.already += len(facts) - len(written)
+        report.commit = self.git.head() if written else None
+        return report
+
+    def _without_secrets(self, records: list, report: ImportReport) -> list:
+        from memvault.credentials import find_credentials
+
+        found = find_credentials([record.fields["text"] for record in records])
+        if found:
+            report.skipped["holds a credential (--skip-secrets)"] = len(found)
+        return [record for i, record in enumerate(records) if i not in found]
 
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
         """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""

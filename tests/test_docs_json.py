@@ -118,7 +118,7 @@ def test_every_command_documents_its_json_output():
 def test_checker_catches_a_renamed_or_mistyped_field():
     _, types = parse_doc()
     fact = {"id": "x", "text": "t", "at": "2026-01-01T00:00:00+00:00", "category": "fact", "tags": [],
-            "source": None, "session": None, "importance": None, "secret": False,
+            "source": None, "session": None, "importance": None, "secret": False, "key": None,
             "path": "logs/2026/2026-01-01.md"}
     assert problems(fact, "Fact", types) == []
     renamed = {**{k: v for k, v in fact.items() if k != "text"}, "body": "t"}
@@ -154,6 +154,7 @@ def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
     run("status")  # before any index exists: the index fields are the same, some null
     fact = run("add", "Alice prefers green tea", "--session", "chat-1", "--source", "agent", "--tag", "alice")
     run("add", "--stdin", variant="--stdin", input='first\n{"text": "second", "at": "2025-03-01"}\n')
+    run("import", str(Path(__file__).parent / "data" / "import" / "jsonl" / "facts.jsonl"))
     run("show", fact["id"])
     run("recent")
     run("history", fact["id"])

@@ -146,6 +146,18 @@ def test_add_search_show_forget_through_the_protocol(server):
     assert server.ok("forget", id=fact["id"])["already_forgotten"] is True
 
 
+def test_an_add_retried_with_its_key_returns_the_first_fact_and_writes_nothing(server):
+    """The client crashed right after an `add` and retried it: with a key, the fact is stored once."""
+    first = server.ok("add", text="Hana starts on Monday", key="req-5f2c")
+    before = commit_count(server.vault)
+    retried = server.call("add", text="Hana starts on Monday", key="req-5f2c")
+    assert not retried.is_error and retried.structured_content == first
+    assert f"key 'req-5f2c' (fact {first['id']}) is already stored" in retried.content[-1].text
+    assert commit_count(server.vault) == before and first["key"] == "req-5f2c"
+    bad = server.call("add", text="Hana starts on Monday", key="two\nlines")
+    assert bad.is_error and "key must be one line" in bad.content[0].text
+
+
 def test_context_and_status_carry_their_documented_shapes(server):
     """context's text is the markdown bundle within budget; status reports the vault."""
     _, types = parse_doc()

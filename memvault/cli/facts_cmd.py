@@ -42,14 +42,16 @@ def add(
     at: Annotated[str | None, typer.Option("--at", help="When it happened: ISO 8601 date or datetime, or yesterday, 3d, 12h; backdates into that day's log.")] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Read one fact per line (plain text or a JSON object); one commit.")] = False,
     allow_secret: Annotated[bool, typer.Option("--allow-secret", help="Store a text holding a credential (a key, token, password) anyway; it is never sent to an LLM.")] = False,
+    key: Annotated[str | None, typer.Option("--key", help="Your name for this fact (one line): if a fact was stored under it already, nothing is added and its id is printed, so a retry never adds twice.")] = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
     """Remember a fact: append it to its day's log and commit. Prints the new fact id.
 
-    Nothing is merged or deduplicated: adding the same text twice gives two facts.
+    Nothing is merged or deduplicated: adding the same text twice gives two facts, unless both
+    carry the same --key: then the second adds nothing, prints the first one's id and exits 0.
     With --stdin each line is plain text or {"text", "category", "tags", "source", "session",
-    "importance", "at"}; the whole batch is checked first and a bad line writes nothing.
+    "importance", "at", "key"}; the whole batch is checked first and a bad line writes nothing.
     A text holding a credential (cloud key, token, private key, password) is refused (exit 2)
     unless --allow-secret.
 
@@ -57,6 +59,8 @@ def add(
     """
     if stdin and text is not None:
         raise InvalidInput("give either TEXT or --stdin, not both")
+    if stdin and key is not None:
+        raise InvalidInput("--key names one fact: with --stdin give each line its own \"key\"")
     if stdin:
         if sys.stdin.isatty():
             notice("reading facts from the terminal, one per line; press Ctrl-D on an empty line to end")
@@ -71,7 +75,7 @@ def add(
             raise InvalidInput("missing TEXT (or use --stdin)")
         vault = open_vault(vault_path)
         facts = [vault.add(text, category=category, tags=tag or (), source=source, session=session,
-                           importance=importance, at=at, allow_secret=allow_secret)]
+                           importance=importance, at=at, allow_secret=allow_secret, key=key)]
     if json_:
         emit_json(facts[0].to_dict() if not stdin else [f.to_dict() for f in facts])
     else:
@@ -100,7 +104,8 @@ def show(
     echo("")
     fields = [("id", fact.id, ID), ("at", fact.at.isoformat(), ""), ("category", fact.category, CATEGORY),
               ("tags", ", ".join(fact.tags) or None, TAGS), ("source", fact.source, ""),
-              ("session", fact.session, ""), ("importance", fact.importance, ""), ("log", fact.path, "")]
+              ("session", fact.session, ""), ("importance", fact.importance, ""), ("key", fact.key, ""),
+              ("log", fact.path, "")]
     for label, value, style in fields:
         if value is not None:
             line((f"{label + ':':<11} ", WHEN), (str(value), style))

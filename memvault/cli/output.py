@@ -12,7 +12,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -177,6 +178,39 @@ def line(*parts: str | tuple[str, str]) -> None:
 
     console.print(Text.assemble(*(visible(p) if isinstance(p, str) else (visible(p[0]), p[1]) for p in parts)),
                   soft_wrap=True)
+
+
+@contextmanager
+def progress_bar() -> Iterator[Any]:
+    """A progress callback `(phase, done, total)` drawing a bar on stderr, only on a terminal
+    (the first search, reindex, import).
+
+    The bar starts with the first piece of work reported, so a command with none writes nothing
+    to stderr. With NO_COLOR (or TERM=dumb) there is no bar at all, since drawing one takes escape
+    sequences (the notices still say what is being done)."""
+    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar: Progress | None = None
+    tasks: dict[str, Any] = {}
+
+    def update(phase: str, done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(console=Console(stderr=True), transient=True)
+            bar.start()
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=total)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def open_vault(path: Path | None):

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +24,7 @@ from memvault.cli.output import (
     nothing,
     notice,
     open_vault,
+    progress_bar,
     score_style,
     table,
 )
@@ -84,7 +82,7 @@ def search(
             raise typer.Exit(int(ExitCode.USAGE))
         return
     request = _query(vault, query, options)
-    with _progress() as progress:
+    with progress_bar() as progress:
         hits = vault.search(request, progress=progress)
     if json_:
         emit_json([hit.to_dict() for hit in hits])
@@ -115,7 +113,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
                 query = request.pop("query")
                 options.update(request)
             search_query = _query(vault, query, options)
-            with _progress() as progress:
+            with progress_bar() as progress:
                 hits = vault.search(search_query, progress=progress)
         except MemvaultError as e:
             failed += 1
@@ -186,39 +184,6 @@ def _signals(explain: dict) -> str:
     return ", ".join(parts) + f"  (floor {explain['min_score']:g})"
 
 
-@contextmanager
-def _progress() -> Iterator[Any]:
-    """A progress callback drawing a bar on stderr, only on a terminal (first search, reindex).
-
-    The bar starts with the first piece of index work reported (a build, embedding, re-reading
-    changed files), so a search with none writes nothing to stderr. With NO_COLOR (or TERM=dumb)
-    there is no bar at all, since drawing one takes escape sequences (the notices still say what
-    is being built)."""
-    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    bar: Progress | None = None
-    tasks: dict[str, Any] = {}
-
-    def update(phase: str, done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = Progress(console=Console(stderr=True), transient=True)
-            bar.start()
-        if phase not in tasks:
-            tasks[phase] = bar.add_task(phase, total=total)
-        bar.update(tasks[phase], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if bar is not None:
-            bar.stop()
-
-
 def reindex(
     clear: Annotated[bool, typer.Option("--clear", help="Rebuild from scratch, aside, then swap it in (searches keep working).")] = False,
     download_model: Annotated[bool, typer.Option("--download-model", help="First fetch the embedding model from the hub into the user cache (searches never download).")] = False,
@@ -235,7 +200,7 @@ def reindex(
     if download_model:
         notice(f"downloading embedding model {vault.config.embed_model} (about 90 MB, once; offline this fails after about 40 s of retries)…")
         notice(f"model {vault.config.embed_model} is in {vault.download_model()}")
-    with _progress() as progress:
+    with progress_bar() as progress:
         report = vault.reindex(clear=clear, progress=progress)
     if json_:
         emit_json(report)

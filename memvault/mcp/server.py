@@ -180,15 +180,19 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         allow_secret: Annotated[bool, Field(description="Store a text holding a credential (key, token, password) "
                                                         "anyway; it is then never sent to an LLM. Default: refuse it."
                                             )] = False,
+        key: Annotated[str | None, Field(description="Your name for this fact (one line), e.g. a request id: if a "
+                                                     "fact was stored under it already, nothing is added and that "
+                                                     "fact is returned. Give one when you may retry the call.")] = None,
     ) -> Annotated[CallToolResult, schemas.Fact]:
         """Remember one fact: appended to its day's log and committed to git. Returns the fact with its id.
 
-        Nothing is merged or deduplicated: the same text twice is two facts. A text holding a
+        Nothing is merged or deduplicated: the same text twice is two facts, unless both calls give
+        the same key (a retry): the second adds nothing and returns the first. A text holding a
         credential is refused unless allow_secret.
         """
         return await answer(lambda vault: vault.add(text, category=category, tags=tags or (), source=source,
                                                     session=session, importance=importance, at=at,
-                                                    allow_secret=allow_secret).to_dict(), write=True)
+                                                    allow_secret=allow_secret, key=key).to_dict(), write=True)
 
     @server.tool(annotations=READS)
     async def search(

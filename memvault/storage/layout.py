@@ -40,6 +40,7 @@ CACHE_DIR = f"{STATE_DIR}/{STATE_CACHE}"
 EMBEDDING_CACHE = f"{STATE_DIR}/{STATE_EMBEDDING_CACHE}"
 JOURNAL_FILE = f"{STATE_DIR}/journal.json"
 PURGE_STATE = f"{STATE_DIR}/purge.json"   # purged ids this clone is clean of; a purge under way; a push owed
+KEYS_DB = f"{STATE_DIR}/keys.sqlite"   # fact keys -> ids, derived from the logs (storage/keys.py)
 QUEUE_DIR = f"{STATE_DIR}/queue"   # facts of writers waiting for the write lock (storage/queue.py)
 WRITE_LOCK = "write.lock"          # in LOCKS_DIR: one writer of the vault at a time
 DREAM_LOCK = "dream.lock"          # one dream at a time
