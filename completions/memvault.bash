@@ -42,7 +42,7 @@ _memvault() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "${path:+$path }$word" in
-            "init"|"add"|"show"|"recent"|"history"|"forget"|"purge"|"import"|"search"|"reindex"|"context"|"sessions"|"completions"|"dream"|"status"|"doctor"|"sync"|"clone"|"mcp"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
+            "init"|"add"|"show"|"recent"|"history"|"forget"|"purge"|"import"|"search"|"reindex"|"context"|"sessions"|"completions"|"dream"|"status"|"doctor"|"sync"|"clone"|"mcp"|"install"|"uninstall"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
         esac
     done
     case "$path:$prev" in
@@ -97,12 +97,14 @@ _memvault() {
         "sync:--vault") COMPREPLY=(); return ;;
         "mcp:--port") COMPREPLY=(); return ;;
         "mcp:--vault") COMPREPLY=(); return ;;
+        "install:--budget") COMPREPLY=(); return ;;
+        "install:--vault") COMPREPLY=(); return ;;
         "remote:--vault") COMPREPLY=(); return ;;
         "remote set:--vault") COMPREPLY=(); return ;;
         "remote show:--vault") COMPREPLY=(); return ;;
     esac
     case "$path" in
-        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget purge import search reindex context sessions completions dream status doctor sync clone mcp remote" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget purge import search reindex context sessions completions dream status doctor sync clone mcp install uninstall remote" -- "$cur")) ;;
         "init") COMPREPLY=($(compgen -W "--adopt --json --help" -- "$cur")) ;;
         "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --allow-secret --key --json --vault --help" -- "$cur")) ;;
         "show") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
@@ -122,6 +124,8 @@ _memvault() {
         "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         "mcp") COMPREPLY=($(compgen -W "--http --port --vault --help" -- "$cur")) ;;
+        "install") COMPREPLY=($(compgen -W "--dry-run --hook --no-hook --budget --json --vault --help" -- "$cur")) ;;
+        "uninstall") COMPREPLY=($(compgen -W "--dry-run --json --help" -- "$cur")) ;;
         "remote") COMPREPLY=($(compgen -W "--json --vault --help set show" -- "$cur")) ;;
         "remote set") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "remote show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;

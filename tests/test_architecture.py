@@ -26,7 +26,8 @@ LAYERS = [
                   "memvault.sync_checks",
                   "memvault.health", "memvault.union_merge", "memvault.purge", "memvault.purge_filter",
                   "memvault.index", "memvault.index.*",
-                  "memvault.dream", "memvault.dream.*", "memvault.importers", "memvault.importers.*"]),
+                  "memvault.dream", "memvault.dream.*", "memvault.importers", "memvault.importers.*",
+                  "memvault.hosts", "memvault.hosts.*"]),
     ("facade", ["memvault.vault", "memvault"]),
     ("front ends", ["memvault.__main__", "memvault.cli", "memvault.cli.*", "memvault.mcp", "memvault.mcp.*"]),
 ]

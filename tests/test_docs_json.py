@@ -155,6 +155,8 @@ def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
     fact = run("add", "Alice prefers green tea", "--session", "chat-1", "--source", "agent", "--tag", "alice")
     run("add", "--stdin", variant="--stdin", input='first\n{"text": "second", "at": "2025-03-01"}\n')
     run("import", str(Path(__file__).parent / "data" / "import" / "jsonl" / "facts.jsonl"))
+    run("install", "cursor")  # (HOME is a temporary folder: conftest.hermetic_env)
+    run("uninstall", "cursor", vault=False)
     run("show", fact["id"])
     run("recent")
     run("history", fact["id"])

@@ -229,6 +229,7 @@ def _register() -> None:
         facts_cmd,
         health_cmd,
         import_cmd,
+        install_cmd,
         mcp_cmd,
         search_cmd,
         sync_cmd,
@@ -236,7 +237,7 @@ def _register() -> None:
     )
 
     for module in (vault_cmd, facts_cmd, import_cmd, search_cmd, context_cmd, dream_cmd, health_cmd, sync_cmd,
-                   mcp_cmd):
+                   mcp_cmd, install_cmd):
         module.register(app)
 
 _register()
