@@ -17,6 +17,7 @@ from memvault.facts import MAX_LABEL_CHARS, MAX_TEXT_BYTES
 
 Progress = Callable[[str, int, int], None]
 
+
 class Record:
     """One fact to import: a FactDraft's fields with its `key`, and where it is in the source.
     (A plain class: a frozen dataclass took a microsecond more to make, a tenth of a second an import.)"""
