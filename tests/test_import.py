@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git, is_clean, snapshot
+from support.git import commit_count, git, is_clean, snapshot
 
 from memvault import Vault
 from memvault.errors import ExitCode

@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import IDENTITY
+from support.git import IDENTITY
 
 from memvault.errors import ExitCode
 

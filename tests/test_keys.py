@@ -9,9 +9,10 @@ import sys
 import time
 
 import pytest
-from conftest import commit_count, git, is_clean, run_memvault, snapshot
 from filelock import FileLock
-from process_support import compiled_children  # noqa: F401  (fixture)
+from support.cli import run_memvault
+from support.git import commit_count, git, is_clean, snapshot
+from support.process import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode

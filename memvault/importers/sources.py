@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from memvault.config import CATEGORIES
+from memvault.base.config import CATEGORIES
 from memvault.errors import InvalidInput
 from memvault.importers.records import DAILY, Batch, Progress, Record, Skipped, markdown_files
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memvault.facts import Fact, parse_log
+from memvault.formats.facts import Fact, parse_log
 from memvault.storage.files import read_text
 
 if TYPE_CHECKING:
