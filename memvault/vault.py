@@ -35,6 +35,7 @@ from memvault.formats.tombstones import Tombstone
 from memvault.storage.store import Storage
 
 if TYPE_CHECKING:
+    from memvault.importers.run import ImportReport
     from memvault.recall.timeline import RecentQuery
 
 Notify = Callable[[str], None]
@@ -74,24 +75,6 @@ class Forgotten:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.tombstone.id, "already_forgotten": self.already_forgotten,
                 "tombstone": self.tombstone.to_dict(), "cited_by": self.cited_by}
-
-
-@dataclass
-class ImportReport:
-    """What `import_source` did (or, with dry_run, would do): facts added, records already in the
-    vault (their key stored), records skipped by reason, and the commit."""
-
-    format: str
-    source: str
-    new: int
-    already: int
-    skipped: dict[str, int]
-    dry_run: bool
-    commit: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "source": self.source, "new": self.new, "already": self.already,
-                "skipped": self.skipped, "dry_run": self.dry_run, "commit": self.commit}
 
 
 def default_vault_path() -> Path:
@@ -545,47 +528,12 @@ class Vault:
         source when None) as one commit. Records whose key is stored already are not added again; a
         bad record raises InvalidInput naming its place, and nothing is written. A text holding a
         credential is refused unless `allow_secret` (stored marked secret) or `skip_secrets` (left
-        out, counted). `dry_run` checks everything and writes nothing."""
-        from memvault.importers.sources import read_source
+        out, counted). `dry_run` checks everything and writes nothing (memvault.importers.run)."""
+        from memvault.importers.run import run_import
 
-        tell = progress or (lambda _phase, _done, _total: None)
-        batch = read_source(source, format, tell, categories=self.config.categories)
-        stored = self.storage.stored_keys(record.key for record in batch.records)
-        fresh, taken = [], set(stored)
-        for record in batch.records:
-            if record.key not in taken:
-                fresh.append(record)
-                taken.add(record.key)
-        report = ImportReport(batch.format, str(source), 0, len(batch.records) - len(fresh), dict(batch.skipped),
-                              dry_run)
-        if skip_secrets and fresh:
-            fresh = self._without_secrets(fresh, report)
-        if not fresh:
-            return report
-        tell("checking", 0, len(fresh))
-        try:
-            facts = self._checked([record.fields for record in fresh], allow_secret=allow_secret)
-        except InvalidItem as e:
-            raise InvalidInput(f"{fresh[e.item - 1].place}: {e.reason}") from None
-        tell("checking", len(fresh), len(fresh))
-        if dry_run:
-            report.new = len(facts)
-            return report
-        tell("writing", 0, len(facts))
-        written, _stored = self._write(facts, origin=batch.origin, looked_up=True)
-        tell("writing", len(facts), len(facts))
-        report.new = len(written)
-        report.already += len(facts) - len(written)
-        report.commit = self.git.head() if written else None
-        return report
-
-    def _without_secrets(self, records: list, report: ImportReport) -> list:
-        from memvault.base.credentials import find_credentials
-
-        found = find_credentials([record.fields["text"] for record in records])
-        if found:
-            report.skipped["holds a credential (--skip-secrets)"] = len(found)
-        return [record for i, record in enumerate(records) if i not in found]
+        return run_import(self.storage, source, format=format, dry_run=dry_run, skip_secrets=skip_secrets,
+                          progress=progress, check=lambda drafts: self._checked(drafts, allow_secret=allow_secret),
+                          write=lambda facts, origin: self._write(facts, origin, looked_up=True)[0])
 
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
         """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""
