@@ -42,7 +42,7 @@ _memvault() {
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${COMP_WORDS[i]}"
         case "${path:+$path }$word" in
-            "init"|"add"|"show"|"recent"|"history"|"forget"|"purge"|"search"|"reindex"|"context"|"sessions"|"completions"|"why"|"dream"|"status"|"doctor"|"sync"|"clone"|"mcp"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
+            "init"|"add"|"show"|"recent"|"history"|"forget"|"purge"|"import"|"search"|"reindex"|"context"|"sessions"|"completions"|"why"|"dream"|"status"|"doctor"|"sync"|"clone"|"mcp"|"install"|"uninstall"|"remote"|"remote set"|"remote show") path="${path:+$path }$word" ;;
         esac
     done
     case "$path:$prev" in
@@ -54,6 +54,7 @@ _memvault() {
         "add:--importance") COMPREPLY=(); return ;;
         "add:--at") COMPREPLY=(); return ;;
         "add:--supersedes") COMPREPLY=(); return ;;
+        "add:--key") COMPREPLY=(); return ;;
         "add:--vault") COMPREPLY=(); return ;;
         "show:--as-of") COMPREPLY=(); return ;;
         "show:--vault") COMPREPLY=(); return ;;
@@ -70,6 +71,8 @@ _memvault() {
         "forget:--reason"|"forget:-r") COMPREPLY=(); return ;;
         "forget:--vault") COMPREPLY=(); return ;;
         "purge:--vault") COMPREPLY=(); return ;;
+        "import:--format"|"import:-f") COMPREPLY=(); return ;;
+        "import:--vault") COMPREPLY=(); return ;;
         "search:--limit"|"search:-n") COMPREPLY=(); return ;;
         "search:--category"|"search:-c") COMPREPLY=($(compgen -W "fact preference correction entity decision relationship principle commitment moment skill event" -- "$cur")); return ;;
         "search:--tag"|"search:-t") COMPREPLY=(); return ;;
@@ -101,19 +104,22 @@ _memvault() {
         "sync:--vault") COMPREPLY=(); return ;;
         "mcp:--port") COMPREPLY=(); return ;;
         "mcp:--vault") COMPREPLY=(); return ;;
+        "install:--budget") COMPREPLY=(); return ;;
+        "install:--vault") COMPREPLY=(); return ;;
         "remote:--vault") COMPREPLY=(); return ;;
         "remote set:--vault") COMPREPLY=(); return ;;
         "remote show:--vault") COMPREPLY=(); return ;;
     esac
     case "$path" in
-        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget purge search reindex context sessions completions why dream status doctor sync clone mcp remote" -- "$cur")) ;;
+        "") COMPREPLY=($(compgen -W "--version --vault --help init add show recent history forget purge import search reindex context sessions completions why dream status doctor sync clone mcp install uninstall remote" -- "$cur")) ;;
         "init") COMPREPLY=($(compgen -W "--adopt --json --help" -- "$cur")) ;;
-        "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --allow-secret --supersedes --json --vault --help" -- "$cur")) ;;
+        "add") COMPREPLY=($(compgen -W "--category --tag --source --session --importance --at --stdin --allow-secret --supersedes --key --json --vault --help" -- "$cur")) ;;
         "show") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--as-of --json --vault --help" -- "$cur")) ;;
         "recent") COMPREPLY=($(compgen -W "--limit --since --until --category --tag --source --session --oldest-first --newest-first --as-of --full --json --vault --help" -- "$cur")) ;;
         "history") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "forget") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--reason --json --vault --help" -- "$cur")) ;;
         "purge") COMPREPLY=($(compgen -W "--yes --json --vault --help" -- "$cur")) ;;
+        "import") COMPREPLY=($(compgen -W "--format --dry-run --allow-secret --skip-secrets --json --vault --help" -- "$cur")) ;;
         "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --session --since --until --all --lexical --explain --min-score --as-of --full --stdin --json --vault --help" -- "$cur")) ;;
         "reindex") COMPREPLY=($(compgen -W "--clear --download-model --json --vault --help" -- "$cur")) ;;
         "context") COMPREPLY=($(compgen -W "--budget --recent --relevant --markdown --as-of --json --vault --help" -- "$cur")) ;;
@@ -126,6 +132,8 @@ _memvault() {
         "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         "mcp") COMPREPLY=($(compgen -W "--http --port --vault --help" -- "$cur")) ;;
+        "install") COMPREPLY=($(compgen -W "--dry-run --hook --no-hook --budget --json --vault --help" -- "$cur")) ;;
+        "uninstall") COMPREPLY=($(compgen -W "--dry-run --json --help" -- "$cur")) ;;
         "remote") COMPREPLY=($(compgen -W "--json --vault --help set show" -- "$cur")) ;;
         "remote set") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "remote show") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;

@@ -83,7 +83,7 @@ def _check(value, t: str, types: dict, where: str) -> list[str]:
 def all_commands() -> list[str]:
     """Every command that takes --json: all but `mcp`, whose stdout carries the MCP protocol."""
     import typer
-    from typer._click import Context
+    from typer import Context
 
     from memvault.cli.app import app
 
@@ -118,7 +118,7 @@ def test_every_command_documents_its_json_output():
 def test_checker_catches_a_renamed_or_mistyped_field():
     _, types = parse_doc()
     fact = {"id": "x", "text": "t", "at": "2026-01-01T00:00:00+00:00", "category": "fact", "tags": [],
-            "source": None, "session": None, "importance": None, "secret": False,
+            "source": None, "session": None, "importance": None, "secret": False, "key": None,
             "path": "logs/2026/2026-01-01.md", "supersedes": None}
     assert problems(fact, "Fact", types) == []
     renamed = {**{k: v for k, v in fact.items() if k != "text"}, "body": "t"}
@@ -146,14 +146,17 @@ def outputs(cli, vault_dir, tmp_path):
 
 
 def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
-    """Runs every command; dream asks the scripted local model server (tests/fake_llm.py)."""
-    from fake_llm import FakeLLM, consolidate_everything
+    """Runs every command; dream asks the scripted local model server (tests/support/fake_llm.py)."""
+    from support.fake_llm import FakeLLM, consolidate_everything
 
     run, seen, documented, types = outputs
     run("init", str(tmp_path / "other"), vault=False)
     run("status")  # before any index exists: the index fields are the same, some null
     fact = run("add", "Alice prefers green tea", "--session", "chat-1", "--source", "agent", "--tag", "alice")
     run("add", "--stdin", variant="--stdin", input='first\n{"text": "second", "at": "2025-03-01"}\n')
+    run("import", str(Path(__file__).parent / "data" / "import" / "jsonl" / "facts.jsonl"))
+    run("install", "cursor")  # (HOME is a temporary folder: conftest.hermetic_env)
+    run("uninstall", "cursor", vault=False)
     run("show", fact["id"])
     run("show", fact["id"], "--as-of", "now")
     run("recent")
@@ -218,6 +221,24 @@ def _documented_error_types() -> set[str]:
     return {name.strip() for name in row.split("error class:", 1)[1].strip(" |").split(",")}
 
 
+def test_every_documented_error_type_is_a_class_that_names_itself():
+    """Each name docs/json.md lists is an exception class a caller can catch, and the JSON its
+    instance gives (`error_json`, the one place the envelope is built) names that very type and
+    the exit code the README lists (LogLinesUnreadable was a string in the dream command)."""
+    from memvault import errors
+    from memvault.dream.undo import UndoRefused
+
+    arguments = {"UnsafePath": ("wiki/a.md",), "VaultUnwritable": ("disk full while writing", "log.md"),
+                 "Terminated": (), "Interrupted": ()}
+    for name in sorted(_documented_error_types()):
+        kind = UndoRefused if name == "UndoRefused" else getattr(errors, name, None)
+        assert isinstance(kind, type) and issubclass(kind, BaseException), name
+        error = kind(*arguments.get(name, ("what went wrong",)))
+        detail = errors.error_json(error)["error"]
+        assert detail["type"] == name and detail["exit_code"] == int(error.exit_code), detail
+        assert detail["message"] == str(error) and detail["message"]
+
+
 def test_error_types_are_the_documented_ones(cli, vault_dir, tmp_path):
     """A script matching `type` sees only the names docs/json.md lists: a model server that does
     not answer is an LLMError (it was ProviderUnavailable), a vault with an empty .git a NotAVault
@@ -231,7 +252,7 @@ def test_error_types_are_the_documented_ones(cli, vault_dir, tmp_path):
     cli("add", "Alice prefers green tea", "--at", "2026-01-02")
     env = {"MEMVAULT_MODEL": "openai/fake", "MEMVAULT_API_BASE": f"http://127.0.0.1:{port}/v1",
            "OPENAI_API_KEY": "sk-test"}
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     dream = run_memvault("dream", "--dry-run", "--json", "--vault", str(vault_dir), env=env, timeout=120)
     broken = tmp_path / "broken"

@@ -19,7 +19,8 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.from_thread import start_blocking_portal
-from conftest import IDENTITY, commit_count, git, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import IDENTITY, commit_count, git, is_clean
 from test_docs_json import parse_doc, problems
 
 TOOLS = {"add", "search", "recent", "show", "forget", "context", "status", "why"}
@@ -146,6 +147,18 @@ def test_add_search_show_forget_through_the_protocol(server):
     shown = server.call("show", id=fact["id"])
     assert shown.is_error and "was forgotten" in shown.content[0].text and "wrong person" in shown.content[0].text
     assert server.ok("forget", id=fact["id"])["already_forgotten"] is True
+
+
+def test_an_add_retried_with_its_key_returns_the_first_fact_and_writes_nothing(server):
+    """The client crashed right after an `add` and retried it: with a key, the fact is stored once."""
+    first = server.ok("add", text="Hana starts on Monday", key="req-5f2c")
+    before = commit_count(server.vault)
+    retried = server.call("add", text="Hana starts on Monday", key="req-5f2c")
+    assert not retried.is_error and retried.structured_content == first
+    assert f"key 'req-5f2c' (fact {first['id']}) is already stored" in retried.content[-1].text
+    assert commit_count(server.vault) == before and first["key"] == "req-5f2c"
+    bad = server.call("add", text="Hana starts on Monday", key="two\nlines")
+    assert bad.is_error and "key must be one line" in bad.content[0].text
 
 
 def test_context_and_status_carry_their_documented_shapes(server):
@@ -392,7 +405,7 @@ def test_a_nightly_dream_in_another_process_is_seen_without_a_restart(server):
     """`memvault dream` run by cron (a scripted local model) consolidates a backdated fact into a
     page: the warm server's next search finds the page, the fact leaves the default scope (the
     watermark moved) but `include_all` still finds it, and MEMORY.md reads as rewritten."""
-    from fake_llm import FakeLLM, consolidate_everything
+    from support.fake_llm import FakeLLM, consolidate_everything
 
     fact = server.ok("add", text="Grace keeps bees on her roof", at="2025-06-01")
     with FakeLLM(default=consolidate_everything("wiki/topics/bees.md", "Bees")) as fake:

@@ -7,10 +7,10 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from conftest import commit_count, git, is_clean, snapshot
+from support.git import commit_count, git, is_clean, snapshot
 
 from memvault.errors import InvalidInput
-from memvault.facts import Fact, format_item, parse_log
+from memvault.formats.facts import Fact, format_item, parse_log
 
 
 def test_the_link_rides_in_the_log_line_and_reads_back(tmp_path):
@@ -133,3 +133,4 @@ def test_a_purged_fact_cannot_be_superseded(vault, vault_dir):
     vault.purge([fact.id])
     with pytest.raises(InvalidInput, match=f"supersedes {fact.id}: that fact was purged"):
         vault.add("x", supersedes=fact.id)
+

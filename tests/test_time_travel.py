@@ -15,7 +15,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import git, is_clean, snapshot
+from support.git import git, is_clean, snapshot
 
 from memvault import Vault
 from memvault.errors import InvalidInput, NotFound
@@ -74,7 +74,7 @@ def test_since_and_until_still_filter_by_the_facts_own_time(vault, months):
     assert hits(vault.as_of("2026-04-15"), "Alice Carol", **january) == ["Alice lives in Paris"]
     assert sorted(hits(vault.as_of("2026-06-01"), "Alice Carol", **january)) == [
         "Alice lives in Paris", "Carol joined the choir"]
-    from memvault.dates import parse_range
+    from memvault.base.dates import parse_range
 
     lower, upper = parse_range(january["since"], january["until"], vault.tz)
     assert texts(vault.recent(since=lower, until=upper, as_of="2026-04-15")) == ["Alice lives in Paris"]
@@ -170,7 +170,7 @@ def test_a_moment_being_read_is_never_evicted(vault, vault_dir, months, monkeypa
 
 
 def test_two_processes_asking_about_one_moment_at_once_both_answer(vault, vault_dir, months):
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     vault.search("warm the index up")
     command = [sys.executable, "-m", "memvault", "search", "coffee", "--lexical", "--as-of", "2026-02-15",
@@ -244,8 +244,8 @@ def test_a_supersede_counts_from_its_commit_and_a_question_about_the_past_finds_
 
 
 def test_before_and_after_a_dream_and_its_undo(vault, monkeypatch):
-    from dream_support import settings
-    from fake_llm import FakeLLM, consolidate_everything
+    from support.dream import settings
+    from support.fake_llm import FakeLLM, consolidate_everything
 
     on(vault, "2026-01-10T10:00:00+00:00")
     tea = vault.add("Alice drinks green tea", at="2026-01-10T09:00:00")
@@ -354,7 +354,7 @@ def test_as_of_through_the_python_api_keywords_and_view_agree(vault, months):
 def test_a_read_only_view_of_the_vault_keeps_its_moments_in_the_users_cache(vault, vault_dir, months, tmp_path):
     """The vault seen through a read-only bind mount: a question about the past writes nothing
     there; the moment is kept beside the index's copy in the user's cache."""
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     view = tmp_path / "view"
     view.mkdir()

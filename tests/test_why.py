@@ -7,7 +7,7 @@ import json
 from datetime import date
 
 import pytest
-from conftest import commit_count, git, snapshot
+from support.git import commit_count, git, snapshot
 
 from memvault.errors import InvalidInput, NotFound
 
@@ -22,8 +22,8 @@ def on(vault, when: str) -> None:
 def dreamed(vault):
     """Two facts in January, dreamed into a page on February 1st; the tea superseded in March and
     the tap forgotten in April."""
-    from dream_support import settings
-    from fake_llm import FakeLLM, consolidate_everything
+    from support.dream import settings
+    from support.fake_llm import FakeLLM, consolidate_everything
 
     on(vault, "2026-01-10T10:00:00+00:00")
     tea = vault.add("Alice drinks green tea", at="2026-01-10T09:00:00", source="chat-agent", session="s-1")

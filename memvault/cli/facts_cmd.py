@@ -25,8 +25,8 @@ from memvault.cli.output import (
     reader,
     table,
 )
-from memvault.errors import InvalidInput, InvalidItem, NotFound, check_count
-from memvault.facts import read_fact_lines
+from memvault.errors import InvalidInput, InvalidItem, check_count
+from memvault.formats.facts import read_fact_lines
 
 CategoryOption = Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")]
 TagOption = Annotated[str | None, typer.Option("--tag", "-t", help="Only facts with this tag.")]
@@ -45,14 +45,17 @@ def add(
     stdin: Annotated[bool, typer.Option("--stdin", help="Read one fact per line (plain text or a JSON object); one commit.")] = False,
     allow_secret: Annotated[bool, typer.Option("--allow-secret", help="Store a text holding a credential (a key, token, password) anyway; it is never sent to an LLM.")] = False,
     supersedes: Annotated[str | None, typer.Option("--supersedes", metavar="ID", help="The id of an older fact this one replaces (a correction, a new state); both stay, search lists this one first.")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Your name for this fact (one line): if a fact was stored under it already, nothing is added and its id is printed, so a retry never adds twice.")] = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
     """Remember a fact: append it to its day's log and commit. Prints the new fact id.
 
-    Nothing is merged or deduplicated: adding the same text twice gives two facts.
+    Nothing is merged or deduplicated: adding the same text twice gives two facts, unless both
+    carry the same --key: then the second adds nothing, prints the first one's id and exits 0.
     With --stdin each line is plain text or {"text", "category", "tags", "source", "session",
-    "importance", "at", "supersedes"}; the whole batch is checked first and a bad line writes nothing.
+    "importance", "at", "supersedes", "key"}; the whole batch is checked first and a bad line
+    writes nothing.
     A text holding a credential (cloud key, token, private key, password) is refused (exit 2)
     unless --allow-secret. --supersedes must name a live fact nothing supersedes yet (exit 2).
 
@@ -63,6 +66,8 @@ def add(
         raise InvalidInput("give either TEXT or --stdin, not both")
     if stdin and supersedes is not None:
         raise InvalidInput('with --stdin, give "supersedes" in the records, not --supersedes')
+    if stdin and key is not None:
+        raise InvalidInput("--key names one fact: with --stdin give each line its own \"key\"")
     if stdin:
         if sys.stdin.isatty():
             notice("reading facts from the terminal, one per line; press Ctrl-D on an empty line to end")
@@ -77,7 +82,8 @@ def add(
             raise InvalidInput("missing TEXT (or use --stdin)")
         vault = open_vault(vault_path)
         facts = [vault.add(text, category=category, tags=tag or (), source=source, session=session,
-                           importance=importance, at=at, allow_secret=allow_secret, supersedes=supersedes)]
+                           importance=importance, at=at, allow_secret=allow_secret, supersedes=supersedes,
+                           key=key)]
     if json_:
         emit_json(facts[0].to_dict() if not stdin else [f.to_dict() for f in facts])
     else:
@@ -99,22 +105,19 @@ def show(
     """
     memory = reader(open_vault(vault_path), as_of, tell=not json_)
     view = memory.show(fact_id)
-    if view.forgotten:
-        t = view.forgotten
-        raise NotFound(f"fact {t.id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
+    fact = view.live()
     if json_:
         data = {k: v for k, v in view.to_dict().items() if k != "forgotten"}
         emit_json({**data, "as_of": memory.moment.to_dict()} if as_of else data)
         return
-    fact = view.fact
     echo(fact.text)
     echo("")
     chain = " -> ".join(view.chain) if len(view.chain) > 2 else None
     fields = [("id", fact.id, ID), ("at", fact.at.isoformat(), ""), ("category", fact.category, CATEGORY),
               ("tags", ", ".join(fact.tags) or None, TAGS), ("source", fact.source, ""),
-              ("session", fact.session, ""), ("importance", fact.importance, ""), ("log", fact.path, ""),
-              ("supersedes", fact.supersedes, ID), ("superseded", view.superseded_by and f"by {view.superseded_by}", ID),
-              ("chain", chain, ID)]
+              ("session", fact.session, ""), ("importance", fact.importance, ""), ("key", fact.key, ""),
+              ("log", fact.path, ""), ("supersedes", fact.supersedes, ID),
+              ("superseded", view.superseded_by and f"by {view.superseded_by}", ID), ("chain", chain, ID)]
     for label, value, style in fields:
         if value is not None:
             line((f"{label + ':':<11} ", WHEN), (str(value), style))
@@ -142,14 +145,10 @@ def recent(
     Example: memvault recent --since 7d --tag alice
     Example: memvault recent --session chat-42 --limit 50
     """
-    from memvault.dates import parse_range
-
     check_count("limit", limit, 1)  # before a first use could create the default vault
-    vault = open_vault(vault_path)
-    lower, upper = parse_range(since, until, vault.tz)
-    memory = reader(vault, as_of, tell=not json_)
+    memory = reader(open_vault(vault_path), as_of, tell=not json_)
     facts = memory.recent(
-        limit, since=lower, until=upper, category=category, tag=tag, source=source, session=session,
+        limit, since=since, until=until, category=category, tag=tag, source=source, session=session,
         oldest_first=oldest_first,
     )
     if json_:

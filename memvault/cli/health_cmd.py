@@ -19,7 +19,6 @@ from memvault.cli.output import (
     root_vault,
 )
 from memvault.errors import ExitCode
-from memvault.storage.lock import held_by
 
 _MARKS = {"ok": "ok   ", "warn": "warn ", "fail": "FAIL ", "fixed": "fixed"}
 
@@ -79,7 +78,9 @@ def status(as_of: AsOfOption = None, json_: JsonOption = False, vault_path: Vaul
         echo(f"remote      {remote['url']}: never synced")
     lock = state["lock"]
     if lock:
-        echo(f"lock        {held_by(lock)}")
+        from memvault.vault import Vault
+
+        echo(f"lock        {Vault.held_by(lock)}")
     if state["git"]["uncommitted"]:
         echo(f"git         {state['git']['uncommitted']} uncommitted change(s) (see `memvault doctor`)")
 

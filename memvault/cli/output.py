@@ -12,12 +12,15 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from memvault.errors import MemvaultError, Terminated, error_json
 
 VaultOption = Annotated[
     Path | None,
@@ -62,6 +65,11 @@ def score_style(cell: str) -> str:
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def emit_error(error: MemvaultError | Terminated) -> None:
+    """A failure with --json: `{"error": ...}` on stderr (stdout keeps the result, if any)."""
+    sys.stderr.write(json.dumps(error_json(error)) + "\n")
 
 
 def emit_jsonl(data: Any) -> None:
@@ -183,6 +191,39 @@ def line(*parts: str | tuple[str, str]) -> None:
                   soft_wrap=True)
 
 
+@contextmanager
+def progress_bar() -> Iterator[Any]:
+    """A progress callback `(phase, done, total)` drawing a bar on stderr, only on a terminal
+    (the first search, reindex, import).
+
+    The bar starts with the first piece of work reported, so a command with none writes nothing
+    to stderr. With NO_COLOR (or TERM=dumb) there is no bar at all, since drawing one takes escape
+    sequences (the notices still say what is being done)."""
+    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar: Progress | None = None
+    tasks: dict[str, Any] = {}
+
+    def update(phase: str, done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(console=Console(stderr=True), transient=True)
+            bar.start()
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=total)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.stop()
+
+
 def open_vault(path: Path | None):
     """Open the vault for a command; its notices (created, repaired, index rebuilt) go to stderr.
 
@@ -206,7 +247,7 @@ def reader(vault, as_of: str | None, *, tell: bool = True):
 
 def root_vault() -> Path | None:
     """The --vault given before the command (`memvault --vault PATH add ...`), if any."""
-    from typer._click.globals import get_current_context
+    from memvault.cli.click_private import get_current_context
 
     ctx = get_current_context(silent=True)
     return (ctx.find_root().obj or {}).get("vault") if ctx is not None else None

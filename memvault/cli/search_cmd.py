@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 
-from memvault import jsonline
+from memvault.base import jsonline
 from memvault.cli.output import (
     CATEGORY,
     ID,
@@ -28,12 +25,13 @@ from memvault.cli.output import (
     nothing,
     notice,
     open_vault,
+    progress_bar,
     reader,
     score_style,
     table,
 )
-from memvault.errors import ExitCode, InvalidInput, MemvaultError, one_line
-from memvault.facts import BOM
+from memvault.errors import ExitCode, InvalidInput, MemvaultError, error_detail
+from memvault.formats.facts import BOM
 
 # Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
 _STDIN_KEYS = {
@@ -92,7 +90,7 @@ def search(
         return
     memory = reader(vault, options.pop("as_of"), tell=not json_)
     request = _query(vault, query, options)
-    with _progress() as progress:
+    with progress_bar() as progress:
         hits = memory.search(request, progress=progress)
     if json_:
         found = [hit.to_dict() for hit in hits]
@@ -125,11 +123,11 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
                 options.update(request)
             memory = reader(vault, options.pop("as_of"), tell=False)
             search_query = _query(vault, query, options)
-            with _progress() as progress:
+            with progress_bar() as progress:
                 hits = memory.search(search_query, progress=progress)
         except MemvaultError as e:
             failed += 1
-            error = {"type": e.kind, "message": one_line(f"line {number}: {e}"), "exit_code": int(e.exit_code)}
+            error = error_detail(e, f"line {number}: {e}")
             if as_json:
                 emit_jsonl({"query": query, "error": error})
             else:
@@ -200,39 +198,6 @@ def _signals(explain: dict) -> str:
     return ", ".join(parts) + f"  (floor {explain['min_score']:g})"
 
 
-@contextmanager
-def _progress() -> Iterator[Any]:
-    """A progress callback drawing a bar on stderr, only on a terminal (first search, reindex).
-
-    The bar starts with the first piece of index work reported (a build, embedding, re-reading
-    changed files), so a search with none writes nothing to stderr. With NO_COLOR (or TERM=dumb)
-    there is no bar at all, since drawing one takes escape sequences (the notices still say what
-    is being built)."""
-    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    bar: Progress | None = None
-    tasks: dict[str, Any] = {}
-
-    def update(phase: str, done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = Progress(console=Console(stderr=True), transient=True)
-            bar.start()
-        if phase not in tasks:
-            tasks[phase] = bar.add_task(phase, total=total)
-        bar.update(tasks[phase], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if bar is not None:
-            bar.stop()
-
-
 def reindex(
     clear: Annotated[bool, typer.Option("--clear", help="Rebuild from scratch, aside, then swap it in (searches keep working).")] = False,
     download_model: Annotated[bool, typer.Option("--download-model", help="First fetch the embedding model from the hub into the user cache (searches never download).")] = False,
@@ -249,7 +214,7 @@ def reindex(
     if download_model:
         notice(f"downloading embedding model {vault.config.embed_model} (about 90 MB, once; offline this fails after about 40 s of retries)…")
         notice(f"model {vault.config.embed_model} is in {vault.download_model()}")
-    with _progress() as progress:
+    with progress_bar() as progress:
         report = vault.reindex(clear=clear, progress=progress)
     if json_:
         emit_json(report)

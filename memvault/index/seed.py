@@ -19,8 +19,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from memvault.formats.layout import INDEX_LOCK
 from memvault.index.indexer import BUILDING, POINTER, SearchIndex
-from memvault.storage.layout import INDEX_LOCK
 from memvault.storage.owner import Owner
 
 WAIT_SECONDS = 1.0

@@ -21,6 +21,7 @@ class Fact(TypedDict):
     session: str | None
     importance: float | None
     secret: bool
+    key: str | None
     path: str
     supersedes: str | None
 

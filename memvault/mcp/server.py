@@ -27,12 +27,20 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memvault import __version__
-from memvault.context import memory_for_prompts
-from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, one_line, unwritable_in
-from memvault.gitstore import failure_detail
-from memvault.index import vectors
+from memvault.errors import (
+    ExitCode,
+    InternalError,
+    InvalidInput,
+    MemvaultError,
+    Terminated,
+    error_json,
+    unwritable_in,
+)
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
+from memvault.recall.context import memory_for_prompts
+from memvault.storage.gitstore import failure_detail
+from memvault.vault import Vault
 
 HOST = "127.0.0.1"  # no authentication: never listen beyond this machine
 MEMORY_URI = "memvault://vault/MEMORY.md"
@@ -139,17 +147,13 @@ def error_result(error: Exception) -> CallToolResult:
     # the file, exit 9, as the CLI says it (sqlite's "database or disk is full" was an internal error).
     if not isinstance(error, MemvaultError):
         error = unwritable_in(error) or error
-    if isinstance(error, MemvaultError):
-        kind, message, code = error.kind, str(error), int(error.exit_code)
-    else:
+    if not isinstance(error, MemvaultError):
         if os.environ.get("MEMVAULT_DEBUG"):
             traceback.print_exception(error, file=sys.stderr)
-        kind, code = "InternalError", int(ExitCode.ERROR)
-        message = f"unexpected error: {failure_detail(error)} (set MEMVAULT_DEBUG=1 for details)"
-    message = one_line(message)
-    return CallToolResult(content=[TextContent(type="text", text=message)],
-                          structured_content={"error": {"type": kind, "message": message, "exit_code": code}},
-                          is_error=True)
+        error = InternalError(f"unexpected error: {failure_detail(error)} (set MEMVAULT_DEBUG=1 for details)")
+    envelope = error_json(error)
+    return CallToolResult(content=[TextContent(type="text", text=envelope["error"]["message"])],
+                          structured_content=envelope, is_error=True)
 
 
 def build_server(worker: VaultWorker) -> MemvaultServer:
@@ -187,17 +191,21 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         supersedes: Annotated[str | None, Field(description="The id of an older fact this one replaces (a "
                                                             "correction, a new state); both stay, and search lists "
                                                             "this one first.")] = None,
+        key: Annotated[str | None, Field(description="Your name for this fact (one line), e.g. a request id: if a "
+                                                     "fact was stored under it already, nothing is added and that "
+                                                     "fact is returned. Give one when you may retry the call.")] = None,
     ) -> Annotated[CallToolResult, schemas.Fact]:
         """Remember one fact: appended to its day's log and committed to git. Returns the fact with its id.
 
-        Nothing is merged or deduplicated: the same text twice is two facts. A text holding a
+        Nothing is merged or deduplicated: the same text twice is two facts, unless both calls give
+        the same key (a retry): the second adds nothing and returns the first. A text holding a
         credential is refused unless allow_secret. To correct or update a fact, add the new one with
         `supersedes` set to the old one's id.
         """
         return await answer(lambda vault: vault.add(text, category=category, tags=tags or (), source=source,
                                                     session=session, importance=importance, at=at,
-                                                    allow_secret=allow_secret, supersedes=supersedes).to_dict(),
-                            write=True)
+                                                    allow_secret=allow_secret, supersedes=supersedes,
+                                                    key=key).to_dict(), write=True)
 
     @server.tool(annotations=READS)
     async def search(
@@ -243,11 +251,8 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
     ) -> Annotated[CallToolResult, schemas.Facts]:
         """List the newest facts (forgotten ones never appear); with source or session, a thread in order."""
         def run(vault):
-            from memvault.dates import parse_range
-
-            lower, upper = parse_range(since, until, vault.tz)
             memory = vault.as_of(as_of) if as_of is not None else vault
-            facts = memory.recent(limit, since=lower, until=upper, category=category, tag=tag, source=source,
+            facts = memory.recent(limit, since=since, until=until, category=category, tag=tag, source=source,
                                   session=session, oldest_first=oldest_first)
             return {"facts": [fact.to_dict() for fact in facts], **_moment(memory)}
 
@@ -260,9 +265,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         def run(vault):
             memory = vault.as_of(as_of) if as_of is not None else vault
             view = memory.show(id)
-            if view.forgotten:
-                t = view.forgotten
-                raise NotFound(f"fact {t.id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
+            view.live()  # a forgotten fact: FactForgotten says when and why
             return {**{k: v for k, v in view.to_dict().items() if k != "forgotten"}, **_moment(memory)}
 
         return await answer(run)
@@ -317,7 +320,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
                      description="The vault's bounded summary for prompts, rewritten by the nightly dream.")
     async def memory() -> str:
         try:
-            # what a prompt may read of it: memvault.context leaves out the lines it must not show
+            # what a prompt may read of it: memvault.recall.context leaves out the lines it must not show
             text, _ = await worker.run(lambda vault: memory_for_prompts(vault.storage) or "")
         except MemvaultError as e:
             # The reason, in the one line the CLI would print; anything else the SDK reports as a crash.
@@ -356,7 +359,7 @@ async def _stdout_is_stderr(_server):
 
 def serve(worker: VaultWorker, port: int | None = None) -> None:
     """Run the server until the client goes away: stdio, or streamable HTTP on 127.0.0.1:`port`."""
-    vectors.products_on_one_thread()  # a steady search beside the client, rather than a pool's bursts
+    Vault.search_on_one_thread()  # a steady search beside the client, rather than a pool's bursts
     server = build_server(worker)
     try:
         if port is None:

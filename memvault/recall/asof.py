@@ -33,14 +33,10 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
-from memvault.dates import parse_bound
+from memvault.base.dates import parse_bound
 from memvault.errors import InvalidInput
-from memvault.facts import stored_id
-from memvault.index import location
-from memvault.index.seed import copy_index
-from memvault.storage.files import read_text
-from memvault.storage.history import COMMIT_NAME, Commit, commit_at, first_parent_line, head, named_commit, write_tree
-from memvault.storage.layout import (
+from memvault.formats.facts import stored_id
+from memvault.formats.layout import (
     LOGS_DIR,
     STATE_ASOF,
     STATE_DIR,
@@ -48,9 +44,13 @@ from memvault.storage.layout import (
     STATE_INDEX,
     TOMBSTONES_FILE,
 )
+from memvault.formats.tombstones import parse_tombstones
+from memvault.index import location
+from memvault.index.seed import copy_index
+from memvault.storage.files import read_text
+from memvault.storage.history import COMMIT_NAME, Commit, commit_at, first_parent_line, head, named_commit, write_tree
 from memvault.storage.owner import Owner
 from memvault.storage.store import Storage
-from memvault.tombstones import parse_tombstones
 
 MAX_SNAPSHOTS = 8
 MAX_BYTES = 2 * 1024 ** 3
@@ -161,10 +161,11 @@ def past(storage: Storage, when: Moment | str | datetime | date) -> Iterator[Sto
 
 def status_at(live: Storage, storage: Storage, found: Moment) -> dict:
     """`status` of the vault as of a moment: its facts, pages and dream progress then."""
-    from memvault.health import contents
+    from memvault.dream.status import dream_status
+    from memvault.health.status import contents
 
-    return {"path": str(live.root), "as_of": found.to_dict(),
-            **contents(storage, today=found.when.astimezone(storage.tz).date())}
+    today = found.when.astimezone(storage.tz).date()  # days pending dream count up to then
+    return {"path": str(live.root), "as_of": found.to_dict(), **contents(storage, dream_status(storage, today=today))}
 
 
 # -- the folder of past moments -------------------------------------------------------------------

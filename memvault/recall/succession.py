@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from memvault.errors import InvalidItem, NotFound
-from memvault.facts import Fact
+from memvault.formats.facts import Fact
 from memvault.storage.files import read_bytes
 from memvault.storage.store import Storage
 
@@ -132,7 +132,7 @@ def checked(storage: Storage, facts: list[Fact]) -> list[Fact]:
 
 
 def _target(storage: Storage, number: int, typed: str) -> Fact:
-    from memvault.purge import purged_tombstone
+    from memvault.remote.purge import purged_tombstone
 
     try:
         return storage.find_fact(typed)

@@ -15,15 +15,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.citations import pages_citing
 from memvault.errors import InvalidInput, NotFound
-from memvault.facts import Fact
+from memvault.formats.facts import Fact
+from memvault.formats.layout import MEMORY_FILE, WIKI_DIR
+from memvault.formats.pages import cited_ids, clean_body
 from memvault.index.documents import page_documents
-from memvault.pages import cited_ids, clean_body, list_pages
 from memvault.recall.succession import links
 from memvault.storage.history import Commit, Trail, trails
-from memvault.storage.layout import MEMORY_FILE, WIKI_DIR
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, pages_citing
 
 _LINK = re.compile(r"\]\((wiki/[^)\s]+\.md)\)")
 _WORD = re.compile(r"\w{3,}")
@@ -93,7 +93,7 @@ def why(storage: Storage, target: str) -> Why:
     try:
         fact = storage.find_fact(target)
     except NotFound:
-        from memvault.purge import purged_tombstone
+        from memvault.remote.purge import purged_tombstone
 
         gone = purged_tombstone(storage, target)
         if gone is not None:  # its text is gone; its record and commits are not

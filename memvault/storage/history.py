@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from memvault.dreamlog import parse_journal
 from memvault.errors import InvalidInput
-from memvault.facts import parse_log
-from memvault.gitstore import GitStore, command_error
-from memvault.pages import cited_ids
-from memvault.storage.layout import DREAM_LOG, LOGS_DIR, STATE_DIR, TOMBSTONES_FILE, WIKI_DIR
-from memvault.tombstones import parse_tombstones
+from memvault.formats.dreamlog import parse_journal
+from memvault.formats.facts import parse_log
+from memvault.formats.layout import DREAM_LOG, LOGS_DIR, STATE_DIR, TOMBSTONES_FILE, WIKI_DIR
+from memvault.formats.pages import cited_ids
+from memvault.formats.tombstones import parse_tombstones
+from memvault.storage.gitstore import GitStore, command_error
 
 # How a commit is named: at least 7 hex digits (what `git log --oneline` shows), up to a full sha.
 COMMIT_NAME = re.compile(r"^[0-9a-fA-F]{7,64}$")
@@ -161,7 +161,7 @@ class Trail:
 
 
 def trails(git: GitStore, ids: list[str]) -> tuple[dict[str, Trail], dict[str, list]]:
-    """Each fact's Trail, and the dream journal entries (memvault.dreamlog.Entry) each commit added.
+    """Each fact's Trail, and the dream journal entries (memvault.formats.dreamlog.Entry) each commit added.
 
     One pass over the history (every branch merged into HEAD, oldest first): the commits whose
     changes to the daily logs, tombstones.jsonl, the wiki or log.md mention one of the ids."""

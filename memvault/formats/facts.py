@@ -1,0 +1,499 @@
+"""Facts and the daily log format.
+
+A fact is one markdown list item in the log of the day it happened. The text comes first so the
+file reads naturally; the metadata rides in an HTML comment that markdown viewers hide:
+
+    - Alice prefers green tea. <!-- mv {"id":"01jdq5x8k2m7v3qa","at":"2026-11-22T18:47:07+01:00",...} -->
+      further lines of the same fact are indented by two spaces
+
+Only "\\n" splits lines, and every text line is prefixed, so any text (blank lines, "## ", "---",
+"- ", carriage returns, unicode) round-trips exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, tzinfo
+from typing import Any
+
+from memvault.base import jsonline
+from memvault.base.dates import check_plausible, parse_at
+from memvault.errors import InvalidInput
+from memvault.formats.layout import log_relpath
+
+META_OPEN = " <!-- mv "
+META_CLOSE = " -->"
+INDENT = "  "
+MAX_TEXT_BYTES = 1024 * 1024
+MAX_LABEL_CHARS = 200
+# \s takes every line break of LINE_BREAKS too; C1 controls (\x80-\x9f, a terminal's CSI among them)
+# are no more a word than C0 ones.
+_TAG = re.compile(r"^[^\s,#\x00-\x1f\x7f-\x9f]+$")
+# Every character str.splitlines() ends a line at. A source or session holding one is two lines
+# wherever it is shown or read line by line (`sessions`' rows, an agent reading the JSON's text).
+LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
+_NOT_PRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # every line break and control character
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+_CROCKFORD_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
+BOM = "\ufeff"
+_PLAIN_ID = re.compile(r"[0-9A-Za-z_.:+-]+")
+ID_PATTERN = re.compile(r"^[0-9a-hjkmnp-tv-z]{16}$")
+_CROCKFORD_ALIASES = str.maketrans({"o": "0", "i": "1", "l": "1"})
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    text: str
+    at: datetime
+    category: str = "fact"
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    session: str | None = None
+    importance: float | None = None
+    path: str = ""
+    line: int = 0
+    secret: bool = False  # holds a credential, stored on purpose (`add --allow-secret`): never sent to an LLM
+    supersedes: str | None = None  # the id of the older fact this one replaces (a correction, a new state)
+    key: str | None = None  # the caller's name for this fact: a second add with the same key adds nothing
+
+    @property
+    def day(self) -> date:
+        return self.at.date()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "at": self.at.isoformat(),
+            "category": self.category,
+            "tags": list(self.tags),
+            "source": self.source,
+            "session": self.session,
+            "importance": self.importance,
+            "secret": self.secret,
+            "key": self.key,
+            "path": self.path,
+            "supersedes": self.supersedes,
+        }
+
+
+@dataclass(frozen=True)
+class ParseProblem:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass
+class FactDraft:
+    """What a caller asks to remember, before it gets an id and a place in a log."""
+
+    text: str
+    category: str = "fact"
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    source: str | None = None
+    session: str | None = None
+    importance: float | None = None
+    at: datetime | str | None = None
+    supersedes: str | None = None
+    key: str | None = None
+
+
+DRAFT_FIELDS = ("text", "category", "tags", "source", "session", "importance", "at", "supersedes", "key")
+
+
+def make_fact(draft: FactDraft | Mapping[str, Any] | str, *, tz: tzinfo, categories: Iterable[str],
+              now: datetime) -> Fact:
+    """A draft (a FactDraft, a mapping of its fields, or just the text) checked field by field and
+    given an id, a time and its day's log (InvalidInput if bad)."""
+    if isinstance(draft, str):
+        draft = FactDraft(text=draft)
+    elif not isinstance(draft, (Mapping, FactDraft)):
+        raise InvalidInput(f"a fact is its text, a mapping of its fields or a FactDraft, not {type(draft).__name__}")
+    if isinstance(draft, Mapping):
+        unknown = set(draft) - set(DRAFT_FIELDS)
+        if unknown:
+            raise InvalidInput(f"unknown field(s): {', '.join(sorted(unknown))}")
+        draft = FactDraft(
+            text=draft.get("text"),  # type: ignore[arg-type]
+            category=draft.get("category") or "fact",
+            tags=draft.get("tags") or (),
+            source=draft.get("source"),
+            session=draft.get("session"),
+            importance=draft.get("importance"),
+            at=draft.get("at"),
+            supersedes=draft.get("supersedes"),
+            key=draft.get("key"),
+        )
+    text = validate_text(draft.text)
+    category = validate_category(draft.category, categories)
+    tags = validate_tags(list(draft.tags) if isinstance(draft.tags, tuple) else draft.tags)
+    source = validate_label(draft.source, "source")
+    session = validate_label(draft.session, "session")
+    importance = validate_importance(draft.importance)
+    supersedes = validate_supersedes(draft.supersedes)
+    key = validate_label(draft.key, "key")
+    if draft.at is None:
+        at = now
+    elif isinstance(draft.at, datetime):
+        check_plausible(draft.at, "at")
+        at = draft.at.replace(tzinfo=tz) if draft.at.tzinfo is None else draft.at.astimezone(tz)
+    elif isinstance(draft.at, str):
+        at = parse_at(draft.at, tz, now)
+    else:
+        raise InvalidInput(f"at must be an ISO 8601 date or datetime, got {draft.at!r}")
+    at = at.replace(microsecond=0)
+    return Fact(id=new_fact_id(), text=text, at=at, category=category, tags=tags, source=source,
+                session=session, importance=importance, path=log_relpath(at.date()), supersedes=supersedes,
+                key=key)
+
+
+def read_fact_lines(text: str) -> tuple[list[dict[str, Any]], list[int]]:
+    """`add --stdin` input: one fact per line, as plain text, a JSON object (the fields of a
+    FactDraft) or a JSON string; blank lines are skipped. Returns the drafts and their line numbers.
+
+    A byte-order mark opening a line is dropped. A line that is JSON of another kind (`null`, `42`,
+    `[1, 2]`) is refused rather than stored as text: it is more likely a producer's mistake than a
+    memory.
+    """
+    drafts: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        # A byte-order mark (Windows tools write one at the start of a file) is no part of a fact.
+        line = raw.removesuffix("\r").removeprefix(BOM)
+        if line.strip():
+            drafts.append(_fact_line(line, number))
+            numbers.append(number)
+    if not drafts:
+        raise InvalidInput("no facts on standard input")
+    return drafts, numbers
+
+
+def _fact_line(line: str, number: int) -> dict[str, Any]:
+    try:
+        value = jsonline.loads(line)
+    except json.JSONDecodeError as e:
+        if line.lstrip().startswith("{"):
+            raise InvalidInput(f"line {number}: invalid JSON ({e.msg} at column {e.colno})") from None
+        return {"text": line}
+    except jsonline.TooDeep as e:
+        # Refused even when it does not start with "{": it is a list or nothing, never a memory.
+        raise InvalidInput(f"line {number}: invalid JSON ({e})") from None
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        return {"text": value}
+    kind = {list: "a list", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+    raise InvalidInput(f"line {number}: JSON {kind} is not a fact; give plain text, a JSON object or a JSON string")
+
+
+def new_fact_id(now_ns: int | None = None) -> str:
+    """16 chars of lowercase Crockford base32: 55 bits of microseconds, then 25 random bits.
+
+    Ids sort by creation time, which keeps `git log` and listings in a sensible order, and the
+    random tail keeps parallel writers from ever colliding in practice.
+    """
+    micros = (now_ns if now_ns is not None else time.time_ns()) // 1000
+    value = ((micros & ((1 << 55) - 1)) << 25) | secrets.randbits(25)
+    # Two characters (10 bits) at a time: a loop over the 16 took a second for an import of 100k facts.
+    pairs = _CROCKFORD_PAIRS
+    return (pairs[value >> 70] + pairs[(value >> 60) & 1023] + pairs[(value >> 50) & 1023]
+            + pairs[(value >> 40) & 1023] + pairs[(value >> 30) & 1023] + pairs[(value >> 20) & 1023]
+            + pairs[(value >> 10) & 1023] + pairs[value & 1023])
+
+
+def normalize_id(typed: str) -> str:
+    """A fact id as a person may type it: any case, Crockford's O for 0 and I or L for 1."""
+    return typed.strip().lower().translate(_CROCKFORD_ALIASES)
+
+
+def validate_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise InvalidInput("fact text must be a string")
+    if not text.strip():
+        raise InvalidInput("fact text is empty")
+    if "\x00" in text:
+        raise InvalidInput("fact text contains a NUL character")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        check_encodable(text, "fact text")  # says which kind of lone surrogate
+        raise
+    if size > MAX_TEXT_BYTES:
+        raise InvalidInput(f"fact text is larger than {MAX_TEXT_BYTES // 1024} KiB")
+    return text
+
+
+def check_encodable(value: str, name: str) -> None:
+    """Refuse what cannot be written as UTF-8: a lone surrogate.
+
+    Bytes that are not UTF-8 (on standard input, in an argument) reach Python as the surrogates
+    U+DC80..U+DCFF (surrogateescape), so those are called invalid UTF-8; any other one came from
+    a JSON or Python escape such as "\\ud800".
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        if all(0xDC80 <= ord(c) <= 0xDCFF for c in value[e.start:e.end]):
+            raise InvalidInput(f"{name} is not valid UTF-8") from None
+        raise InvalidInput(f"{name} is not valid unicode (lone surrogate)") from None
+
+
+def validate_category(category: object, allowed: Iterable[str]) -> str:
+    """The vault's spelling of a category typed in any case (`Preference` is `preference`)."""
+    allowed = tuple(allowed)
+    if isinstance(category, str):
+        for name in allowed:
+            if name.casefold() == category.strip().casefold():
+                return name
+    raise InvalidInput(f"unknown category {category!r}; use one of: {', '.join(allowed)}")
+
+
+def validate_tags(tags: object) -> tuple[str, ...]:
+    if tags is None:
+        return ()
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
+        raise InvalidInput("tags must be a list of strings")
+    for tag in tags:
+        if isinstance(tag, str) and len(tag) > MAX_LABEL_CHARS:
+            raise InvalidInput(f"invalid tag {tag[:40]!r}… ({len(tag)} characters): a tag is at most "
+                               f"{MAX_LABEL_CHARS} characters")
+        if not isinstance(tag, str) or not _TAG.match(tag):
+            raise InvalidInput(f"invalid tag {tag!r}: tags are single words without spaces, line breaks, "
+                               "control characters, commas or '#'")
+        check_encodable(tag, "tag")
+    return tuple(dict.fromkeys(tags))  # a tag given twice is one tag: kept once, in the order given
+
+
+def validate_label(value: object, name: str) -> str | None:
+    """source, session and key: short single-line identifiers."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{name} must be a non-empty string")
+    if len(value) > MAX_LABEL_CHARS:
+        raise InvalidInput(f"{name} must be one line of at most {MAX_LABEL_CHARS} characters")
+    return check_one_line(value, name)
+
+
+def check_one_line(value: str, name: str) -> str:
+    """`value` if it is one line of printable text (it goes into a commit subject or a row)."""
+    if _NOT_PRINTABLE.search(value):  # (one search: a character loop cost an import of 100k keys a second)
+        line_break = next((c for c in value if c in LINE_BREAKS), None)
+        if line_break is not None:
+            raise InvalidInput(f"{name} must be one line: it holds a line break ({line_break!r})")
+        control = next(c for c in value if ord(c) < 32 or 127 <= ord(c) <= 159)  # C0, DEL, C1
+        raise InvalidInput(f"{name} holds a control character ({control!r}); give printable text")
+    check_encodable(value, name)
+    return value
+
+
+def validate_supersedes(value: object) -> str | None:
+    """The id a new fact supersedes, as typed (any case, Crockford's O, I, L); whether it names a
+    live fact is the vault's to check (memvault.recall.succession)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("supersedes must be a fact id (a non-empty string)")
+    if len(value) > MAX_LABEL_CHARS:
+        raise InvalidInput(f"supersedes must be a fact id, not {len(value)} characters")
+    return check_one_line(value.strip(), "supersedes")
+
+
+def validate_importance(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInput(f"importance must be a number between 0 and 1, got {value!r}")
+    if math.isnan(value) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(f"importance must be between 0 and 1, got {value}")
+    return float(value)
+
+
+# One encoder for every item: json.dumps makes a new one per call when given options (an import's
+# 100,000 items spent half a second on that).
+_META_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def format_item(fact: Fact) -> str:
+    """The fact as a log item, ending with a newline."""
+    meta: dict[str, Any] = {"id": fact.id, "at": fact.at.isoformat(), "category": fact.category}
+    if fact.tags:
+        meta["tags"] = list(fact.tags)
+    if fact.source is not None:
+        meta["source"] = fact.source
+    if fact.session is not None:
+        meta["session"] = fact.session
+    if fact.importance is not None:
+        meta["importance"] = fact.importance
+    if fact.secret:
+        meta["secret"] = True
+    if fact.supersedes is not None:
+        meta["supersedes"] = fact.supersedes
+    if fact.key is not None:
+        meta["key"] = fact.key
+    encoded = comment_json(_META_JSON.encode(meta))
+    first, *rest = fact.text.split("\n")
+    lines = [f"- {first}{META_OPEN}{encoded}{META_CLOSE}"]
+    lines.extend(INDENT + line for line in rest)
+    return "\n".join(lines) + "\n"
+
+
+def comment_json(encoded: str) -> str:
+    """JSON as a metadata comment holds it: "<" and ">" never appear raw, so " -->" can only be
+    the comment's end."""
+    return encoded.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def stored_id(fact_id: str) -> str:
+    """How an item's metadata comment writes this id: the JSON string, quotes included. Readers
+    accept an item only when its id is written so (see `_parse_item`), so finding this text in a
+    log is how to find the log that may hold the fact, whatever spacing a hand edit gave the JSON."""
+    if _PLAIN_ID.fullmatch(fact_id):  # every id memvault makes: nothing to escape (parse_log's hot path)
+        return f'"{fact_id}"'
+    return comment_json(json.dumps(fact_id, ensure_ascii=False))
+
+
+def log_header(day: date) -> str:
+    return f"# {day.isoformat()}\n\n"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a daily log, exactly as stored: one fact item with its continuation lines, or one
+    other line. Joined in order, the chunks give the file back byte for byte."""
+
+    text: str
+    line: int       # 1-based number of its first line
+    is_item: bool
+
+
+def split_log(content: str) -> list[Chunk]:
+    """The one rule that cuts a daily log into items, shared by the parser and the merge driver.
+
+    Only "\n" ends a line (a fact's text may hold "\r", U+2028 and the like). An item is a
+    "- " line plus the indented lines after it, and the blank lines between them (an editor may
+    strip the two spaces of an empty text line); blank lines after its last indented line are
+    not part of it.
+    """
+    lines = content.split("\n")
+    ends = ["\n"] * (len(lines) - 1) + [""]
+    if lines[-1] == "":
+        lines.pop()
+        ends.pop()
+    chunks: list[Chunk] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("- "):
+            chunks.append(Chunk(lines[i] + ends[i], i + 1, False))
+            i += 1
+            continue
+        end = j = i + 1
+        while j < len(lines) and (lines[j].startswith(INDENT) or _blank(lines[j])):
+            j += 1
+            if lines[j - 1].startswith(INDENT):
+                end = j
+        chunks.append(Chunk("".join(line + e for line, e in zip(lines[i:end], ends[i:end], strict=True)), i + 1, True))
+        i = end
+    return chunks
+
+
+def _blank(line: str) -> bool:
+    return line in ("", "\r")
+
+
+def parse_log(content: str, path: str) -> tuple[list[Fact], list[ParseProblem]]:
+    """Every fact in a daily log, plus the lines that look like items but do not parse."""
+    facts: list[Fact] = []
+    problems: list[ParseProblem] = []
+    for chunk in split_log(content):
+        lines = chunk.text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if not chunk.is_item:
+            line = lines[0]
+            if line.strip() and not line.startswith("#") and not line.startswith(INDENT):
+                problems.append(ParseProblem(path, chunk.line, "line is not a fact item"))
+            continue
+        first, rest = lines[0], lines[1:]
+        if first.endswith(META_CLOSE + "\r"):
+            # Saved with CRLF line ends (an editor on Windows): memvault never writes "\r" right
+            # after the metadata, so the item's every line end is a CRLF, not text.
+            first, rest = first[:-1], [line.removesuffix("\r") for line in rest]
+        continuation = ["" if _blank(line) else line[len(INDENT):] for line in rest]
+        try:
+            facts.append(_parse_item(first, continuation, path, chunk.line))
+        except ValueError as e:
+            problems.append(ParseProblem(path, chunk.line, str(e)))
+    return facts, problems
+
+
+def item_id(first: str) -> str | None:
+    """The id of the fact whose log item starts with this line; None when it is no fact's item."""
+    try:
+        return _metadata(first.removesuffix("\r"))[1]["id"]
+    except ValueError:
+        return None
+
+
+def _metadata(first: str) -> tuple[int, dict[str, Any]]:
+    """Where an item's metadata comment starts, and what it holds (an id written as memvault
+    writes it, at least)."""
+    cut = first.rfind(META_OPEN)
+    if cut < 0 or not first.endswith(META_CLOSE):
+        raise ValueError("fact item has no memvault metadata comment")
+    encoded = first[cut + len(META_OPEN): -len(META_CLOSE)]
+    try:
+        meta = json.loads(encoded)
+        fact_id = meta["id"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"unreadable fact metadata ({e.__class__.__name__})") from None
+    if not isinstance(fact_id, str) or not fact_id:
+        raise ValueError("fact metadata needs an id")
+    stored = stored_id(fact_id)
+    if f'"id":{stored}' not in encoded and not re.search(r'"id"\s*:\s*' + re.escape(stored), encoded):
+        # An id spelt with \u escapes would hide the fact from every lookup by id (show, forget,
+        # purge, sync's check for a reused id), which search for the id as written.
+        raise ValueError("fact id is written with escapes; write it as plain text")
+    return cut, meta
+
+
+def _parse_item(first: str, continuation: list[str], path: str, line_no: int) -> Fact:
+    cut, meta = _metadata(first)
+    fact_id = meta["id"]
+    try:
+        at = datetime.fromisoformat(meta["at"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"unreadable fact metadata ({e.__class__.__name__})") from None
+    if at.tzinfo is None:
+        raise ValueError("fact metadata needs a timezone-aware time")
+    text = "\n".join([first[2:cut], *continuation])
+    tags = meta.get("tags") or ()
+    importance = meta.get("importance")
+    supersedes = meta.get("supersedes")
+    key = meta.get("key")
+    return Fact(
+        id=fact_id,
+        text=text,
+        at=at,
+        category=str(meta.get("category") or "fact"),
+        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
+        source=meta.get("source"),
+        session=meta.get("session"),
+        importance=float(importance) if isinstance(importance, (int, float)) else None,
+        path=path,
+        line=line_no,
+        secret=meta.get("secret") is True,
+        supersedes=supersedes if isinstance(supersedes, str) and supersedes else None,
+        key=key if isinstance(key, str) and key else None,
+    )

@@ -1,0 +1,570 @@
+"""The vault's own git repository, driven through the git binary.
+
+memvault never touches an enclosing repository: every call pins GIT_DIR and GIT_WORK_TREE to the
+vault and drops variables (GIT_INDEX_FILE, ...) that a parent hook environment could leak in.
+
+Commands run through `subprocess` (GitPython costs ~100 ms to import, a third of an `add`); a
+failure raises GitPython's `GitCommandError`, imported only then, so callers catch one type.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memvault.errors import MemvaultError, VaultBusy, unwritable
+from memvault.formats.layout import GIT_LOCKS_LOCK, LOCKS_DIR, STATE_DIR, is_vault_file
+
+FALLBACK_NAME = "memvault"
+_LEAKY_VARS = (
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+)
+# The user's git settings memvault's own git calls must not follow (hooks, signing, encodings),
+# overridden for each call, never written: docs/sync.md, "Your git config", says why each.
+OWN_SETTINGS = (
+    ("core.hooksPath", os.devnull),
+    ("commit.gpgSign", "false"),
+    ("push.gpgSign", "false"),
+    ("i18n.commitEncoding", "UTF-8"),
+    ("i18n.logOutputEncoding", "UTF-8"),
+)
+# How long a command waits for another live git process to let go of one of git's lock files.
+GIT_LOCK_WAIT_SECONDS = 15.0
+# A lock file younger than this is left for the next look (file times are clock ticks, not exact).
+STALE_MARGIN_SECONDS = 0.05
+# Marks the git processes a memvault process starts, so that the git children of a killed writer
+# (they outlive it) can be waited for before its write is settled.
+WRITER_ENV = "MEMVAULT_WRITER_PID"
+# git's message when one of its lock files exists: another git holds it, or a killed one left it.
+_HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+# git's words for an OSError, mapped back to the errno (see errors.UNWRITABLE_ERRNOS).
+_GIT_OS_ERRORS = {
+    "No space left on device": errno.ENOSPC,
+    "Out of diskspace": errno.ENOSPC,
+    "Disk quota exceeded": errno.EDQUOT,
+    "Read-only file system": errno.EROFS,
+    "Permission denied": errno.EACCES,
+    "insufficient permission": errno.EACCES,
+}
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    email: str
+    fallback: bool
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    at: str
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"commit": self.sha, "at": self.at, "message": self.message}
+
+
+class GitStore:
+    def __init__(self, root: Path):
+        self.root = root
+        self.git_dir = root / ".git"
+        # Variables a parent repository's hook may have exported must not reach the vault's git.
+        self.env = with_own_settings({k: v for k, v in os.environ.items() if k not in _LEAKY_VARS})
+        self.env.update(
+            GIT_DIR=str(self.git_dir),
+            GIT_WORK_TREE=str(root),
+            GIT_CEILING_DIRECTORIES=str(root.parent),
+            GIT_TERMINAL_PROMPT="0",
+            # A read never writes: without this `git status` refreshes .git/index as a side effect,
+            # and on a full disk fails writing .git/index.lock although it only reads.
+            GIT_OPTIONAL_LOCKS="0",
+            # Every path memvault names is a file's name, never a pattern: a remote's file named `*`
+            # must not make `git clean -- *` delete every untracked file.
+            GIT_LITERAL_PATHSPECS="1",
+        )
+        if not (os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")):
+            # memvault runs unattended (cron, agents): an ssh passphrase prompt would hang it.
+            self.env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
+        self.env[WRITER_ENV] = str(os.getpid())
+        self._identity: Identity | None = None
+
+    @classmethod
+    def init(cls, root: Path) -> GitStore:
+        status, _out, err = execute(["git", "init", "-q", "-b", "main", str(root)], outside_env())
+        store = cls(root)
+        if status:
+            raise store.error(["git", "init"], status, err)  # a full disk is exit 9, as for any write
+        store.configure()
+        return store
+
+    @classmethod
+    def clone(cls, url: str, root: Path, *, remote: str, timeout: float) -> GitStore:
+        """Clone `url` into `root` without checking out any file (raises git.GitCommandError)."""
+        env = outside_env()
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        command = ["git", "clone", "--quiet", "--no-checkout", "--origin", remote, "--", url, str(root)]
+        status, _out, err = execute(command, env, timeout=timeout)
+        if status:
+            raise command_error(command, status, err)
+        return cls(root)
+
+    def configure(self) -> None:
+        """The vault's own git settings: no signing prompt in cron, files stored byte for byte."""
+        self.run("config", "commit.gpgsign", "false")
+        self.run("config", "core.autocrlf", "false")
+
+    def run(self, *args: str, kill_after_timeout: float | None = None, input: str | None = None) -> str:
+        """Run one git command in the vault and return its output (without the final newline).
+
+        Another live git process's lock (index.lock, HEAD.lock, ...) is waited for; one left by a
+        killed git is removed at once. A full disk or a read-only vault raises VaultUnwritable;
+        any other failure git.GitCommandError.
+        """
+        deadline = time.monotonic() + GIT_LOCK_WAIT_SECONDS
+        command = ["git", *args]
+        while True:
+            status, out, err = execute(command, self.env, timeout=kill_after_timeout, input=input)
+            if status == 0:
+                return out
+            held = _HELD_LOCK.search(err)
+            if held is None:
+                raise self.error(command, status, err, out)
+            if self.clear_stale_locks():
+                continue
+            if time.monotonic() >= deadline:
+                raise VaultBusy(f"git's {self.relpath(held.group(1))} in {self.root} is held by another git "
+                                "process; try again") from None
+            time.sleep(0.05)
+
+    def error(self, command: list[str], status: int, err: str, out: str = "") -> Exception:
+        """The exception for a failed git command: VaultUnwritable when git could not write here."""
+        for line in err.splitlines():
+            if line.startswith("remote:"):
+                continue  # the remote's trouble is the caller's to report (RemoteError)
+            for words, code in _GIT_OS_ERRORS.items():
+                if words not in line:
+                    continue
+                where = self._named_path(line)
+                # "Permission denied" also comes from ssh (publickey): only a vault path makes it ours.
+                if code == errno.EACCES and where is None:
+                    continue
+                return unwritable(OSError(code, words), where or ".git")  # type: ignore[return-value]
+        return command_error(command, status, err, out)
+
+    def _named_path(self, line: str) -> str | None:
+        """The vault file a git error line names (vault-relative), or None."""
+        for quoted in re.findall(r"'([^']+)'", line) + re.findall(r"database (\S+)", line):
+            if quoted.startswith((str(self.root), ".git")):
+                return self.relpath(quoted)
+        return None
+
+    def relpath(self, path: str) -> str:
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return path
+
+    def merge_in_progress(self) -> bool:
+        return (self.git_dir / "MERGE_HEAD").exists()
+
+    def identity(self) -> Identity:
+        """The user's git identity if one is configured, else memvault's fallback."""
+        if self._identity is None:
+            name = os.environ.get("GIT_AUTHOR_NAME")
+            email = os.environ.get("GIT_AUTHOR_EMAIL")
+            if not (name and email):
+                _status, out, _err = execute(["git", "config", "--get-regexp", r"^user\.(name|email)$"], self.env)
+                values = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+                name = name or values.get("user.name")
+                email = email or values.get("user.email")
+            if name and email:
+                self._identity = Identity(name, email, fallback=False)
+            else:
+                self._identity = Identity(
+                    name or FALLBACK_NAME, email or f"{FALLBACK_NAME}@{socket.gethostname() or 'localhost'}", True
+                )
+                self.env.update(
+                    GIT_AUTHOR_NAME=self._identity.name,
+                    GIT_AUTHOR_EMAIL=self._identity.email,
+                    GIT_COMMITTER_NAME=os.environ.get("GIT_COMMITTER_NAME") or self._identity.name,
+                    GIT_COMMITTER_EMAIL=os.environ.get("GIT_COMMITTER_EMAIL") or self._identity.email,
+                )
+        return self._identity
+
+    def commit(self, paths: Sequence[str], message: str) -> str | None:
+        """Stage exactly `paths` and commit them; None when nothing changed.
+
+        The vault's own files are staged even when a .gitignore ignores them (a hand edit, or one
+        synced in before sync refused it): git would refuse them and the write would fail.
+        """
+        self.identity()
+        if "." in paths:  # the whole tree (init, adopt): the vault's own files by name too, ignored or not
+            paths = [*paths, *_own_files_in(self.root)]
+        own = [path for path in paths if is_vault_file(path)]
+        other = [path for path in paths if not is_vault_file(path)]  # "." at init: ignored files stay out
+        if own:
+            self.run("add", "-A", "-f", "--", *own)
+        if other:
+            self.run("add", "-A", "--", *other)
+        try:
+            self.run("commit", "-q", "--no-verify", "-m", message, "--", *paths)
+        except Exception as e:
+            if getattr(e, "status", None) == 1 and not str(getattr(e, "stderr", "x")).strip():
+                return None  # nothing to commit: git says so on stdout with status 1
+            raise
+        return self.head()
+
+    def head(self) -> str | None:
+        status, out, _err = execute(["git", "rev-parse", "--verify", "-q", "HEAD"], self.env)
+        return out if status == 0 and out else None
+
+    def status(self, *paths: str) -> list[str]:
+        """Porcelain status lines (untracked included) for the given paths, or the whole tree."""
+        out = self.run("status", "--porcelain", "--untracked-files=all", "--", *(paths or (".",)))
+        return [line for line in out.splitlines() if line]
+
+    def changed_paths(self) -> list[str]:
+        """Every path with an uncommitted change (untracked included; both sides of a rename), exactly
+        as named in the tree: -z, so unusual names are neither quoted nor split."""
+        fields = self.run("status", "--porcelain", "-z", "--untracked-files=all").split("\0")
+        paths: list[str] = []
+        i = 0
+        while i < len(fields):
+            entry = fields[i]
+            i += 1
+            if len(entry) < 4:
+                continue
+            paths.append(entry[3:])
+            if entry[0] in "RC":  # a rename or copy: its source follows as a field of its own
+                paths.append(fields[i])
+                i += 1
+        return sorted(set(paths))
+
+    def untracked_present(self, paths: list[str]) -> list[str]:
+        """Those of `paths` on disk that HEAD does not hold (a file or folder of the user's, or ignored)."""
+        on_disk = [rel for rel in paths if os.path.lexists(self.root / rel)]
+        if not on_disk:
+            return []
+        tracked = set(self.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *on_disk).split("\0"))
+        return [rel for rel in on_disk if rel not in tracked]
+
+    def log(self, *args: str) -> list[Commit]:
+        out = self.run("log", "--format=%H%x1f%aI%x1f%s", *args)
+        commits = []
+        for line in out.splitlines():
+            sha, at, message = line.split("\x1f", 2)
+            commits.append(Commit(sha, at, message))
+        return commits
+
+    def wait_for_children_of(self, pid: int, timeout: float | None = None) -> bool:
+        """Wait (at most `timeout` s) until no git started by memvault process `pid` works in the
+        vault: killing a writer does not kill its git, which may still be making its commit.
+        False if one still does (a loaded machine: its commit may yet land)."""
+        mark = f"{WRITER_ENV}={pid}\0".encode()
+        deadline = time.monotonic() + (GIT_LOCK_WAIT_SECONDS if timeout is None else timeout)
+        while Path("/proc").is_dir():
+            # (the background gc a commit may start can outlive it by minutes: it moves neither HEAD
+            # nor the index, so a settlement need not wait for it)
+            if not _git_of(self.root, mark, pid):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def stale_locks(self) -> list[Path]:
+        """git's lock files in the vault (index.lock, HEAD.lock, refs/**.lock, packed-refs.lock,
+        config.lock, a partial commit's next-index-*.lock); stale only if no git process is alive."""
+        found: list[Path] = []
+        try:
+            with os.scandir(self.git_dir) as entries:
+                found.extend(Path(e.path) for e in entries if e.name.endswith(".lock") and e.is_file())
+        except OSError:
+            return []
+        for folder, _dirs, files in os.walk(self.git_dir / "refs"):
+            found.extend(Path(folder) / name for name in files if name.endswith(".lock"))
+        return found
+
+    def clear_stale_locks(self) -> list[str]:
+        """Remove git lock files left by killed git processes; returns the ones removed (vault-relative).
+
+        A lock is removed only when no git process works in the vault and the file is the one seen
+        before that check (same inode and times) and older than it: while a stale lock exists no git
+        can create it anew, so what is removed is never a live git's lock.
+        """
+        seen = self._lock_identities()
+        if not seen:
+            return []
+        # One clearer at a time: two could otherwise both pass the checks and the second remove
+        # a lock a new git made in between.
+        try:
+            (self.root / LOCKS_DIR).mkdir(parents=True, exist_ok=True)
+            mutex = os.open(self.root / LOCKS_DIR / GIT_LOCKS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return []  # a read-only vault: nothing can be removed anyway
+        try:
+            fcntl.flock(mutex, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(mutex)
+            return []  # another process is clearing them right now
+        try:
+            scanned = time.time()
+            if git_running_in(self.root):
+                return []
+            removed = []
+            for path in _unchanged_since(seen, scanned):
+                try:
+                    path.unlink()
+                except OSError:
+                    continue  # gone meanwhile: nothing to do
+                removed.append(self.relpath(str(path)))
+            return removed
+        finally:
+            os.close(mutex)
+
+    def abandoned_locks(self) -> list[Path]:
+        """The lock files killed git processes left, judged as clear_stale_locks judges them but
+        removing nothing (doctor): a lock seen just before its git finished is gone, or another
+        file, by the time no git is found working in the vault, so it is no killed git's."""
+        seen = self._lock_identities()
+        if not seen:
+            return []
+        scanned = time.time()
+        if git_running_in(self.root):
+            return []
+        return _unchanged_since(seen, scanned)
+
+    def _lock_identities(self) -> dict[Path, tuple[int, int, int, int]]:
+        seen = {}
+        for path in self.stale_locks():
+            try:
+                seen[path] = _identity_of(path.stat())
+            except OSError:
+                continue
+        return seen
+
+
+def _own_files_in(root: Path) -> list[str]:
+    """The vault's own files on disk (vault-relative), never through a symlink: a global excludes
+    file naming `*.md` or `logs/` (core.excludesFile) would keep them out of a commit of "."."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in (".git", STATE_DIR) and not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+            if is_vault_file(rel) and not os.path.islink(os.path.join(folder, name)):
+                found.append(rel)
+    return sorted(found)
+
+
+def _identity_of(stat: os.stat_result) -> tuple[int, int, int, int]:
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _unchanged_since(seen: dict[Path, tuple[int, int, int, int]], scanned: float) -> list[Path]:
+    """The locks still there as they were seen, and made before the scan for git processes began:
+    never one a git created after the scan found no git (file times are coarse, hence the margin)."""
+    kept = []
+    for path, before in seen.items():
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # gone meanwhile: its git finished
+        if _identity_of(stat) == before and stat.st_mtime <= scanned - STALE_MARGIN_SECONDS:
+            kept.append(path)
+    return kept
+
+
+def execute(command: list[str], env: dict[str, str], *, timeout: float | None = None,
+            input: str | None = None) -> tuple[int, str, str]:
+    """Run a git command: (status, stdout without its final newline, stderr).
+
+    An interrupt (Ctrl-C, SIGTERM) kills and reaps the child before it propagates, so the caller's
+    clean-up never races a git process still writing.
+    """
+    try:
+        # Never the caller's stdin: `add --stdin` reads it, and git must not wait on a terminal.
+        stdin = {"input": input.encode("utf-8")} if input is not None else {"stdin": subprocess.DEVNULL}
+        done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, **stdin)
+    except subprocess.TimeoutExpired as e:
+        raise command_error(command, -9, f"Timeout: git ran for more than {timeout:g} seconds") from e
+    except FileNotFoundError:
+        raise MemvaultError(GIT_MISSING) from None  # (GitPython itself cannot even be imported then)
+    out = done.stdout.decode("utf-8", "surrogateescape")
+    return done.returncode, out[:-1] if out.endswith("\n") else out, done.stderr.decode("utf-8", "surrogateescape")
+
+
+def git_reason(error: Exception) -> str:
+    """git's own reason, in one line: its first error, with the files it lists after it and what
+    ssh said before it ("Could not read from remote repository" alone does not say why)."""
+    text = str(getattr(error, "stderr", "") or error).replace("stderr:", " ")
+    lines = [line.rstrip("\r '\"") for line in text.splitlines()]
+    for n, line in enumerate(lines):
+        said = line.strip(" '\"")
+        if said.lower().startswith(("fatal:", "error:")):
+            cause = [before.strip(" '\"") for before in lines[:n] if before.strip(" '\"").startswith("ssh:")]
+            listed = []
+            for after in lines[n + 1:] if said.endswith(":") else ():
+                if not after.startswith("\t"):  # git lists the files it names one per line, tab-indented
+                    break
+                listed.append(after.strip())
+            if listed:
+                said += " " + ", ".join(listed[:5]) + (f" (and {len(listed) - 5} more)" if len(listed) > 5 else "")
+            return "; ".join(part.rstrip(".") for part in [*cause, said])
+    said = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
+    return said[0] if said else "git failed"
+
+
+def failure_detail(error: Exception) -> str:
+    """An error no caller expected, in one line: `git <command> failed: <git's reason>` for a failed
+    git command (a user's git config that fails every commit still says what git said), else its
+    type and first line."""
+    from git import GitCommandError
+
+    if isinstance(error, GitCommandError):
+        command = [str(part) for part in error.command] if isinstance(error.command, list) else []
+        name = next((part for part in command[1:] if not part.startswith("-")), "")
+        return f"git {name} failed: {git_reason(error)}".replace("  ", " ")
+    return f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
+
+
+GIT_MISSING = "git is not installed (no `git` on PATH); memvault keeps each vault in a git repository: install git"
+
+
+def require_git() -> None:
+    """MemvaultError when there is no git to run, before anything is created that would need it."""
+    if shutil.which("git") is None:
+        raise MemvaultError(GIT_MISSING)
+
+
+def command_error(command: Sequence[str], status: int, stderr: str, stdout: str = "") -> Exception:
+    """GitPython's GitCommandError, the one type callers catch for a failed git command."""
+    from git import GitCommandError
+
+    return GitCommandError(list(command), status, stderr.rstrip("\n"), stdout)
+
+
+def outside_env() -> dict[str, str]:
+    """The environment for a git command that has no vault yet (init, clone): nothing inherited
+    from a parent repository's hook environment."""
+    return with_own_settings({k: v for k, v in os.environ.items()
+                              if k not in _LEAKY_VARS and k not in ("GIT_DIR", "GIT_WORK_TREE")})
+
+
+def with_own_settings(env: dict[str, str]) -> dict[str, str]:
+    """`env` with OWN_SETTINGS added as git's command-line settings (GIT_CONFIG_COUNT, git 2.31;
+    inherited by every git a call starts, purge's filter-repo included), after any the user set."""
+    try:
+        first = max(int(env.get("GIT_CONFIG_COUNT") or 0), 0)
+    except ValueError:
+        first = 0  # git itself refuses a malformed count: the user's entries cannot be read
+    for i, (key, value) in enumerate(OWN_SETTINGS, start=first):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    env["GIT_CONFIG_COUNT"] = str(first + len(OWN_SETTINGS))
+    return env
+
+
+def git_running_in(root: Path) -> bool:
+    """Is any git process working in this vault? Unknown (no /proc) counts as yes."""
+    if not Path("/proc").is_dir():
+        return True
+    return any(True for _environ in _git_processes(root))
+
+
+# git's housekeeping, which `git commit` may start in the background (gc --auto, maintenance).
+_MAINTENANCE = {b"gc", b"maintenance", b"repack", b"pack-objects", b"prune", b"prune-packed", b"pack-refs",
+                b"reflog", b"multi-pack-index", b"commit-graph", b"worktree"}
+
+
+def _git_of(root: Path, mark: bytes, parent: int) -> bool:
+    """Is a git process marked `mark` working in the vault, or is a child of `parent` still being
+    loaded by the kernel? One pass over /proc, each process looked at once.
+
+    A child's command line and environment read empty until its exec is done, which is most often
+    still so when Popen has just returned (vfork resumes the parent before the program is loaded):
+    a memvault interrupted just after starting `git commit` took it for no git, undid its write,
+    and the commit then landed part of the batch. So a child of `parent` not yet loaded counts.
+    """
+    target = str(root.resolve())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if not cmdline:
+            if _live_child_of(entry, parent):
+                return True
+            continue
+        environ = _git_environ(entry, cmdline, target, maintenance=False)
+        if environ is not None and mark in environ:
+            return True
+        # The kernel writes a new program's command line before its environment: a git child of
+        # `parent` caught in between reads with no environment yet (seen once in a full test run).
+        if os.path.basename(cmdline.split(b"\0")[0]).startswith(b"git") and _live_child_of(entry, parent):
+            return True
+    return False
+
+
+def _live_child_of(entry: Path, parent: int) -> bool:
+    """Is process `entry` a child of `parent` that is not a zombie?"""
+    try:
+        fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
+        return int(fields[1]) == parent and fields[0] not in (b"Z", b"X")
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _git_processes(root: Path, maintenance: bool = True):
+    """The environment (raw bytes) of each live git process working in the vault at `root`
+    (without git's housekeeping when `maintenance` is False)."""
+    target = str(root.resolve())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        environ = _git_environ(entry, cmdline, target, maintenance)
+        if environ is not None:
+            yield environ
+
+
+def _git_environ(entry: Path, cmdline: bytes, target: str, maintenance: bool) -> bytes | None:
+    """The environment of process `entry` (its command line `cmdline`, raw) if it is a git working
+    in the vault at `target` (not git's housekeeping unless `maintenance`), else None."""
+    args = cmdline.split(b"\0")
+    if not os.path.basename(args[0]).startswith(b"git"):
+        return None
+    if not maintenance and len(args) > 1 and args[1] in _MAINTENANCE:
+        return None
+    try:
+        cwd = os.readlink(entry / "cwd")
+        environ = (entry / "environ").read_bytes()
+    except OSError:
+        return None
+    needle = target.encode()
+    if (cwd == target or cwd.startswith(target + os.sep) or b"GIT_DIR=" + needle in environ
+            or any(needle in arg for arg in args[1:])):
+        return environ
+    return None
