@@ -535,7 +535,6 @@ class Vault:
         from dataclasses import replace
 
         from memvault.base.credentials import find_credentials
-        from memvault.recall.succession import checked
 
         now = datetime.now(self.tz)
         new: list[Fact] = []
@@ -546,7 +545,7 @@ class Vault:
                 raise InvalidItem(number, str(e)) from None
         if not new:
             raise InvalidInput("nothing to add: no facts given")
-        new = checked(self.storage, new)
+        new = self._succession_checked(new)
         found = find_credentials([fact.text for fact in new])
         if found and not allow_secret:
             number, findings = next(iter(found.items()))
@@ -555,6 +554,22 @@ class Vault:
                                           "store it anyway, never to be sent to an LLM")
         _refuse_credentials_in_labels(new)
         return [replace(fact, secret=True) if i in found else fact for i, fact in enumerate(new)]
+
+    def _succession_checked(self, facts: list[Fact]) -> list[Fact]:
+        """`supersedes` checked (memvault.recall.succession), but for a fact that will not be written
+        because its key is stored or given earlier in the batch: a retried add supersedes nothing anew."""
+        from memvault.recall.succession import checked
+
+        if not any(fact.supersedes for fact in facts):
+            return facts
+        taken = set(self.storage.stored_keys(fact.key for fact in facts if fact.key is not None and fact.supersedes))
+        repeats = set()
+        for i, fact in enumerate(facts):
+            if fact.key is not None:
+                if fact.key in taken:
+                    repeats.add(i)
+                taken.add(fact.key)
+        return checked(self.storage, facts, skip=repeats)
 
     def import_source(self, source: os.PathLike[str] | str, *, format: str | None = None, dry_run: bool = False,
                       allow_secret: bool = False, skip_secrets: bool = False, progress=None) -> ImportReport:

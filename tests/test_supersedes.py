@@ -134,3 +134,45 @@ def test_a_purged_fact_cannot_be_superseded(vault, vault_dir):
     with pytest.raises(InvalidInput, match=f"supersedes {fact.id}: that fact was purged"):
         vault.add("x", supersedes=fact.id)
 
+
+def test_a_retried_add_with_a_key_and_supersedes_returns_the_first_fact_and_writes_nothing(vault, cli, vault_dir):
+    """The retry of `add --key K --supersedes OLD` finds OLD superseded by its own first attempt: the
+    key answers first, so the retry is not refused as a second supersede."""
+    paris = vault.add("Alice lives in Paris")
+    first = cli("add", "Alice moved to Lyon", "--supersedes", paris.id, "--key", "move-1")
+    assert first.exit_code == 0 and first.stderr == "", first.stderr
+    lyon = first.stdout.strip()
+    commits, before = commit_count(vault_dir), snapshot(vault_dir)
+    again = cli("add", "Alice moved to Lyon", "--supersedes", paris.id, "--key", "move-1")
+    assert again.exit_code == 0 and again.stdout == first.stdout, again.stderr
+    assert again.stderr == f"memvault: key 'move-1' (fact {lyon}) is already stored; nothing was added\n"
+    batch = "\n".join([json.dumps({"text": "Alice moved to Lyon", "supersedes": paris.id, "key": "move-1"}),
+                       json.dumps({"text": "Alice moved to Lyon", "supersedes": paris.id, "key": "move-1"})])
+    retried = cli("add", "--stdin", input=batch)
+    assert retried.exit_code == 0 and retried.stdout.split() == [lyon, lyon], retried.stderr
+    assert commit_count(vault_dir) == commits and snapshot(vault_dir) == before
+    # another key is another fact: that one is refused, paris being superseded already
+    other = cli("add", "Alice moved to Nice", "--supersedes", paris.id, "--key", "move-2")
+    assert other.exit_code == 2 and f"already superseded by {lyon}" in other.stderr
+    assert vault.show(paris.id).superseded_by == lyon and commit_count(vault_dir) == commits
+
+
+def test_an_imported_record_may_supersede_a_stored_fact(vault, cli, vault_dir, tmp_path):
+    """memvault's own JSONL carries `supersedes` as `add --stdin` does; the other formats have no such link."""
+    paris = vault.add("Alice lives in Paris")
+    source = tmp_path / "moves.jsonl"
+    source.write_text(json.dumps({"text": "Alice moved to Lyon", "supersedes": paris.id.upper()}) + "\n")
+    first = cli("import", str(source), "--json")
+    assert first.exit_code == 0, first.stderr
+    assert json.loads(first.stdout)["new"] == 1
+    (lyon,) = [fact for fact in vault.recent() if fact.text == "Alice moved to Lyon"]
+    assert lyon.supersedes == paris.id and vault.show(paris.id).superseded_by == lyon.id
+    commits = commit_count(vault_dir)
+    again = cli("import", str(source))
+    assert again.exit_code == 0 and again.stdout.startswith("nothing new to import"), again.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": "Alice moved to Nice", "supersedes": paris.id}) + "\n")
+    refused = cli("import", str(bad))
+    assert refused.exit_code == 2 and refused.stderr.startswith(f"memvault: bad.jsonl:1: supersedes {paris.id}")
+    assert f"already superseded by {lyon.id}" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert commit_count(vault_dir) == commits and is_clean(vault_dir)

@@ -1,9 +1,10 @@
 """memvault's own JSONL (`--format jsonl`): what `add --stdin` takes, one fact a line.
 
 Each line is plain text, a JSON string, or a JSON object with the fields of a fact (`text`,
-`category`, `tags`, `source`, `session`, `importance`, `at`, `key`). A line without a `key` gets
-one made from the line as written and which copy of it this is, so the same file imported twice
-adds nothing the second time, while a line given twice in the file is two facts, as with `add`.
+`category`, `tags`, `source`, `session`, `importance`, `at`, `supersedes`, `key`). A line without
+a `key` gets one made from the line as written and which copy of it this is, so the same file
+imported twice adds nothing the second time, while a line given twice in the file is two facts,
+as with `add`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ The links are read from the daily logs; only a log holding the word `"supersedes
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 from memvault.errors import InvalidItem, NotFound
@@ -97,9 +97,10 @@ def successors_of(storage: Storage, ids: Iterable[str]) -> dict[str, str]:
     return {fact_id: found for fact_id in ids if (found := known.successor(fact_id)) is not None}
 
 
-def checked(storage: Storage, facts: list[Fact]) -> list[Fact]:
+def checked(storage: Storage, facts: list[Fact], skip: Collection[int] = ()) -> list[Fact]:
     """New facts whose `supersedes` names a live fact nothing replaces yet, written as its id
-    (InvalidItem, numbered from 1, for the first that does not)."""
+    (InvalidItem, numbered from 1, for the first that does not). The facts at the indexes in `skip`
+    will not be written (their key is stored: a retry) and are passed through unchecked."""
     if not any(fact.supersedes for fact in facts):
         return facts
     known = links(storage)
@@ -107,7 +108,7 @@ def checked(storage: Storage, facts: list[Fact]) -> list[Fact]:
     claimed: dict[str, int] = {}
     out = []
     for number, fact in enumerate(facts, start=1):
-        if fact.supersedes is None:
+        if fact.supersedes is None or number - 1 in skip:
             out.append(fact)
             continue
         target = _target(storage, number, fact.supersedes)
