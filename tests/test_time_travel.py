@@ -256,9 +256,9 @@ def test_before_and_after_a_dream_and_its_undo(vault, monkeypatch):
     vault.dream_undo()
     before, between, after = (vault.as_of(m) for m in ("2026-01-20", "2026-02-15", "2026-03-15"))
     assert [h.kind for h in before.search("green tea", lexical_only=True)] == ["fact"]
-    assert [h.id for h in between.search("green tea", lexical_only=True)] == ["wiki/topics/drinks.md#entries"]
+    assert [h.id for h in between.search("green tea", lexical_only=True)] == ["wiki/topics/drinks.md#notes"]
     assert [h.kind for h in after.search("green tea", lexical_only=True)] == ["fact"]
-    summary = "1 new journal entries — [Drinks](wiki/topics/drinks.md)"
+    summary = "- Drinks: Alice drinks green tea — [Drinks](wiki/topics/drinks.md)"  # the runner's MEMORY.md line
     assert summary not in before.context().markdown
     bundle = between.context("green tea")
     assert [item.kind for item in bundle.items][:2] == ["memory", "page"] and summary in bundle.markdown
