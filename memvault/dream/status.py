@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from memvault.dream.planner import make_plan
+from memvault.dream.status_memo import kept_status
 from memvault.formats.dreamlog import failed_attempts, failing
 from memvault.storage.store import Storage
 from memvault.storage.wiki import pages_citing
 
 
 def dream_status(storage: Storage, *, today=None) -> dict:
+    """What dream has left and how its last runs went; kept between calls (see status_memo)."""
+    today = today or datetime.now(storage.tz).date()
+    return kept_status(storage, today, lambda: _work_out(storage, today))
+
+
+def _work_out(storage: Storage, today) -> dict:
     plan = make_plan(storage, today=today)
     entries = plan.entries
     last = entries[-1] if entries else None

@@ -5,6 +5,7 @@ The dream, index and remote parts come from their packages, through the Vault fa
 
 from __future__ import annotations
 
+from memvault.health.tally import fact_counts
 from memvault.storage.store import Storage
 from memvault.storage.wiki import list_pages
 
@@ -12,15 +13,10 @@ from memvault.storage.wiki import list_pages
 def status(storage: Storage, *, dream: dict, index: dict, remote: dict | None) -> dict:
     """Everything `memvault status` shows, as one JSON-ready dict; `dream`, `index` and `remote` are
     what dream_status, index_status and remote_info say."""
-    tombstones = storage.tombstones()
-    total = forgotten = 0
-    for fact in storage.iter_facts(include_forgotten=True):
-        total += 1
-        forgotten += fact.id in tombstones
     clean = storage.git.status()
     return {
         "path": str(storage.root),
-        "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten},
+        "facts": fact_counts(storage),
         "days": len(storage.log_files()),
         "pages": len(list_pages(storage.root)),
         **_dream_state(dream),
