@@ -32,7 +32,7 @@ def kept_status(storage: Storage, today: date, work_out: Callable[[], dict]) -> 
     path = storage.root / MEMO_FILE
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
-        if kept.get("key") == key:
+        if kept.get("key") == key and isinstance(kept["status"], dict):
             return kept["status"]
     except (OSError, ValueError, AttributeError, KeyError):
         pass

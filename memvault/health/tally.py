@@ -88,11 +88,17 @@ def _load(path: Path) -> tuple[dict, array]:
             return {}, hashes
         hashes.frombytes(body)
         records = header["logs"]
-        if any(r[2] + r[3] > len(hashes) for r in records.values()):
+        if not all(_sound(r, len(hashes)) for r in records.values()):
             return {}, array("Q")
         return records, hashes
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}, hashes
+
+
+def _sound(record, hashes: int) -> bool:
+    """A record of [mtime_ns, size, first hash, hashes, settled] that fits in the hashes read."""
+    return (isinstance(record, list) and len(record) == 5 and all(type(n) is int and n >= 0 for n in record[:4])
+            and record[2] + record[3] <= hashes)
 
 
 def _save(path: Path, records: dict, hashes: array) -> None:
