@@ -56,31 +56,64 @@ def facts_json(start: int, count: int, total: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Runs memvault's CLI in the child and records the child's own peak RSS (VmHWM: ru_maxrss from
+# wait4 also counts the pages of the bench process it was forked from). memvault ends with
+# os._exit, so that is wrapped too. With SCALE_TREE, memvault is imported from that tree, not the
+# editable install (whose import hook comes before PYTHONPATH).
+CHILD = """
+import atexit, os, runpy, sys
+tree = os.environ.get("SCALE_TREE")
+if tree:
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path.insert(0, tree)
+def peak():
+    with open("/proc/self/status") as status, open(os.environ["SCALE_PEAK"], "w") as out:
+        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+real_exit = os._exit
+os._exit = lambda code: (peak(), real_exit(code))
+atexit.register(peak)
+sys.argv = ["memvault", *sys.argv[1:]]
+runpy.run_module("memvault", run_name="__main__", alter_sys=True)
+"""
+
+
 def measured(args: list[str], env: dict, stdin: str | None = None) -> tuple[float, float, str]:
-    """Seconds, peak RSS in MB and stdout of one process (os.wait4: the child's own peak)."""
+    """Seconds, peak RSS in MB and stdout of `memvault ARGS` in a process of its own."""
     with tempfile.TemporaryFile("w+") as given, tempfile.TemporaryFile("w+") as out, \
-            tempfile.TemporaryFile("w+") as err:
+            tempfile.TemporaryFile("w+") as err, tempfile.NamedTemporaryFile("r") as peak:
         given.write(stdin or "")
         given.seek(0)
         started = time.perf_counter()
-        proc = subprocess.Popen(args, env=env, stdin=given, stdout=out, stderr=err)
-        _pid, status, usage = os.wait4(proc.pid, 0)
+        done = subprocess.run([sys.executable, "-c", CHILD, *args], env={**env, "SCALE_PEAK": peak.name},
+                              stdin=given, stdout=out, stderr=err, check=False)
         elapsed = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        if proc.returncode:
-            raise SystemExit(f"{' '.join(args[2:])} failed ({proc.returncode}): {err.read().strip()}")
-        return elapsed, usage.ru_maxrss / 1024, out.read()
+        if done.returncode:
+            raise SystemExit(f"memvault {' '.join(args)} failed ({done.returncode}): {err.read().strip()}")
+        return elapsed, int(peak.read() or 0) / 1024, out.read()
 
 
 def memvault(env: dict, vault: Path, *args: str, stdin: str | None = None) -> tuple[float, float, str]:
-    return measured([sys.executable, "-m", "memvault", *args, "--vault", str(vault)], env, stdin)
+    return measured([*args, "--vault", str(vault)], env, stdin)
+
+
+def tree_env(tree: Path) -> dict:
+    env = environment(tree)
+    env["SCALE_TREE"] = str(tree)
+    return env
+
+
+def imported_from(env: dict) -> str:
+    code = ("import os, sys\nif os.environ.get('SCALE_TREE'):\n"
+            "    sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]\n"
+            "    sys.path.insert(0, os.environ['SCALE_TREE'])\nimport memvault\nprint(memvault.__file__)")
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.strip()
 
 
 def build(vault: Path, size: int, env: dict) -> float:
     """Facts/s of `add --stdin` in chunks of CHUNK."""
-    measured([sys.executable, "-m", "memvault", "init", str(vault)], env)
+    measured(["init", str(vault)], env)
     spent = 0.0
     for start in range(0, size, CHUNK):
         lines = facts_json(start, min(CHUNK, size - start), size)
@@ -122,7 +155,8 @@ def embedding(vault: Path, size: int, env: dict) -> tuple[float, float, float]:
             "started = time.perf_counter()\nlist(model.embed(texts, batch_size=256))\n"
             "print(len(texts) / (time.perf_counter() - started))\n")
     sample = facts_json(0, min(size, 5000), size)
-    raw = float(measured([sys.executable, "-c", code, env["MEMVAULT_EMBED_MODEL_PATH"]], env, sample)[2])
+    raw = float(subprocess.run([sys.executable, "-c", code, env["MEMVAULT_EMBED_MODEL_PATH"]], env=env,
+                               input=sample, capture_output=True, text=True, check=True).stdout)
     drop_derived(vault)
     seconds, peak, _ = memvault(env, vault, "reindex", "--clear")
     return (size + 1) / seconds, peak, raw
@@ -144,7 +178,7 @@ def main() -> None:
     sizes = sorted(int(s) for s in options.sizes.split(","))
     sizes.sort(key=lambda size: size != options.base)  # the base first: every other figure needs it
     embed_sizes = [int(s) for s in options.embed_sizes.split(",") if s]
-    env = environment(ROOT)
+    env = tree_env(ROOT)
     work = Path(tempfile.mkdtemp(prefix="memvault-scale-"))
     place = options.keep or work
     before_env = None
@@ -152,7 +186,7 @@ def main() -> None:
         tree = work / "before"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), options.before],
                        check=True)
-        before_env = environment(tree)
+        before_env = tree_env(tree)
     try:
         _run(sizes, embed_sizes, place, env, before_env, options.before_max, options.before)
     finally:
@@ -164,6 +198,9 @@ def main() -> None:
 def _run(sizes, embed_sizes, place: Path, env, before_env, before_max: int, before_ref) -> None:
     print(f"memvault scale bench, {datetime.now().isoformat(timespec='seconds')}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}; vaults of {DAYS} daily logs built with `add --stdin`")
+    print(f"after: memvault from {imported_from(env)}")
+    if before_env is not None:
+        print(f"before ({before_ref}): memvault from {imported_from(before_env)}")
     base: dict[str, tuple[float, float]] = {}
     for size in sizes:
         vault = place / f"vault-{size}"
