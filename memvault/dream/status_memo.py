@@ -48,7 +48,8 @@ def kept_status(storage: Storage, today: date, work_out: Callable[[], dict]) -> 
 
 def _key(storage: Storage, today: date) -> tuple[str, bool]:
     """A digest of every input's stat, and whether all of them were last written long enough ago."""
-    digest = hashlib.sha256(f"{today.isoformat()}\n{storage.config!r}\n".encode())
+    config = storage.config  # the settings the plan reads: others (the embedding model's) do not count
+    digest = hashlib.sha256(f"{today.isoformat()}\n{(config.timezone, config.llm, config.dream)!r}\n".encode())
     newest = 0
     for rel, mtime_ns, size, inode in _inputs(storage, today):
         digest.update(f"{rel}\0{mtime_ns}\0{size}\0{inode}\n".encode())

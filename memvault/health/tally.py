@@ -17,12 +17,12 @@ import time
 from array import array
 from pathlib import Path
 
-from memvault.formats.layout import STATE_DIR
+from memvault.formats.layout import STATE_DIR, TOMBSTONES_FILE
 from memvault.storage.files import atomic_write_bytes
 from memvault.storage.store import Storage
 
 TALLY_FILE = f"{STATE_DIR}/tally.bin"
-_VERSION = 1
+_VERSION = 2
 # A log modified less than this before it was read may change again within the same mtime tick.
 _SETTLE_NS = 2_000_000_000
 
@@ -33,8 +33,9 @@ def id_hash(fact_id: str) -> int:
 
 def fact_counts(storage: Storage) -> dict:
     """{"total", "live", "forgotten"} as a full count would say, reading only the logs that changed."""
-    records, hashes = _load(storage.root / TALLY_FILE)
+    records, hashes, kept_counts = _load(storage.root / TALLY_FILE)
     now = time.time_ns()
+    tombstones = _stat(storage.root / TOMBSTONES_FILE, now)
     kept: dict[str, list] = {}
     chunks: list[array] = []
     changed = False
@@ -55,11 +56,22 @@ def fact_counts(storage: Storage) -> dict:
     for rel, chunk in zip(kept, chunks, strict=True):
         kept[rel][2] = len(every)
         every.extend(chunk)
-    if changed:
-        _save(storage.root / TALLY_FILE, kept, every)
-    distinct = set(every)
+    if not changed and tombstones is not None and kept_counts.get("tombstones") == tombstones:
+        return kept_counts["counts"]  # no log and no tombstone changed: no id needs hashing again
+    distinct = set(every)  # the costly part at 1M facts (0.45 s on a busy 2-core machine)
     forgotten = len(distinct.intersection(id_hash(fact_id) for fact_id in storage.tombstones()))
-    return {"total": len(distinct), "live": len(distinct) - forgotten, "forgotten": forgotten}
+    counts = {"total": len(distinct), "live": len(distinct) - forgotten, "forgotten": forgotten}
+    _save(storage.root / TALLY_FILE, kept, every, {"tombstones": tombstones, "counts": counts})
+    return counts
+
+
+def _stat(path: Path, now: int) -> list | None:
+    """[mtime_ns, size] of a settled file ([0, 0] if missing); None if written in the last seconds."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return [0, 0]
+    return [st.st_mtime_ns, st.st_size] if now - st.st_mtime_ns > _SETTLE_NS else None
 
 
 def full_count(storage: Storage) -> dict:
@@ -77,22 +89,24 @@ def forget_tally(storage: Storage) -> None:
     (storage.root / TALLY_FILE).unlink(missing_ok=True)
 
 
-def _load(path: Path) -> tuple[dict, array]:
-    """The stored records and hashes; nothing (so every log is read) if missing or unreadable."""
-    hashes = array("Q")
+def _load(path: Path) -> tuple[dict, array, dict]:
+    """The stored records, hashes and counts; nothing (every log is read) if missing or unreadable."""
     try:
         raw = path.read_bytes()
         head, _, body = raw.partition(b"\n")
         header = json.loads(head)
         if header.get("version") != _VERSION or len(body) % 8:
-            return {}, hashes
+            return {}, array("Q"), {}
+        hashes = array("Q")
         hashes.frombytes(body)
-        records = header["logs"]
-        if not all(_sound(r, len(hashes)) for r in records.values()):
-            return {}, array("Q")
-        return records, hashes
+        records, counts = header["logs"], header["counts"]
+        if not (all(_sound(r, len(hashes)) for r in records.values()) and isinstance(counts, dict)
+                and isinstance(counts.get("counts"), dict)
+                and all(type(counts["counts"].get(k)) is int for k in ("total", "live", "forgotten"))):
+            return {}, array("Q"), {}
+        return records, hashes, counts
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}, hashes
+        return {}, array("Q"), {}
 
 
 def _sound(record, hashes: int) -> bool:
@@ -101,9 +115,9 @@ def _sound(record, hashes: int) -> bool:
             and record[2] + record[3] <= hashes)
 
 
-def _save(path: Path, records: dict, hashes: array) -> None:
+def _save(path: Path, records: dict, hashes: array, counts: dict) -> None:
     """Best effort: a vault this user cannot write is counted in full each time instead."""
-    head = json.dumps({"version": _VERSION, "logs": records}, separators=(",", ":")).encode()
+    head = json.dumps({"version": _VERSION, "logs": records, "counts": counts}, separators=(",", ":")).encode()
     try:
         os.makedirs(path.parent, exist_ok=True)
         atomic_write_bytes(path, head + b"\n" + hashes.tobytes())
