@@ -141,14 +141,17 @@ def test_queued_writers_that_give_up_or_die_are_never_committed(vault_dir):
     lock = FileLock(vault_dir / ".memvault" / "locks" / "write.lock")
     (vault_dir / ".memvault" / "locks").mkdir(parents=True, exist_ok=True)
     with lock:
-        procs = {name: start_add(vault_dir, f"queued {name}") for name in ("int", "term", "kill", "a", "b", "c")}
+        # The waiters must outlast a loaded machine: giving up on time is another test's subject.
+        patient = {"MEMVAULT_LOCK_TIMEOUT": "600"}
+        names = ("int", "term", "kill", "a", "b", "c")
+        procs = {name: start_add(vault_dir, f"queued {name}", patient) for name in names}
         wait_until(lambda: len(queued(vault_dir)) == 6)
         for name, sig in (("int", signal.SIGINT), ("term", signal.SIGTERM), ("kill", signal.SIGKILL)):
             procs[name].send_signal(sig)
-            procs[name].wait(timeout=30)
+            procs[name].wait(timeout=180)  # an upper bound: a machine at load 25 took over 30 s
         # Ctrl-C and SIGTERM withdraw their request at once; SIGKILL cannot, its owner is dead.
         assert len(queued(vault_dir)) == 4
-    results = {name: (proc.wait(timeout=60), proc.stderr.read()) for name, proc in procs.items()}
+    results = {name: (proc.wait(timeout=180), proc.stderr.read()) for name, proc in procs.items()}
     assert results["int"][0] == ExitCode.INTERRUPTED and "interrupted" in results["int"][1]
     assert results["term"][0] == ExitCode.TERMINATED and "terminated" in results["term"][1]
     assert results["kill"][0] == -signal.SIGKILL
