@@ -885,6 +885,6 @@ def _doctor_probes() -> list:
     from memvault.remote import probes as remote
 
     return [vault.LOCKS, vault.SYMLINKS, remote.PURGE, vault.WORKTREE, remote.MERGE_DRIVER, remote.IGNORED,
-            vault.IDENTITY, vault.LOG_LINES, vault.LOG_NAMES, vault.FACT_IDS, vault.CITATIONS,
+            vault.IDENTITY, vault.LOG_LINES, vault.FACT_COUNTS, vault.LOG_NAMES, vault.FACT_IDS, vault.CITATIONS,
             vault.FORGOTTEN_CITATIONS, vault.CREDENTIALS, index.EMBEDDING_CACHE, index.INDEX, index.EMBEDDING_MODEL,
             dream.DREAM, dream.LLM]

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from memvault.dream.planner import make_plan
 from memvault.dream.progress import running
+from memvault.dream.status_memo import kept_status
 from memvault.formats.dreamlog import fact_attempts, failing
 from memvault.storage.store import Storage
 from memvault.storage.wiki import pages_citing
 
 
 def dream_status(storage: Storage, *, today=None) -> dict:
+    """What dream has left and how its last runs went; kept between calls (see status_memo)."""
+    today = today or datetime.now(storage.tz).date()
+    status = dict(kept_status(storage, today, lambda: _work_out(storage, today)))
+    # a dream running now: its batch, its step, what it has done (None: none runs); never kept
+    status["running"] = running(storage)
+    return status
+
+
+def _work_out(storage: Storage, today) -> dict:
     plan = make_plan(storage, today=today)
     entries = plan.entries
     last = entries[-1] if entries else None
@@ -32,8 +44,6 @@ def dream_status(storage: Storage, *, today=None) -> dict:
         # the batch whose latest attempts failed, or the facts set aside after failing alone:
         # which, since when, how often, why (None: none)
         "failing": failing(entries, waiting),
-        # a dream running now: its batch, its step, what it has done (None: none runs)
-        "running": running(storage),
         "max_retries": storage.config.dream.max_retries,
         "last_dream": _entry(last),
         "last_success": _entry(last_ok),

@@ -12,6 +12,7 @@ from memvault.base.credentials import find_credentials, unmarked_credentials
 from memvault.formats.layout import INDEX_FILE, LOGS_DIR, MEMORY_FILE, WRITE_LOCK, is_misdated_log
 from memvault.formats.pages import cited_ids
 from memvault.health.doctor import FAIL, OK, WARN, Check, Probe, process_of, shown_details
+from memvault.health.tally import fact_counts, forget_tally, full_count
 from memvault.storage.lock import held_by, orphaned_holder
 from memvault.storage.paths import symlinks_in
 from memvault.storage.repository import repository_problem
@@ -162,6 +163,22 @@ def check_log_lines(storage: Storage) -> Check:
     return Check("daily logs", OK, f"{len(storage.log_files())} daily log(s) parse cleanly")
 
 
+def check_fact_counts(storage: Storage) -> Check:
+    """The counts `status` keeps (memvault.health.tally) against a recount of every log."""
+    kept, counted = fact_counts(storage), full_count(storage)
+    if kept != counted:
+        return Check("fact counts", WARN, f"the counts status keeps ({kept['total']} facts, {kept['forgotten']} "
+                     f"forgotten) differ from a recount of the logs ({counted['total']}, {counted['forgotten']})",
+                     fix="drop the kept counts; the next status counts every log again")
+    return Check("fact counts", OK, f"the counts status keeps match a recount: {counted['total']} fact(s), "
+                 f"{counted['forgotten']} forgotten")
+
+
+def repair_fact_counts(storage: Storage) -> list[str]:
+    forget_tally(storage)
+    return ["dropped the kept fact counts"]
+
+
 def check_log_names(storage: Storage) -> Check:
     """Files named like a daily log for a day that does not exist (2026-02-30.md): no command reads
     their facts, so they are named here rather than skipped in silence."""
@@ -246,6 +263,7 @@ SYMLINKS = Probe(check_symlinks)
 WORKTREE = Probe(check_worktree, repair_worktree)
 IDENTITY = Probe(check_identity)
 LOG_LINES = Probe(check_log_lines)
+FACT_COUNTS = Probe(check_fact_counts, repair_fact_counts)
 LOG_NAMES = Probe(check_log_names)
 FACT_IDS = Probe(check_fact_ids)
 CITATIONS = Probe(check_citations)

@@ -5,6 +5,7 @@ The dream, index and remote parts come from their packages, through the Vault fa
 
 from __future__ import annotations
 
+from memvault.health.tally import fact_counts
 from memvault.storage.store import Storage
 from memvault.storage.wiki import list_pages
 
@@ -26,13 +27,8 @@ def status(storage: Storage, *, dream: dict, index: dict, remote: dict | None) -
 def contents(storage: Storage, dream: dict) -> dict:
     """What the vault's files say (facts, days, pages) and its dream progress (`dream`: what
     dream_status says): the part of `status` a past moment has too (memvault.recall.asof)."""
-    tombstones = storage.tombstones()
-    total = forgotten = 0
-    for fact in storage.iter_facts(include_forgotten=True):
-        total += 1
-        forgotten += fact.id in tombstones
     return {
-        "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten},
+        "facts": fact_counts(storage),
         "days": len(storage.log_files()),
         "pages": len(list_pages(storage.root)),
         **_dream_state(dream),

@@ -12,9 +12,14 @@ from memvault.errors import VaultUnwritable, unwritable
 
 def atomic_write(path: Path, content: str) -> None:
     """Replace a file so readers see the old or the new content, never a torn one."""
+    atomic_write_bytes(path, content.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, content: bytes) -> None:
+    """`atomic_write` for bytes."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
+        with open(tmp, "wb") as f:
             f.write(content)
             f.flush()
             os.fsync(f.fileno())

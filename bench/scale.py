@@ -1,0 +1,242 @@
+"""memvault at 100k and 1M facts: status, the first lexical search, and reindex where it is feasible.
+
+The vaults have the shape of a long-lived agent's: the facts spread over 1,042 daily logs, texts
+of about 15 words, a session per 40 facts. They are built through `memvault add --stdin` (the
+real write path: the documented log format, one commit per chunk of 100,000 facts).
+
+For each size, in one run: the build rate; `memvault status` the first time (it counts every log
+and plans dream once, then keeps the answers under .memvault/) and again (warm), also right after
+an add, and `memvault dream --status`; the first `memvault search --lexical` (it builds the
+lexical index) and a second one; peak RSS of each process. Every figure is printed with its ratio
+to the same figure at --base (100,000 facts; run first). With --before REF, the status and the first lexical search
+also run with memvault as of git REF (a temporary worktree), turn about with this tree's (A B A B),
+at the sizes up to --before-max.
+
+Embedding is measured only at --embed-sizes (default 10,000): `reindex --clear` with the model,
+against raw fastembed on the same texts. At 250-700 facts/s on a 2-core machine a million facts
+would take 25-65 minutes, so the 1M embedding figures are not measured here; the output says so.
+
+Usage: python bench/scale.py [--sizes 10000,100000,1000000] [--before main] [--before-max 100000]
+                             [--embed-sizes 10000] [--base 100000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from speed import MODEL_NAME, PEOPLE, PLACES, THINGS, VERBS, environment
+
+ROOT = Path(__file__).resolve().parent.parent
+DAYS = 1042
+CHUNK = 100_000
+
+
+def facts_json(start: int, count: int, total: int) -> str:
+    """`add --stdin` lines for facts start..start+count of a vault of `total`, spread over DAYS days."""
+    rng = random.Random(start)
+    first = datetime(2023, 1, 1, 8, 0)
+    lines = []
+    for i in range(start, start + count):
+        at = first + timedelta(seconds=int(i * DAYS * 86400 / total))
+        text = (f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} {rng.choice(THINGS)} {rng.choice(PLACES)} after "
+                f"{rng.choice(THINGS)} with {rng.choice(PEOPLE)} (note {i})")
+        lines.append(json.dumps({"text": text, "at": at.isoformat(timespec="seconds"), "session": f"s{i // 40}"}))
+    return "\n".join(lines) + "\n"
+
+
+# Runs memvault's CLI in the child and records the child's own peak RSS (VmHWM: ru_maxrss from
+# wait4 also counts the pages of the bench process it was forked from). memvault ends with
+# os._exit, so that is wrapped too. With SCALE_TREE, memvault is imported from that tree, not the
+# editable install (whose import hook comes before PYTHONPATH).
+CHILD = """
+import atexit, os, runpy, sys
+tree = os.environ.get("SCALE_TREE")
+if tree:
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path.insert(0, tree)
+def peak():
+    with open("/proc/self/status") as status, open(os.environ["SCALE_PEAK"], "w") as out:
+        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+real_exit = os._exit
+os._exit = lambda code: (peak(), real_exit(code))
+atexit.register(peak)
+sys.argv = ["memvault", *sys.argv[1:]]
+runpy.run_module("memvault", run_name="__main__", alter_sys=True)
+"""
+
+
+def measured(args: list[str], env: dict, stdin: str | None = None) -> tuple[float, float, str]:
+    """Seconds, peak RSS in MB and stdout of `memvault ARGS` in a process of its own."""
+    with tempfile.TemporaryFile("w+") as given, tempfile.TemporaryFile("w+") as out, \
+            tempfile.TemporaryFile("w+") as err, tempfile.NamedTemporaryFile("r") as peak:
+        given.write(stdin or "")
+        given.seek(0)
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", CHILD, *args], env={**env, "SCALE_PEAK": peak.name},
+                              stdin=given, stdout=out, stderr=err, check=False)
+        elapsed = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if done.returncode:
+            raise SystemExit(f"memvault {' '.join(args)} failed ({done.returncode}): {err.read().strip()}")
+        return elapsed, int(peak.read() or 0) / 1024, out.read()
+
+
+def memvault(env: dict, vault: Path, *args: str, stdin: str | None = None) -> tuple[float, float, str]:
+    return measured([*args, "--vault", str(vault)], env, stdin)
+
+
+def tree_env(tree: Path) -> dict:
+    env = environment(tree)
+    env["SCALE_TREE"] = str(tree)
+    return env
+
+
+def imported_from(env: dict) -> str:
+    code = ("import os, sys\nif os.environ.get('SCALE_TREE'):\n"
+            "    sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]\n"
+            "    sys.path.insert(0, os.environ['SCALE_TREE'])\nimport memvault\nprint(memvault.__file__)")
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.strip()
+
+
+def build(vault: Path, size: int, env: dict) -> float:
+    """Facts/s of `add --stdin` in chunks of CHUNK."""
+    measured(["init", str(vault)], env)
+    spent = 0.0
+    for start in range(0, size, CHUNK):
+        lines = facts_json(start, min(CHUNK, size - start), size)
+        spent += memvault(env, vault, "add", "--stdin", stdin=lines)[0]
+    return size / spent
+
+
+def drop_derived(vault: Path) -> None:
+    """Everything status and search keep: the next run starts as after a clone."""
+    for name in ("index", "cache", "tally.bin", "dream-status.json"):
+        path = vault / ".memvault" / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def status_and_search(vault: Path, env: dict) -> dict:
+    """One tree's figures on `vault`, from nothing derived."""
+    drop_derived(vault)
+    found = {}
+    found["status, first"] = memvault(env, vault, "status", "--json")[:2]
+    found["status, warm"] = min((memvault(env, vault, "status", "--json")[:2] for _ in range(3)), key=lambda r: r[0])
+    found["dream --status, warm"] = memvault(env, vault, "dream", "--status")[:2]
+    found["lexical search, first (builds)"] = memvault(env, vault, "search", "--lexical", "green tea Lisbon")[:2]
+    found["lexical search, built"] = min((memvault(env, vault, "search", "--lexical", "concert plans")[:2]
+                                          for _ in range(3)), key=lambda r: r[0])
+    memvault(env, vault, "add", "one more fact, today")
+    found["status after an add"] = memvault(env, vault, "status", "--json")[:2]
+    return found
+
+
+def embedding(vault: Path, size: int, env: dict) -> tuple[float, float, float]:
+    """reindex --clear with the model (docs/s, peak MB) and raw fastembed texts/s on the same texts,
+    each in a process of its own (a child forked from a process holding the model reports its size)."""
+    code = ("import json, sys, time\nfrom fastembed import TextEmbedding\n"
+            f"model = TextEmbedding({MODEL_NAME!r}, specific_model_path=sys.argv[1], local_files_only=True)\n"
+            "texts = [json.loads(line)['text'] for line in sys.stdin]\n"
+            "started = time.perf_counter()\nlist(model.embed(texts, batch_size=256))\n"
+            "print(len(texts) / (time.perf_counter() - started))\n")
+    sample = facts_json(0, min(size, 5000), size)
+    raw = float(subprocess.run([sys.executable, "-c", code, env["MEMVAULT_EMBED_MODEL_PATH"]], env=env,
+                               input=sample, capture_output=True, text=True, check=True).stdout)
+    drop_derived(vault)
+    seconds, peak, _ = memvault(env, vault, "reindex", "--clear")
+    return (size + 1) / seconds, peak, raw
+
+
+def ratio(value: float, base: float | None) -> str:
+    return f"x{value / base:6.2f}" if base else "      "
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--before", help="a git ref to compare with (status and the first lexical search)")
+    parser.add_argument("--before-max", type=int, default=100_000, help="largest size the --before tree runs at")
+    parser.add_argument("--embed-sizes", default="10000", help="sizes at which reindex embeds (slow)")
+    parser.add_argument("--base", type=int, default=100_000, help="the size ratios are to (run first)")
+    parser.add_argument("--keep", type=Path, help="build the vaults here and keep them (reused if present)")
+    options = parser.parse_args()
+    sizes = sorted(int(s) for s in options.sizes.split(","))
+    sizes.sort(key=lambda size: size != options.base)  # the base first: every other figure needs it
+    embed_sizes = [int(s) for s in options.embed_sizes.split(",") if s]
+    env = tree_env(ROOT)
+    work = Path(tempfile.mkdtemp(prefix="memvault-scale-"))
+    place = options.keep or work
+    before_env = None
+    if options.before:
+        tree = work / "before"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), options.before],
+                       check=True)
+        before_env = tree_env(tree)
+    try:
+        _run(sizes, embed_sizes, place, env, before_env, options.before_max, options.before)
+    finally:
+        if options.before:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(work / "before")], check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(sizes, embed_sizes, place: Path, env, before_env, before_max: int, before_ref) -> None:
+    print(f"memvault scale bench, {datetime.now().isoformat(timespec='seconds')}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f}; vaults of {DAYS} daily logs built with `add --stdin`")
+    print(f"after: memvault from {imported_from(env)}")
+    if before_env is not None:
+        print(f"before ({before_ref}): memvault from {imported_from(before_env)}")
+    base: dict[str, tuple[float, float]] = {}
+    for size in sizes:
+        vault = place / f"vault-{size}"
+        print(f"\n== {size:,} facts ==")
+        if not (vault / "logs").is_dir():
+            rate = build(vault, size, env)
+            print(f"build (add --stdin)               {rate:10,.0f} facts/s")
+        logs = sum(p.stat().st_size for p in (vault / "logs").rglob("*.md"))
+        print(f"logs: {len(list((vault / 'logs').rglob('*.md')))} files, {logs / 1e6:.0f} MB")
+        runs = [("after", env)]
+        if before_env is not None and size <= before_max:
+            runs = [("before", before_env), ("after", env), ("before", before_env), ("after", env)]
+        results: dict[str, dict[str, list]] = {}
+        for label, tree_env in runs:
+            for name, figure in status_and_search(vault, tree_env).items():
+                results.setdefault(name, {}).setdefault(label, []).append(figure)
+        for name, by_label in results.items():
+            for label, figures in by_label.items():
+                seconds = [f[0] for f in figures]
+                peak = max(f[1] for f in figures)
+                key = f"{name} ({label})"
+                shown = " / ".join(f"{s:.2f}" for s in seconds)
+                if size == sizes[0]:  # the base size
+                    base[key] = (statistics.median(seconds), peak)
+                b = base.get(key, (None, None))
+                tag = f"{label} {before_ref}" if label == "before" else label
+                print(f"{name:32} {tag:>14}: {shown:>12} s {ratio(statistics.median(seconds), b[0])}   "
+                      f"peak {peak:7.0f} MB {ratio(peak, b[1])}")
+        if size in embed_sizes:
+            rate, peak, raw = embedding(vault, size, env)
+            print(f"reindex --clear with the model     {rate:10,.0f} docs/s (raw fastembed {raw:,.0f} texts/s, "
+                  f"x{rate / raw:.2f}); peak {peak:.0f} MB")
+        else:
+            print(f"reindex with the model: NOT measured at {size:,} facts (at 250-700 facts/s on a 2-core machine "
+                  f"it would take {size / 700 / 60:.0f}-{size / 250 / 60:.0f} min); see --embed-sizes")
+
+
+if __name__ == "__main__":
+    main()

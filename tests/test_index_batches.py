@@ -1,0 +1,54 @@
+"""The index is written in batches of documents (issue 35: a first build of a million facts must
+not hold them all): the batches give the same index as one pass, whatever falls on a boundary."""
+
+from __future__ import annotations
+
+import pytest
+from support.git import git
+
+from memvault.index import indexer
+
+WORDS = [f"{a}{b}" for a in ("kiwi", "plum", "fig", "lime", "pear") for b in ("cart", "desk", "lamp", "rope",
+                                                                             "sail", "tent", "vase", "wick")]
+
+
+def _vault_with_edge_cases(vault):
+    facts = [vault.add(f"note {WORDS[n]} about tea", at=f"2026-10-{1 + n % 9:02d}T09:00:00") for n in range(40)]
+    vault.forget(facts[3].id, "wrong")
+    # a fact copied by hand into a later day's log, its text changed: the first copy counts
+    first = facts[10]
+    line = next(li for li in (vault.root / first.path).read_text().splitlines(keepends=True) if first.id in li)
+    later = vault.root / "logs" / "2026" / "2026-10-20.md"
+    later.write_text("# 2026-10-20\n\n" + line.replace("about tea", "about oolong"))
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-qm", "edit: copied an item by hand")
+    return facts
+
+
+def _answers(vault) -> list:
+    """What each fact's own word and the copy's changed word find."""
+    return [[(h.id, h.text) for h in vault.search(word, lexical_only=True)] for word in [*WORDS, "oolong", "fresh"]]
+
+
+@pytest.mark.parametrize("per_batch", [1, 7])
+def test_batched_build_and_refresh_match_one_pass(vault, monkeypatch, per_batch):
+    facts = _vault_with_edge_cases(vault)
+    vault.reindex(clear=True)
+    whole, whole_documents = _answers(vault), vault.index_status()["documents"]
+    assert sum(map(bool, whole)) == 39  # every word but the forgotten fact's
+    monkeypatch.setattr(indexer, "DOCS_PER_BATCH", per_batch)
+    vault.reindex(clear=True)
+    assert _answers(vault) == whole
+    assert vault.index_status()["documents"] == whole_documents
+    assert vault.search(WORDS[3], lexical_only=True) == []
+    assert vault.search("oolong", lexical_only=True) == []
+    assert [h.text for h in vault.search(WORDS[10], lexical_only=True)] == [f"note {WORDS[10]} about tea"]
+    # a refresh that reads many files again, batched too: a forget, a new day, a log deleted by hand
+    vault.forget(facts[5].id)
+    vault.add("a fresh day", at="2026-10-25T09:00:00")
+    (vault.root / "logs" / "2026" / "2026-10-20.md").unlink()
+    git(vault.root, "commit", "-qam", "edit: removed a log")
+    batched = _answers(vault)
+    monkeypatch.setattr(indexer, "DOCS_PER_BATCH", 10**9)
+    vault.reindex(clear=True)
+    assert batched == _answers(vault)

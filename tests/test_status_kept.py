@@ -1,0 +1,106 @@
+"""`status` keeps its counts between calls (issue 35): the same numbers as a full recount, after
+every kind of change, while reading only the logs that changed."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+
+from support.cli import run_memvault
+from support.dream import dream
+from support.fake_llm import FakeLLM, consolidate_everything
+from support.sync import shared
+
+from memvault.dream import status as dream_status_module
+from memvault.health.tally import TALLY_FILE, full_count
+from memvault.storage.store import Storage
+
+
+def fresh_dream_status(vault) -> dict:
+    """What planning from scratch says (the kept answer must equal it, after a JSON round trip)."""
+    today = datetime.now(vault.storage.tz).date()
+    return json.loads(json.dumps(dream_status_module._work_out(vault.storage, today)))
+
+
+def assert_same_as_recount(vault) -> dict:
+    state = vault.status()
+    assert state["facts"] == full_count(vault.storage)
+    assert vault.dream_status() == fresh_dream_status(vault)
+    assert state["pending"]["facts"] == fresh_dream_status(vault)["pending_facts"]
+    return state
+
+
+def test_kept_counts_match_a_full_recount_through_every_change(vault):
+    facts = [vault.add(f"fact {n} about tea", at=f"2026-10-{1 + n % 20:02d}T09:00:00") for n in range(60)]
+    assert assert_same_as_recount(vault)["facts"] == {"total": 60, "live": 60, "forgotten": 0}
+    assert (vault.root / TALLY_FILE).exists()
+
+    vault.add("one more, today")
+    vault.add("one more, backdated into a day already counted", at="2026-10-03T12:00:00")
+    assert assert_same_as_recount(vault)["facts"]["total"] == 62
+
+    vault.forget(facts[0].id, "wrong")
+    vault.forget(facts[1].id)
+    assert assert_same_as_recount(vault)["facts"] == {"total": 62, "live": 60, "forgotten": 2}
+
+    vault.purge([facts[1].id], confirm=lambda plan: True)
+    assert_same_as_recount(vault)
+
+    # A hand edit: a line deleted, then (at once, the same size) an id copied over another one,
+    # which makes a repeated id that counts once.
+    log = vault.root / "logs" / "2026" / "2026-10-05.md"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:-1]))
+    assert_same_as_recount(vault)
+    other = vault.root / "logs" / "2026" / "2026-10-06.md"
+    first_id, second_id = [json.loads(line.split("<!-- mv ", 1)[1].split(" -->")[0])["id"]
+                           for line in other.read_text().splitlines() if "<!-- mv " in line][:2]
+    other.write_text(other.read_text().replace(second_id, first_id))
+    state = assert_same_as_recount(vault)
+    assert state["facts"]["total"] == 62 - 3  # the purged line is gone, the deleted line, the repeated id
+
+    # A whole log removed by hand, and the kept file damaged: counted again from the logs.
+    os.remove(log)
+    assert_same_as_recount(vault)
+    (vault.root / TALLY_FILE).write_bytes(b"{not json\n1234567")
+    assert_same_as_recount(vault)
+
+
+def test_kept_dream_status_follows_a_dream(vault):
+    for n in range(6):
+        vault.add(f"Alice note {n}", at=f"2026-11-{10 + n}T09:00:00")
+    before = assert_same_as_recount(vault)
+    assert before["pending"]["facts"] == 6
+    with FakeLLM(default=consolidate_everything()) as fake:
+        dream(vault, fake)
+    after = assert_same_as_recount(vault)
+    assert after["watermark"] is not None and after["pending"]["facts"] < 6
+
+
+def test_kept_counts_follow_a_sync(tmp_path):
+    a, b, _h = shared(tmp_path)
+    from memvault import Vault
+
+    vb = Vault.open(b)
+    assert assert_same_as_recount(vb)["facts"]["total"] == 2
+    for n in range(3):
+        assert run_memvault("add", f"from A {n}", "--at", "2026-11-19T10:00:00", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    assert run_memvault("sync", "--vault", str(b)).returncode == 0
+    assert assert_same_as_recount(Vault.open(b))["facts"]["total"] == 5
+
+
+def test_status_reads_only_the_logs_that_changed(vault, monkeypatch):
+    for n in range(30):
+        vault.add(f"fact {n}", at=f"2026-09-{1 + n % 30:02d}T09:00:00")
+    # age the logs past the window in which a second write could keep a log's stat
+    for log in (vault.root / "logs").rglob("*.md"):
+        os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns - 10_000_000_000))
+    vault.status()
+    read = []
+    real = Storage.read_log
+    monkeypatch.setattr(Storage, "read_log", lambda self, path: read.append(path.name) or real(self, path))
+    vault.add("today's fact")
+    assert vault.status()["facts"]["total"] == 31
+    assert len(read) == 1, read  # today's log only: not the 30 others, neither for the counts nor for dream
