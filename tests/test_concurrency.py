@@ -31,9 +31,12 @@ def all_texts(vault_dir) -> list[str]:
 
 
 def start_add(vault_dir, text: str, env: dict | None = None) -> subprocess.Popen:
+    # A child inherits an ignored SIGINT (as a shell's background job does, and as the suite's worker
+    # may have it after another test), and Python then ignores Ctrl-C: give it the terminal's default.
     return subprocess.Popen([sys.executable, "-m", "memvault", "add", text, "--vault", str(vault_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+                            env={**os.environ, **(env or {})},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def queued(vault_dir) -> list[str]:
