@@ -31,7 +31,7 @@ from memvault.dream.runner import Change, Job, Runner, subject_label
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, answer_schema, parse_answer, the_object
 from memvault.dream.statements import statement_blocks
 from memvault.dream.validate import Proposal, Prose, build_proposal
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, VaultUnwritable
 from memvault.formats import dreamlog
 from memvault.formats.citations import without_lines_linking
 from memvault.formats.layout import INDEX_FILE, MEMORY_FILE
@@ -314,6 +314,8 @@ class DayBatch(Job):
         for fact in self.facts[:40]:
             try:
                 hits = search(self.storage, SearchQuery(fact.text[:300], limit=5))
+            except VaultUnwritable:
+                raise  # (a full disk fails every fact's search the same way)
             except MemvaultError:  # e.g. a fact of punctuation only: no query to make
                 continue
             for hit in hits:  # several sections of one page may match

@@ -13,7 +13,7 @@ from memvault.dream.prompt import base_tokens
 from memvault.dream.results import BatchResult, DreamReport
 from memvault.dream.runner import Job, Progress, Runner
 from memvault.dream.scrub import SCRUB_LABEL, Scrub, scrub_due
-from memvault.errors import LLMError, MemvaultError, check_count
+from memvault.errors import LLMError, MemvaultError, VaultUnwritable, check_count, unwritable_in
 from memvault.storage.store import Storage
 
 
@@ -95,20 +95,36 @@ def run_dream(
         budget.check(base_tokens(config.zones, config.dream.memory_max_lines))
         say(f"model {settings.model}: a window of {budget.window} tokens ({budget.limits.source}), "
             f"answers of up to {budget.max_output}")
-        # planned again for this model's window (the first plan knew only memvault.toml's)
-        memo = PlanMemo()
-        runner = Runner(storage, settings, say, make_plan(storage, today=today, budget=budget, memo=memo), budget)
-        if not dry_run:
-            runner.progress = RunState(storage, pending_facts=plan.pending_facts, batches=len(labels))
         try:
-            _run_jobs(runner, report, scrub=scrub, limit=limit, today=today, dry_run=dry_run, memo=memo)
-        finally:
-            if runner.progress is not None:
-                runner.progress.close()
+            _run_night(storage, settings, say, report, budget, plan=plan, labels=labels, scrub=scrub,
+                       limit=limit, today=today, dry_run=dry_run)
+        except Exception as e:
+            # Full before a batch was applied (the statement check's embeddings, the index): say
+            # what became of the vault, as every write does.
+            failure = e if isinstance(e, VaultUnwritable) else unwritable_in(e)
+            if failure is None or failure.outcome or storage.git.status():
+                raise
+            applied = sum(b.outcome == "ok" for b in report.batches)
+            raise failure.saying(f"{applied} batch(es) committed before it, the rest waits for the next dream"
+                           if applied else "nothing was changed") from e
         report.watermark_after = iso(storage.watermark)
     if not dry_run and any(b.outcome == "ok" for b in report.batches):
         _refresh_index(storage, say)
     return report
+
+
+def _run_night(storage, settings, say, report: DreamReport, budget: Budget, *, plan, labels: list[str],
+               scrub: bool, limit: int, today, dry_run: bool) -> None:
+    # planned again for this model's window (the first plan knew only memvault.toml's)
+    memo = PlanMemo()
+    runner = Runner(storage, settings, say, make_plan(storage, today=today, budget=budget, memo=memo), budget)
+    if not dry_run:
+        runner.progress = RunState(storage, pending_facts=plan.pending_facts, batches=len(labels))
+    try:
+        _run_jobs(runner, report, scrub=scrub, limit=limit, today=today, dry_run=dry_run, memo=memo)
+    finally:
+        if runner.progress is not None:
+            runner.progress.close()
 
 
 def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, today, dry_run: bool,
