@@ -21,7 +21,7 @@ from typing import Any
 from memvault import dreamlog
 from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
 from memvault.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
-from memvault.storage.layout import CONFIG_FILE
+from memvault.storage.layout import CONFIG_FILE, template_root
 from memvault.storage.store import Storage
 from memvault.tombstones import Tombstone
 
@@ -152,15 +152,6 @@ def _git_dir_problem(root: Path) -> str | None:
     if head.startswith("ref: refs/") or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head):
         return None
     return "its git repository (.git) is broken (.git/HEAD names no branch or commit)"
-
-
-def template_root() -> Path:
-    """The files `init` copies: packaged in a wheel, or vault-template/ of a source checkout."""
-    package = Path(__file__).parent
-    for candidate in (package / "vault_template", package.parent / "vault-template"):
-        if (candidate / CONFIG_FILE).is_file():
-            return candidate
-    raise FileNotFoundError("memvault's vault template is missing from this installation")
 
 
 def _refuse_credentials_in_labels(facts: list[Fact]) -> None:
