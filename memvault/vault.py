@@ -560,6 +560,18 @@ class Vault:
         except ModelUnavailable as e:
             raise RemoteError(str(e)) from None
 
+    def download_rerank_model(self) -> str:
+        """Fetch search's rerank model (the cross-encoder) into the user cache, as `download_model`."""
+        from memvault.errors import RemoteError
+        from memvault.index.embedder import ModelUnavailable
+        from memvault.index.rerank import download_rerank_model
+        from memvault.index.search import rerank_spec
+
+        try:
+            return download_rerank_model(rerank_spec(self.storage))
+        except ModelUnavailable as e:
+            raise RemoteError(str(e)) from None
+
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
                 relevant: int = 20):
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""

@@ -35,11 +35,36 @@ def _real_model() -> dict[str, str] | None:
 
 
 REAL_MODEL = _real_model()
+RERANK_MODEL_NAME = "Xenova/ms-marco-MiniLM-L-12-v2"
+
+
+def _rerank_model() -> dict[str, str] | None:
+    """Where the cross-encoder is, found as memvault finds it: MEMVAULT_RERANK_MODEL_PATH, then
+    memvault's model cache, then the CI copy beside the checkout."""
+    configured = os.environ.get("MEMVAULT_RERANK_MODEL_PATH")
+    if configured and (Path(configured) / "onnx" / "model.onnx").is_file():
+        return {"MEMVAULT_RERANK_MODEL_PATH": configured}
+    from memvault.health import cached_model
+    from memvault.index.embedder import model_cache_dir
+
+    cache = model_cache_dir()
+    if cached_model(cache, RERANK_MODEL_NAME) is not None:
+        return {"FASTEMBED_CACHE_PATH": str(cache)}
+    shared = ROOT.parent / "shared" / "models" / "ms-marco-MiniLM-L-12-v2-onnx-int8"
+    if (shared / "onnx" / "model.onnx").is_file():
+        return {"MEMVAULT_RERANK_MODEL_PATH": str(shared)}
+    return None
+
+
+RERANK_MODEL = _rerank_model()
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_model: needs the real all-MiniLM-L6-v2 embedding model "
                             "(tests about meaning); skipped without it, except where "
+                            f"{REQUIRE_REAL_MODEL}=1 (CI) makes that a failure")
+    config.addinivalue_line("markers", "reranker: needs the real cross-encoder ms-marco-MiniLM-L-12-v2 (the rerank "
+                            "stage; other tests search without it); skipped without it, except where "
                             f"{REQUIRE_REAL_MODEL}=1 (CI) makes that a failure")
 
 
@@ -67,6 +92,25 @@ def embedding_model(request, monkeypatch, tiny_model_path):
     monkeypatch.delenv("MEMVAULT_EMBED_MODEL_PATH", raising=False)
     for key, value in REAL_MODEL.items():
         monkeypatch.setenv(key, value)
+
+
+@pytest.fixture(autouse=True)
+def rerank_model(request, monkeypatch, embedding_model):
+    """Tests search without the reranker unless marked `reranker`, which find the real one."""
+    for key in ("MEMVAULT_RERANK", "MEMVAULT_RERANK_MODEL", "MEMVAULT_RERANK_MODEL_PATH"):
+        monkeypatch.delenv(key, raising=False)
+    if request.node.get_closest_marker("reranker") is None:
+        monkeypatch.setenv("MEMVAULT_RERANK", "0")
+        return
+    if RERANK_MODEL is None:
+        reason = ("needs the cross-encoder ms-marco-MiniLM-L-12-v2: set MEMVAULT_RERANK_MODEL_PATH to a local copy, "
+                  "or run `memvault reindex --download-model` once")
+        if os.environ.get(REQUIRE_REAL_MODEL) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_REAL_MODEL}=1)")
+        pytest.skip(reason)
+    for key, value in RERANK_MODEL.items():
+        monkeypatch.setenv(key, value)
+
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Test Author",
