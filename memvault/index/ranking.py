@@ -60,6 +60,7 @@ class Weights:
     state_share: float = 0.25  # the newer fact matches the question at least this share as well
     newest: bool = True
     rerank: float = 0.5        # share of the reranker's relevance in the score of what it read
+    replies: bool = True       # the reranker reads a reply after the question it follows
 
 
 DEFAULT_WEIGHTS = Weights()

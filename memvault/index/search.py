@@ -178,7 +178,7 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
         weights = for_model(weights, index.model.profile.noise)
     ranked = fuse(lexical, ideal, dense, candidates, intent, weights)
     if reranking:
-        ranked = judged(ranked, _judgement(storage, catalog, query.text, ranked, candidates), weights)
+        ranked = judged(ranked, _judgement(storage, catalog, query.text, ranked, candidates, weights.replies), weights)
     ranked = newest_first(ranked, candidates, intent, lambda keys: _similarity(generation, candidates, keys),
                           weights)
     floor = MIN_SCORE if query.min_score is None else float(query.min_score)
@@ -209,8 +209,8 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
     return hits
 
 
-def _judgement(storage: Storage, catalog, query: str, ranked: list[Ranked],
-               candidates: dict) -> dict[str, tuple[float, float]]:
+def _judgement(storage: Storage, catalog, query: str, ranked: list[Ranked], candidates: dict,
+               replies: bool = True) -> dict[str, tuple[float, float]]:
     """The reranker's (logit, relevance) for the first candidates; {} without its model."""
     first = ranked[:storage.config.rerank.candidates]
     reranker = _reranker(storage)
@@ -222,7 +222,7 @@ def _judgement(storage: Storage, catalog, query: str, ranked: list[Ranked],
     docs = catalog.by_keys([item.key for item in first] +
                            [candidates[item.key].prev for item in first if candidates[item.key].prev])
     keys = [item.key for item in first if item.key in docs]
-    texts = [_as_read(docs[key], docs.get(candidates[key].prev or "")) for key in keys]
+    texts = [_as_read(docs[key], docs.get(candidates[key].prev or "") if replies else None) for key in keys]
     profile = reranker.spec.profile
     return {key: (logit, profile.relevance(logit)) for key, logit in zip(keys, reranker.logits(query, texts),
                                                                          strict=True)}
