@@ -19,7 +19,7 @@ from memvault.errors import InvalidInput
 DEFAULT_EMBED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_RERANK_MODEL = "Xenova/ms-marco-MiniLM-L-12-v2"
 # How many of the best fused candidates the reranker reads (docs/search.md#the-rerank-stage).
-DEFAULT_RERANK_CANDIDATES = 20
+DEFAULT_RERANK_CANDIDATES = 15
 CATEGORIES = (
     "fact",
     "preference",

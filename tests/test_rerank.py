@@ -102,6 +102,24 @@ def test_cli_api_mcp_and_context_rank_the_same_way(vault, cli, monkeypatch):
 
 @pytest.mark.real_model
 @pytest.mark.reranker
+def test_the_reranker_reads_the_first_15_candidates_unless_told_otherwise(vault, cli):
+    """15 by default (measured against quality, docs/search.md); [rerank] candidates sets another."""
+    vault.add_many([{"text": f"Zoe planted {n} basil seedlings in pot {n} on the balcony"} for n in range(30)])
+
+    def read() -> int:
+        hits = json.loads(cli("search", "basil seedlings on the balcony", "--json", "--explain", "--limit", "30",
+                              "--min-score", "0").stdout)
+        assert len(hits) == 30
+        return sum("rerank" in hit["explain"] for hit in hits)
+
+    assert read() == 15
+    config = vault.root / "memvault.toml"
+    config.write_text(config.read_text().replace("candidates = 15", "candidates = 4"))
+    assert read() == 4
+
+
+@pytest.mark.real_model
+@pytest.mark.reranker
 def test_off_topic_and_nonsense_queries_still_answer_no_matches(vault, cli):
     for text in ("Alice prefers green tea in the morning", "The team moved the database to Postgres",
                  "Bob is allergic to peanuts", "There is nothing left in the fridge"):
@@ -164,8 +182,8 @@ def test_the_reranker_can_be_turned_off_every_way(vault_dir, tmp_path, setting):
 
 @pytest.mark.parametrize(("setting", "said"), [
     ({"MEMVAULT_RERANK": "maybe"}, "MEMVAULT_RERANK must be on or off (1 or 0), got 'maybe'"),
-    (("candidates = 20", "candidates = 0"), "memvault.toml: rerank.candidates must be a positive integer, got 0"),
-    (("candidates = 20", "candidates = 5000"), "memvault.toml: rerank.candidates must be at most 200, got 5000"),
+    (("candidates = 15", "candidates = 0"), "memvault.toml: rerank.candidates must be a positive integer, got 0"),
+    (("candidates = 15", "candidates = 5000"), "memvault.toml: rerank.candidates must be at most 200, got 5000"),
     (("enabled = true", 'enabled = "sometimes"'),
      "memvault.toml: rerank.enabled must be true or false, got 'sometimes'"),
     (("[rerank]", "[unknown]", 'rerank = "off"\n'), "memvault.toml: rerank must be a table ([rerank]), got 'off'"),
@@ -251,3 +269,59 @@ def test_status_names_the_model_the_index_was_built_with(vault_dir, tmp_path):
     assert searched.returncode == 0 and searched.stderr.count("embedding model changed") == 1
     after = json.loads(run_memvault("status", "--json", "--vault", str(vault_dir), env=other).stdout)["index"]
     assert after["built_with"] == after["model"] == changed["model"]
+
+
+@pytest.fixture
+def bge(monkeypatch):
+    """bge-small-en-v1.5 where memvault's tests find local models (beside the checkout, as CI has it)."""
+    import os
+    from pathlib import Path
+
+    from conftest import REQUIRE_REAL_MODEL, ROOT
+
+    path = Path(os.environ.get("MEMVAULT_TESTS_BGE_PATH") or ROOT.parent / "shared" / "models" /
+                "bge-small-en-v1.5-onnx-int8")
+    if not (path / "model_optimized.onnx").is_file():
+        reason = f"needs bge-small-en-v1.5 (int8 ONNX) in {path} or MEMVAULT_TESTS_BGE_PATH"
+        if os.environ.get(REQUIRE_REAL_MODEL) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_REAL_MODEL}=1)")
+        pytest.skip(reason)
+    monkeypatch.setenv("MEMVAULT_EMBED_MODEL", "BAAI/bge-small-en-v1.5")
+    monkeypatch.setenv("MEMVAULT_EMBED_MODEL_PATH", str(path))
+    return path
+
+
+@pytest.mark.reranker
+def test_bge_small_embeds_queries_with_its_instruction_and_has_its_own_noise_level(vault, cli, bge):
+    """fastembed pools bge by its CLS token; memvault puts the model's instruction before queries
+    (never before facts) and reads its cosines from its own noise level (0.60, not MiniLM's 0.35:
+    bge gives unrelated sentences cosines up to 0.6, so its meaning part alone is weak, and the
+    reranker, on by default, finds the paraphrase)."""
+    import numpy as np
+    from fastembed import TextEmbedding
+
+    for text in ("Alice prefers green tea in the morning", "The team moved the database to Postgres",
+                 "Bob is allergic to peanuts"):
+        vault.add(text)
+    hits = json.loads(cli("search", "which beverage does she like to drink", "--json", "--explain").stdout)
+    assert hits[0]["text"] == "Alice prefers green tea in the morning"
+    hits = json.loads(cli("search", "which beverage does she like to drink", "--json", "--explain", "--no-rerank",
+                          "--min-score", "0").stdout)
+    model = TextEmbedding("BAAI/bge-small-en-v1.5", specific_model_path=str(bge), local_files_only=True)
+    unit = lambda vector: np.asarray(vector) / np.linalg.norm(vector)  # noqa: E731
+    # As memvault embeds them: the query alone, the facts in one batch (int8 results vary a little
+    # with the batch).
+    fact = unit(next(iter(model.embed(["Alice prefers green tea in the morning", "The team moved the database to "
+                                        "Postgres", "Bob is allergic to peanuts"]))))
+    asked = "which beverage does she like to drink"
+    query = unit(next(iter(model.query_embed(["Represent this sentence for searching relevant passages: " + asked]))))
+    bare = unit(next(iter(model.query_embed([asked]))))
+    dense = hits[0]["explain"]["dense"]
+    assert dense["score"] == pytest.approx(float(query @ fact), abs=1e-4)
+    assert abs(float(bare @ fact) - dense["score"]) > 0.01  # without the instruction it would differ
+    assert dense["score"] > 0.60
+    assert dense["contribution"] == pytest.approx((dense["score"] - 0.60) / (1 - 0.60) / 2, abs=1e-3)
+    index = json.loads(cli("status", "--json").stdout)["index"]
+    assert index["built_with"] == index["model"] and index["model"].startswith("BAAI/bge-small-en-v1.5@")
+    for query in ("quantum chromodynamics", "xkqzv wprlt mnbvc"):
+        assert json.loads(cli("search", query, "--json").stdout) == [], query
