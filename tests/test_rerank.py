@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_memvault, snapshot
+from support import ROOT
+from support.cli import run_memvault
+from support.git import snapshot
+from support.models import REQUIRE_REAL_MODEL
 
 CONVERSATION = [
     "Caroline: Hey Mel! How have you been lately?",
@@ -251,7 +254,7 @@ def test_doctor_and_status_say_how_search_reranks(vault_dir, tmp_path):
 def test_status_names_the_model_the_index_was_built_with(vault_dir, tmp_path):
     """After a change of model, until the next search re-embeds, status says which model made the
     vectors; the search re-embeds with one notice, and status then names the new model."""
-    import tiny_model
+    from support import tiny_model
 
     from memvault import Vault
 
@@ -277,7 +280,6 @@ def bge(monkeypatch):
     import os
     from pathlib import Path
 
-    from conftest import REQUIRE_REAL_MODEL, ROOT
 
     path = Path(os.environ.get("MEMVAULT_TESTS_BGE_PATH") or ROOT.parent / "shared" / "models" /
                 "bge-small-en-v1.5-onnx-int8")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import re
 import shutil
@@ -16,14 +15,24 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer._click import Context
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer import Context
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
-from memvault.errors import ExitCode, MemvaultError, Terminated, one_line, unwritable_in
-from memvault.gitstore import GIT_MISSING, failure_detail
+from memvault.cli.click_private import ClickException, NoArgsIsHelpError, command_line
+from memvault.cli.click_private import UsageError as BadCommandLine
+from memvault.errors import (
+    ExitCode,
+    InternalError,
+    Interrupted,
+    MemvaultError,
+    Terminated,
+    UsageError,
+    one_line,
+    unwritable_in,
+)
+from memvault.storage.gitstore import GIT_MISSING, failure_detail
 
 
 class MemvaultGroup(TyperGroup):
@@ -39,11 +48,11 @@ class MemvaultGroup(TyperGroup):
             return super().parse_args(ctx, args)
         except NoArgsIsHelpError:
             raise
-        except UsageError as e:
-            _fail("UsageError", f"{e.format_message()} (see `memvault --help`)", ExitCode.USAGE, _asks_json(args))
+        except BadCommandLine as e:
+            _fail(UsageError(f"{e.format_message()} (see `memvault --help`)"), _asks_json(args))
 
     def invoke(self, ctx: Context) -> Any:
-        wants_json = _asks_json([*ctx._protected_args, *ctx.args])
+        wants_json = _asks_json(command_line(ctx))
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
         previous = None
         hook = sys.unraisablehook
@@ -53,37 +62,35 @@ class MemvaultGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except MemvaultError as e:
-            _fail(e.kind, str(e), e.exit_code, wants_json)
-        except Terminated:
-            _fail("Terminated", "terminated", ExitCode.TERMINATED, wants_json)
+            _fail(e, wants_json)
+        except Terminated as e:
+            _fail(e, wants_json)
         except BrokenPipeError:
             # The reader went away (`memvault recent | head`): not an error worth a message.
             quiet_stdout()
             raise Exit(int(ExitCode.OK)) from None
         except KeyboardInterrupt:
-            _fail("Interrupted", "interrupted", ExitCode.INTERRUPTED, wants_json)
+            _fail(Interrupted(), wants_json)
         except NoArgsIsHelpError:
             raise  # `memvault` called bare: its help is the answer
-        except UsageError as e:
+        except BadCommandLine as e:
             # One line like every other error, not a framed usage box.
             where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
-            _fail("UsageError", e.format_message() + where, ExitCode.USAGE, wants_json)
+            _fail(UsageError(e.format_message() + where), wants_json)
         except (Exit, Abort, ClickException):
             raise
         except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
             interrupt = _interrupt_inside(e)
             if interrupt is not None:  # Python wrapped it (`__set_name__` during an import: RuntimeError)
-                terminated = isinstance(interrupt, Terminated)
-                _fail("Terminated" if terminated else "Interrupted", "terminated" if terminated else "interrupted",
-                      ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED, wants_json)
+                _fail(interrupt if isinstance(interrupt, Terminated) else Interrupted(), wants_json)
             # Disk full, read-only or not ours, wherever it happened: one line naming the file.
             clear = unwritable_in(e)
             if clear is None and isinstance(e, ImportError) and shutil.which("git") is None:
                 # GitPython refuses to import without git: any command reaching it says why.
-                _fail("MemvaultError", GIT_MISSING, ExitCode.ERROR, wants_json)
+                _fail(MemvaultError(GIT_MISSING), wants_json)
             if clear is None:
                 _unexpected(e, wants_json)
-            _fail(clear.kind, str(clear), clear.exit_code, wants_json)
+            _fail(clear, wants_json)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
@@ -154,8 +161,7 @@ def _asks_json(args: list[str]) -> bool:
 def _unexpected(e: Exception, wants_json: bool) -> None:
     if os.environ.get("MEMVAULT_DEBUG"):
         traceback.print_exc()
-    _fail("InternalError", f"unexpected error: {failure_detail(e)} (set MEMVAULT_DEBUG=1 for details)",
-          ExitCode.ERROR, wants_json)
+    _fail(InternalError(f"unexpected error: {failure_detail(e)} (set MEMVAULT_DEBUG=1 for details)"), wants_json)
 
 
 def quiet_stdout() -> None:
@@ -163,15 +169,15 @@ def quiet_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-def _fail(kind: str, message: str, code: int, wants_json: bool) -> None:
-    message = one_line(message)
-    if wants_json:
-        sys.stderr.write(json.dumps({"error": {"type": kind, "message": message, "exit_code": int(code)}}) + "\n")
-    else:
-        from memvault.cli.output import visible  # an error may quote stored or typed text
+def _fail(error: MemvaultError | Terminated, wants_json: bool) -> None:
+    from memvault.cli.output import emit_error, visible  # an error may quote stored or typed text
 
+    if wants_json:
+        emit_error(error)
+    else:
+        message = one_line(str(error))
         sys.stderr.write(f"memvault: {visible(message) if sys.stderr.isatty() else message}\n")
-    raise typer.Exit(int(code))
+    raise typer.Exit(int(error.exit_code))
 
 
 def _reflow_help(command: Any) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvault.config import DEFAULT_RERANK_MODEL
+from memvault.base.config import DEFAULT_RERANK_MODEL
 from memvault.index.embedder import ModelUnavailable, fetch_into_cache, model_cache_dir, offline_environment, one_line
 from memvault.index.models import RerankModel, model_file, rerank_model
 
