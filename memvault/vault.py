@@ -36,6 +36,7 @@ from memvault.storage.paths import template_root
 from memvault.storage.store import Storage
 
 if TYPE_CHECKING:
+    from memvault.importers.run import ImportReport
     from memvault.recall.timeline import RecentQuery
 
 Notify = Callable[[str], None]
@@ -43,14 +44,19 @@ Notify = Callable[[str], None]
 
 @dataclass(frozen=True)
 class FactView:
-    """A fact as `show` presents it: the fact, and its tombstone if it was forgotten."""
+    """A fact as `show` presents it: the fact, its tombstone if it was forgotten, the fact that
+    replaces it if one does, and its chain of supersedes links (oldest first, itself included)."""
 
     fact: Fact
     forgotten: Tombstone | None
+    superseded_by: str | None = None
+    chain: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data = self.fact.to_dict()
         data["forgotten"] = self.forgotten.to_dict() if self.forgotten else None
+        data["superseded_by"] = self.superseded_by
+        data["chain"] = list(self.chain or (self.fact.id,))
         return data
 
     def live(self) -> Fact:
@@ -75,6 +81,30 @@ class Forgotten:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.tombstone.id, "already_forgotten": self.already_forgotten,
                 "tombstone": self.tombstone.to_dict(), "cited_by": self.cited_by}
+
+
+class VaultAt:
+    """The vault as it stood at one commit, read-only (`Vault.as_of`); `moment` says which commit
+    answered, for what was asked."""
+
+    def __init__(self, vault: Vault, moment):
+        self.vault = vault
+        self.moment = moment
+
+    def search(self, query, **options) -> list:
+        return self.vault.search(query, as_of=self.moment, **options)
+
+    def context(self, query: str | None = None, **options):
+        return self.vault.context(query, as_of=self.moment, **options)
+
+    def recent(self, limit: int | None = 20, **options) -> list[Fact]:
+        return self.vault.recent(limit, as_of=self.moment, **options)
+
+    def show(self, fact_id: str) -> FactView:
+        return self.vault.show(fact_id, as_of=self.moment)
+
+    def status(self) -> dict:
+        return self.vault.status(as_of=self.moment)
 
 
 def default_vault_path() -> Path:
@@ -173,14 +203,22 @@ def _git_dir_problem(root: Path) -> str | None:
     return "its git repository (.git) is broken (.git/HEAD names no branch or commit)"
 
 
+# A key an import made (`memory-dir:3f47…`: a format and 16 hex digits) holds no credential: not scanned.
+_MADE_KEY = re.compile(r"[a-z0-9-]+:[0-9a-f]{16}")
+
+
 def _refuse_credentials_in_labels(facts: list[Fact]) -> None:
     """A fact's source, session and tags are shown, committed and sent to dream's LLM even for a
     secret fact (only its text is withheld): a credential there is refused, --allow-secret or not."""
     from memvault.base.credentials import find_credentials
 
-    labels = [(number, name, value) for number, fact in enumerate(facts, start=1)
-              for name, value in (("source", fact.source), ("session", fact.session),
-                                  *(("tag", tag) for tag in fact.tags)) if value]
+    first: dict[str, tuple[int, str]] = {}  # each label once (an import's 100k facts share a few sources)
+    for number, fact in enumerate(facts, start=1):
+        for name, value in (("source", fact.source), ("session", fact.session), ("key", fact.key),
+                            *(("tag", tag) for tag in fact.tags)):
+            if value and value not in first and not (name == "key" and _MADE_KEY.fullmatch(value)):
+                first[value] = (number, name)
+    labels = [(number, name, value) for value, (number, name) in first.items()]
     found = find_credentials([value for _n, _name, value in labels], labels=True)
     if found:
         at = min(found)
@@ -405,10 +443,13 @@ class Vault:
 
     def add(self, text: str, *, category: str = "fact", tags: Iterable[str] = (), source: str | None = None,
             session: str | None = None, importance: float | None = None,
-            at: datetime | str | None = None, allow_secret: bool = False) -> Fact:
-        """Remember one fact: appended to its day's log and committed."""
+            at: datetime | str | None = None, allow_secret: bool = False, supersedes: str | None = None,
+            key: str | None = None) -> Fact:
+        """Remember one fact: appended to its day's log and committed. `supersedes`: the id of an
+        older live fact this one replaces (both stay; search lists this one first). A `key` already
+        stored writes nothing and returns the fact stored under it (an agent retrying an add)."""
         draft = FactDraft(text=text, category=category, tags=tuple(tags), source=source, session=session,
-                          importance=importance, at=at)
+                          importance=importance, at=at, supersedes=supersedes, key=key)
         try:
             return self.add_many([draft], allow_secret=allow_secret)[0]
         except InvalidItem as e:
@@ -419,8 +460,70 @@ class Vault:
         """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
 
         A text holding a credential (memvault.base.credentials) is refused, unless `allow_secret`: then
-        it is stored marked secret, and no LLM is ever sent it.
+        it is stored marked secret, and no LLM is ever sent it. A `supersedes` naming no live fact,
+        one already superseded, or a fact two items supersede, is refused (memvault.recall.succession).
+        An item whose `key` is already stored (or given earlier in the batch) is not written: the
+        stored fact takes its place in the list returned, and a notice says so.
         """
+        facts = self._checked(drafts, allow_secret=allow_secret)
+        written, stored = self._write(facts)
+        if len(written) == len(facts):
+            return facts
+        found = self._stored_facts(stored)
+        for fact in facts:  # a key given twice in the batch names its first fact
+            if fact.id in written and fact.key is not None:
+                found.setdefault(fact.key, fact)
+        repeated = [fact for fact in facts if fact.id not in written]
+        self._tell_stored(repeated, found, len(facts))
+        return [fact if fact.id in written else found.get(fact.key, fact) for fact in facts]  # type: ignore[arg-type]
+
+    def fact_by_key(self, key: str) -> Fact | None:
+        """The fact stored under `key` (its first copy), forgotten or not; None when no fact has it."""
+        if not isinstance(key, str) or not key:
+            raise InvalidInput("key must be a non-empty string")
+        stored = self.storage.stored_keys([key])
+        return self._stored_facts(stored).get(key)
+
+    def _write(self, facts: list[Fact], origin: str | None = None, *, looked_up: bool = False) -> tuple[set[str], dict]:
+        """Append checked facts as one commit, less those whose key is stored: (ids written, {key: where
+        the stored fact is}). A retry of an add that was committed returns here without the lock
+        (unless the caller `looked_up` the keys itself; they are looked up again under the lock)."""
+        stored = {} if looked_up else self.storage.stored_keys(fact.key for fact in facts if fact.key is not None)
+        fresh, taken = [], set(stored)
+        for fact in facts:
+            if fact.key is None or fact.key not in taken:
+                fresh.append(fact)
+                taken.add(fact.key)
+        if fresh:
+            stored.update(self.storage.append_facts(fresh, origin))
+        written = {fact.id for fact in fresh if fact.key is None or fact.key not in stored}
+        return written, stored
+
+    def _stored_facts(self, stored: Mapping[str, Any]) -> dict[str, Fact]:
+        """{key: its fact} for keys the storage found (storage.keys.Keyed), each log read once."""
+        by_path: dict[str, dict[str, str]] = {}
+        for key, where in stored.items():
+            by_path.setdefault(where.path, {})[where.id] = key
+        found: dict[str, Fact] = {}
+        for rel, ids in by_path.items():
+            for fact in self.storage.read_log(self.storage.path(rel))[0]:
+                if fact.id in ids:
+                    found.setdefault(ids[fact.id], fact)
+        return found
+
+    def _tell_stored(self, repeated: list[Fact], found: Mapping[str, Fact], total: int) -> None:
+        first = repeated[0]
+        stored = found.get(first.key)  # type: ignore[arg-type]
+        other = ", with another text" if stored is not None and stored.text != first.text else ""
+        named = f"key {first.key!r} (fact {stored.id if stored else '?'}{other})"
+        if total == 1:
+            self.storage.notify(f"{named} is already stored; nothing was added")
+        else:
+            self.storage.notify(f"{len(repeated)} of {total} facts have a key already stored or given earlier in "
+                                f"the batch (the first: {named}); nothing was added for them")
+
+    def _checked(self, drafts: Iterable[FactDraft | Mapping[str, Any] | str], *, allow_secret: bool) -> list[Fact]:
+        """The drafts as facts ready to append, each checked; InvalidItem (from 1) for the first bad one."""
         from dataclasses import replace
 
         from memvault.base.credentials import find_credentials
@@ -434,6 +537,7 @@ class Vault:
                 raise InvalidItem(number, str(e)) from None
         if not new:
             raise InvalidInput("nothing to add: no facts given")
+        new = self._succession_checked(new)
         found = find_credentials([fact.text for fact in new])
         if found and not allow_secret:
             number, findings = next(iter(found.items()))
@@ -441,9 +545,36 @@ class Vault:
                                           "was stored: remove it, or pass --allow-secret (allow_secret=True) to "
                                           "store it anyway, never to be sent to an LLM")
         _refuse_credentials_in_labels(new)
-        new = [replace(fact, secret=True) if i in found else fact for i, fact in enumerate(new)]
-        self.storage.append_facts(new)
-        return new
+        return [replace(fact, secret=True) if i in found else fact for i, fact in enumerate(new)]
+
+    def _succession_checked(self, facts: list[Fact]) -> list[Fact]:
+        """`supersedes` checked (memvault.recall.succession), but for a fact that will not be written
+        because its key is stored or given earlier in the batch: a retried add supersedes nothing anew."""
+        from memvault.recall.succession import checked
+
+        if not any(fact.supersedes for fact in facts):
+            return facts
+        taken = set(self.storage.stored_keys(fact.key for fact in facts if fact.key is not None and fact.supersedes))
+        repeats = set()
+        for i, fact in enumerate(facts):
+            if fact.key is not None:
+                if fact.key in taken:
+                    repeats.add(i)
+                taken.add(fact.key)
+        return checked(self.storage, facts, skip=repeats)
+
+    def import_source(self, source: os.PathLike[str] | str, *, format: str | None = None, dry_run: bool = False,
+                      allow_secret: bool = False, skip_secrets: bool = False, progress=None) -> ImportReport:
+        """Add the memories another tool kept (memvault.importers.FORMATS; `format` guessed from the
+        source when None) as one commit. Records whose key is stored already are not added again; a
+        bad record raises InvalidInput naming its place, and nothing is written. A text holding a
+        credential is refused unless `allow_secret` (stored marked secret) or `skip_secrets` (left
+        out, counted). `dry_run` checks everything and writes nothing (memvault.importers.run)."""
+        from memvault.importers.run import run_import
+
+        return run_import(self.storage, source, format=format, dry_run=dry_run, skip_secrets=skip_secrets,
+                          progress=progress, check=lambda drafts: self._checked(drafts, allow_secret=allow_secret),
+                          write=lambda facts, origin: self._write(facts, origin, looked_up=True)[0])
 
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
         """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""
@@ -495,31 +626,58 @@ class Vault:
 
     # -- reading facts ------------------------------------------------------------------------
 
-    def _find(self, fact_id: str) -> Fact:
+    def _find(self, fact_id: str, storage: Storage | None = None) -> Fact:
         """The fact; a purged one is NotFound saying so."""
         from memvault.errors import NotFound
 
+        storage = storage or self.storage
         try:
-            return self.storage.find_fact(fact_id)
+            return storage.find_fact(fact_id)
         except NotFound:
-            gone = self._purged(fact_id)
+            gone = self._purged(fact_id, storage) or (self._purged(fact_id) if storage is not self.storage else None)
             if gone is None:
                 raise
             raise NotFound(f"fact {gone.id} was purged at {gone.at}: its text is gone from this vault") from None
 
-    def _purged(self, fact_id: str) -> Tombstone | None:
+    def _purged(self, fact_id: str, storage: Storage | None = None) -> Tombstone | None:
         """The purge record of a fact no log holds any more, if it was purged."""
         from memvault.remote.purge import purged_tombstone
 
-        return purged_tombstone(self.storage, fact_id)
+        return purged_tombstone(storage or self.storage, fact_id)
 
-    def show(self, fact_id: str) -> FactView:
-        fact = self._find(fact_id)
-        return FactView(fact, self.storage.tombstones().get(fact.id))
+    def show(self, fact_id: str, *, as_of=None) -> FactView:
+        """One fact (NotFound if there is none), its tombstone, and its chain of supersedes links."""
+        from memvault.errors import NotFound
+        from memvault.recall.succession import links
+
+        if as_of is not None:
+            from memvault.recall.asof import moment
+
+            as_of = moment(self.storage, as_of)
+        with self._reading(as_of) as storage:
+            try:
+                fact = self._find(fact_id, storage)
+            except NotFound:
+                if as_of is None or self._purged(fact_id) or not self._exists(fact_id):
+                    raise
+                raise NotFound(f"fact {fact_id.strip()} was not in the vault yet as of {as_of.asked} (commit "
+                               f"{as_of.commit.sha[:10]}): it was added later") from None
+            known = links(storage)
+            return FactView(fact, storage.tombstones().get(fact.id), known.successor(fact.id),
+                            tuple(known.chain(fact.id)))
+
+    def _exists(self, fact_id: str) -> bool:
+        from memvault.errors import NotFound
+
+        try:
+            self.storage.find_fact(fact_id)
+        except NotFound:
+            return False
+        return True
 
     def recent(self, limit: int | RecentQuery | None = 20, *, since: Bound = None, until: Bound = None,
                category: str | None = None, tag: str | None = None, source: str | None = None,
-               session: str | None = None, oldest_first: bool | None = None) -> list[Fact]:
+               session: str | None = None, oldest_first: bool | None = None, as_of=None) -> list[Fact]:
         """The newest `limit` facts, forgotten ones left out (`limit` None: all of them).
 
         Newest first, except that one source's or session's facts read as a thread, oldest first
@@ -534,8 +692,11 @@ class Vault:
         if isinstance(limit, RecentQuery):
             if any(value is not None for value in options.values()):
                 raise InvalidInput("give recent options either in the RecentQuery or as keywords, not both")
-            return recent(self.storage, limit)
-        return recent(self.storage, RecentQuery.parse(limit, tz=self.tz, **options))
+            query = limit
+        else:
+            query = RecentQuery.parse(limit, tz=self.tz, **options)
+        with self._reading(as_of) as storage:
+            return recent(storage, query)
 
     def sessions(self, *, since: Bound = None, until: Bound = None, source: str | None = None) -> list:
         """Sources/sessions with fact counts and first/last times, most recently active first
@@ -546,12 +707,13 @@ class Vault:
                                                              source=source))
 
     def history(self, fact_id: str) -> list[dict[str, str]]:
-        """The commits that touched a fact, oldest first: added, edited, consolidated, forgotten.
+        """The commits that touched a fact, oldest first: added, edited, superseded, consolidated, forgotten.
 
         A commit counts when it adds or removes a line holding the fact's id where memvault writes
-        it: its log item (`"id":"…"`, with any spacing, an edit too), a forget record (`"id": "…"`),
-        a wiki citation (`[^…]`) or dream's record in log.md (`  settled: …`, `kept`, `unconsolidated`). Another
-        fact that merely mentions the id in its text does not.
+        it: its log item (`"id":"…"`, with any spacing, an edit too), a newer fact's item naming it
+        (`"supersedes":"…"`), a forget record (`"id": "…"`), a wiki citation (`[^…]`) or dream's
+        record in log.md (`  settled: …`, `kept`, `unconsolidated`). Another fact that merely
+        mentions the id in its text does not.
         """
         fact = self._find(fact_id)
 
@@ -559,18 +721,19 @@ class Vault:
             return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
 
         found = literal(fact.id)
-        where = (f'"id"[[:space:]]*:[[:space:]]*{literal(stored_id(fact.id))}|\\[\\^{found}\\]'
+        where = (f'"(id|supersedes)"[[:space:]]*:[[:space:]]*{literal(stored_id(fact.id))}|\\[\\^{found}\\]'
                  f"|^  ({'|'.join(dreamlog.ID_KEYS)}): (.* )?{found}( |$)")
         return [c.to_dict() for c in self.git.log("--reverse", "-E", f"-G{where}", "--", ".")]
 
     # -- search (memvault.index) -------------------------------------------------------------
 
-    def search(self, query, *, progress=None, **options) -> list:
+    def search(self, query, *, progress=None, as_of=None, **options) -> list:
         """Hybrid search: wiki pages plus facts after the watermark (`include_all` adds the rest).
 
         `query` is the text (options as keywords: limit, category, tag, source, session, since,
         until, include_all, lexical_only, explain, min_score), or a ready `memvault.SearchQuery`.
         Hits below the relevance floor (min_score, default 0.05) are left out: [] means no match.
+        `as_of` (a date, a time or a commit) searches the vault as it stood then (see `as_of()`).
         """
         from memvault.index.query import SearchQuery
         from memvault.index.search import search
@@ -579,7 +742,8 @@ class Vault:
             query = SearchQuery.parse(query, tz=self.tz, categories=self.config.categories, **options)
         elif options:
             raise InvalidInput("give search options either in the SearchQuery or as keywords, not both")
-        return search(self.storage, query, progress=progress)
+        with self._reading(as_of) as storage:
+            return search(storage, query, progress=progress)
 
     def reindex(self, clear: bool = False, progress=None) -> dict:
         """Bring the search index up to date with the files (`clear`: rebuild it aside and swap)."""
@@ -617,11 +781,12 @@ class Vault:
             raise RemoteError(str(e)) from None
 
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
-                relevant: int = 20):
+                relevant: int = 20, as_of=None):
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
         from memvault.recall.context import build_context
 
-        return build_context(self.storage, query, budget=budget, recent=recent, relevant=relevant)
+        with self._reading(as_of) as storage:
+            return build_context(storage, query, budget=budget, recent=recent, relevant=relevant)
 
     # -- dream (memvault.dream) --------------------------------------------------------------
 
@@ -662,7 +827,15 @@ class Vault:
 
         return sync(self.storage)
 
-    def status(self) -> dict:
+    def status(self, *, as_of=None) -> dict:
+        """Facts, days, pages, dream progress, index, remote, lock; `as_of`: the vault's contents
+        then, with the commit that answered (no index, remote, lock or git then)."""
+        if as_of is not None:
+            from memvault.recall.asof import moment, status_at
+
+            found = moment(self.storage, as_of)
+            with self._reading(found) as storage:
+                return status_at(self.storage, storage, found)
         from memvault.dream.status import dream_status
         from memvault.health.status import status
         from memvault.index.search import index_status
@@ -670,6 +843,34 @@ class Vault:
 
         return status(self.storage, dream=dream_status(self.storage), index=index_status(self.storage),
                       remote=remote_info(self.storage))
+
+    # -- time travel (memvault.recall) -------------------------------------------------------
+
+    def why(self, target: str):
+        """Where a memory came from: for a MEMORY.md line (its number or words), a page section
+        (`wiki/<zone>/<page>.md#<heading-slug>`) or a fact id, the page, the cited facts and each
+        fact's commits (added, consolidated, superseded, forgotten); a memvault.recall.why.Why."""
+        from memvault.recall.why import why
+
+        return why(self.storage, target)
+
+    def as_of(self, when) -> VaultAt:
+        """The vault as it stood at `when` (a date, a time, or a commit): a read-only view whose
+        `search`, `context`, `recent`, `show` and `status` answer from that commit (`moment`)."""
+        from memvault.recall.asof import moment
+
+        return VaultAt(self, moment(self.storage, when))
+
+    @contextmanager
+    def _reading(self, as_of) -> Iterator[Storage]:
+        """The storage to read: the vault's own, or the vault as of a moment (memvault.recall.asof)."""
+        if as_of is None:
+            yield self.storage
+            return
+        from memvault.recall.asof import past
+
+        with past(self.storage, as_of) as storage:
+            yield storage
 
     def doctor(self, fix: bool = False, llm: bool = False):
         """Health checks (safe repairs with `fix`, one tiny model request with `llm`);

@@ -28,6 +28,8 @@ LAYER_OF = {
     "dream/": "features",
     "remote/": "features",
     "health/": "features",
+    "importers/": "features",
+    "hosts/": "features",
     "vault.py": "facade",
     "__init__.py": "facade",
     "cli/": "front ends",

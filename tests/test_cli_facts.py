@@ -23,7 +23,7 @@ def test_add_prints_an_id_commits_once_and_leaves_a_clean_tree(cli, vault_dir):
     assert shown | {"path": None} == {
         "id": fact_id, "text": "Alice prefers green tea", "at": shown["at"], "category": "preference",
         "tags": ["alice", "drinks"], "source": "agent:claude", "session": "s-42", "importance": 0.8,
-        "secret": False, "path": None,
+        "secret": False, "key": None, "path": None, "supersedes": None, "superseded_by": None, "chain": [fact_id],
     }
 
 

@@ -118,8 +118,8 @@ def test_every_command_documents_its_json_output():
 def test_checker_catches_a_renamed_or_mistyped_field():
     _, types = parse_doc()
     fact = {"id": "x", "text": "t", "at": "2026-01-01T00:00:00+00:00", "category": "fact", "tags": [],
-            "source": None, "session": None, "importance": None, "secret": False,
-            "path": "logs/2026/2026-01-01.md"}
+            "source": None, "session": None, "importance": None, "secret": False, "key": None,
+            "path": "logs/2026/2026-01-01.md", "supersedes": None}
     assert problems(fact, "Fact", types) == []
     renamed = {**{k: v for k, v in fact.items() if k != "text"}, "body": "t"}
     assert any("'text'" in p for p in problems(renamed, "Fact", types))
@@ -154,8 +154,17 @@ def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
     run("status")  # before any index exists: the index fields are the same, some null
     fact = run("add", "Alice prefers green tea", "--session", "chat-1", "--source", "agent", "--tag", "alice")
     run("add", "--stdin", variant="--stdin", input='first\n{"text": "second", "at": "2025-03-01"}\n')
+    run("import", str(Path(__file__).parent / "data" / "import" / "jsonl" / "facts.jsonl"))
+    run("install", "cursor")  # (HOME is a temporary folder: conftest.hermetic_env)
+    run("uninstall", "cursor", vault=False)
     run("show", fact["id"])
+    run("show", fact["id"], "--as-of", "now")
     run("recent")
+    run("recent", "--as-of", "now", variant="--as-of")
+    run("search", "tea", "--as-of", "now", variant="--as-of")
+    run("status", "--as-of", "now")
+    run("context", "tea", "--as-of", "now")
+    run("add", "Alice prefers black tea", "--supersedes", fact["id"])
     run("history", fact["id"])
     run("sessions")
     run("context", "tea")
@@ -170,6 +179,7 @@ def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         report = run("dream")  # consolidates 2025-03-01 ("second")
     assert report["pages_created"] == 1 and report["batches"][0]["outcome"] == "ok"
+    run("why", "wiki/topics/tea.md")
     assert run("dream", "--undo", variant="--undo")["reverted"] == report["batches"][0]["commit"]
     run("status")
     run("doctor")

@@ -23,7 +23,7 @@ from support.cli import run_memvault
 from support.git import IDENTITY, commit_count, git, is_clean
 from test_docs_json import parse_doc, problems
 
-TOOLS = {"add", "search", "recent", "show", "forget", "context", "status"}
+TOOLS = {"add", "search", "recent", "show", "forget", "context", "status", "why"}
 
 
 def server_env(home: Path, model_path: str) -> dict[str, str]:
@@ -108,7 +108,8 @@ def test_output_schemas_name_the_documented_json_fields():
     from memvault.mcp import schemas
 
     _, types = parse_doc()
-    for name in ("Fact", "Hit", "Tombstone", "ForgetResult", "Bundle", "BundleItem", "Status"):
+    for name in ("Fact", "ShownFact", "Facts", "AsOf", "Hit", "Tombstone", "ForgetResult", "Bundle", "BundleItem",
+                 "Status", "Why", "WhySection", "WhySource"):
         shape = getattr(schemas, name)
         documented = {field.rstrip("?") for field in types[name]}
         assert set(get_type_hints(shape)) == documented, name
@@ -134,7 +135,8 @@ def test_add_search_show_forget_through_the_protocol(server):
     assert server.ok("search", query="green tea", until="2026-02-01")["hits"] == []
     assert [hit["id"] for hit in server.ok("search", query="green tea", session="chat-1")["hits"]] == [fact["id"]]
     assert server.ok("search", query="green tea", session="chat-2")["hits"] == []
-    assert server.ok("show", id=fact["id"].upper()) == fact  # ids read as people type them
+    # ids read as people type them
+    assert server.ok("show", id=fact["id"].upper()) == {**fact, "superseded_by": None, "chain": [fact["id"]]}
     thread = server.ok("recent", session="chat-1")["facts"]
     assert [f["id"] for f in thread] == [fact["id"]]
 
@@ -146,6 +148,18 @@ def test_add_search_show_forget_through_the_protocol(server):
     shown = server.call("show", id=fact["id"])
     assert shown.is_error and "was forgotten" in shown.content[0].text and "wrong person" in shown.content[0].text
     assert server.ok("forget", id=fact["id"])["already_forgotten"] is True
+
+
+def test_an_add_retried_with_its_key_returns_the_first_fact_and_writes_nothing(server):
+    """The client crashed right after an `add` and retried it: with a key, the fact is stored once."""
+    first = server.ok("add", text="Hana starts on Monday", key="req-5f2c")
+    before = commit_count(server.vault)
+    retried = server.call("add", text="Hana starts on Monday", key="req-5f2c")
+    assert not retried.is_error and retried.structured_content == first
+    assert f"key 'req-5f2c' (fact {first['id']}) is already stored" in retried.content[-1].text
+    assert commit_count(server.vault) == before and first["key"] == "req-5f2c"
+    bad = server.call("add", text="Hana starts on Monday", key="two\nlines")
+    assert bad.is_error and "key must be one line" in bad.content[0].text
 
 
 def test_context_and_status_carry_their_documented_shapes(server):
@@ -164,6 +178,42 @@ def test_context_and_status_carry_their_documented_shapes(server):
     status = server.ok("status")
     assert problems(status, "Status", types) == []
     assert status["path"] == str(server.vault.resolve()) and status["facts"]["live"] >= 1
+
+
+def test_supersedes_and_questions_about_the_past_through_the_protocol(server):
+    """An agent corrects a fact with `supersedes`, then asks what the memory held before the correction."""
+    _, types = parse_doc()
+    old = server.ok("add", text="The standup is at 9:30 in room Juniper")
+    before = git(server.vault, "rev-parse", "HEAD").strip()
+    new = server.ok("add", text="The standup moved to 10:00 in room Juniper", supersedes=old["id"])
+    assert new["supersedes"] == old["id"] and problems(new, "Fact", types) == []
+    found = server.ok("search", query="standup room Juniper")
+    assert [(h["id"], h["superseded_by"]) for h in found["hits"][:2]] == [(new["id"], None), (old["id"], new["id"])]
+    then = server.ok("search", query="standup room Juniper", as_of=before[:10])
+    assert then["as_of"]["commit"] == before and problems(then, "SearchLine", types) == []
+    assert [(h["id"], h["superseded_by"]) for h in then["hits"]] == [(old["id"], None)]
+    shown = server.ok("show", id=old["id"])
+    assert shown["superseded_by"] == new["id"] and problems(shown, "ShownFact", types) == []
+    assert server.ok("show", id=old["id"], as_of=before)["superseded_by"] is None
+    listed = server.ok("recent", limit=1, as_of=before)
+    assert [f["id"] for f in listed["facts"]] == [old["id"]] and problems(listed, "Facts", types) == []
+    status = server.ok("status", as_of=before)
+    assert status["as_of"]["commit"] == before and "index" not in status and problems(status, "Status", types) == []
+    bundle = server.ok("context", query="standup", as_of=before)
+    assert bundle["as_of"]["commit"] == before and new["id"] not in bundle["markdown"]
+    commits = commit_count(server.vault)
+    for arguments, words in (({"supersedes": old["id"]}, f"already superseded by {new['id']}"),
+                             ({"supersedes": "zzzzzzzzzzzzzzzz"}, "no fact with that id")):
+        refused = server.call("add", text="The standup is cancelled", **arguments)
+        assert refused.is_error and words in refused.content[0].text
+    trail = server.ok("why", target=new["id"])
+    assert [f["id"] for f in trail["facts"]] == [old["id"], new["id"]] and problems(trail, "Why", types) == []
+    assert trail["facts"][0]["superseded_by"]["id"] == new["id"]
+    unknown = server.call("why", target="999")
+    assert unknown.is_error and "MEMORY.md has no line 999" in unknown.content[0].text
+    bad = server.call("search", query="standup", as_of="someday")
+    assert bad.is_error and "neither a date" in bad.content[0].text
+    assert commit_count(server.vault) == commits and is_clean(server.vault)
 
 
 BAD_CALLS = [

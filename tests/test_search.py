@@ -181,7 +181,7 @@ def test_cli_search_json_and_text(cli):
     hits = json.loads(result.stdout)
     assert hits[0]["text"] == "Lena plays the cello in an orchestra"
     assert set(hits[0]) == {"id", "kind", "text", "score", "at", "category", "tags", "source", "path", "session",
-                            "secret"}
+                            "secret", "supersedes", "superseded_by"}
     text = cli("search", "cello", "--explain")
     assert "Lena plays the cello" in text.stdout and "lexical #1" in text.stdout and "(floor 0.05)" in text.stdout
 

@@ -137,8 +137,11 @@ def _day_bound(day: date, tz: tzinfo, end: bool) -> datetime:
 def _is_date_only(value: str) -> bool:
     """A day without a time, in any ISO 8601 form Python reads (2026-11-24, 20261124, 2026-W48-2):
     each is a whole day as a bound, not its midnight."""
+    value = value.strip()
+    if len(value) > 10:  # (no date form is longer: a datetime is spared a raised ValueError)
+        return False
     try:
-        date.fromisoformat(value.strip())
+        date.fromisoformat(value)
     except ValueError:
         return False
     return True

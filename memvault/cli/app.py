@@ -229,9 +229,22 @@ def _root(
 def _register() -> None:
     # Explicit registration, in the order `--help` lists the commands: remember, recall,
     # consolidate, look after, share, serve.
-    from memvault.cli import context_cmd, dream_cmd, facts_cmd, health_cmd, mcp_cmd, search_cmd, sync_cmd, vault_cmd
+    from memvault.cli import (
+        context_cmd,
+        dream_cmd,
+        facts_cmd,
+        health_cmd,
+        import_cmd,
+        install_cmd,
+        mcp_cmd,
+        search_cmd,
+        sync_cmd,
+        vault_cmd,
+        why_cmd,
+    )
 
-    for module in (vault_cmd, facts_cmd, search_cmd, context_cmd, dream_cmd, health_cmd, sync_cmd, mcp_cmd):
+    for module in (vault_cmd, facts_cmd, import_cmd, search_cmd, context_cmd, why_cmd, dream_cmd, health_cmd,
+                   sync_cmd, mcp_cmd, install_cmd):
         module.register(app)
 
 _register()

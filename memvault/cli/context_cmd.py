@@ -12,6 +12,7 @@ from memvault.cli.output import (
     ID,
     NOTHING_TO_SHOW,
     WHEN,
+    AsOfOption,
     Column,
     JsonOption,
     VaultOption,
@@ -19,6 +20,7 @@ from memvault.cli.output import (
     nothing,
     notice,
     open_vault,
+    reader,
     table,
 )
 
@@ -29,6 +31,7 @@ def context(
     recent: Annotated[int, typer.Option("--recent", help="How many recent facts to consider (0: none).")] = 20,
     relevant: Annotated[int, typer.Option("--relevant", help="How many search hits to consider (0: none).")] = 20,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the bundle as markdown (the default).")] = False,
+    as_of: AsOfOption = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -36,7 +39,8 @@ def context(
 
     MEMORY.md comes first (trimmed to leave room), then the wiki sections and facts most relevant
     to QUERY, then the most recent facts. A fact cited by an included wiki section is not repeated.
-    Every item shows its fact id or page path and its date.
+    Every item shows its fact id or page path and its date; a fact another fact supersedes says so.
+    With --as-of: what the agent would have been given then.
 
     Example: memvault context "deploy the billing service" --budget 1500 > memory.md
     """
@@ -44,7 +48,8 @@ def context(
 
     if markdown and json_:
         raise InvalidInput("give --json or --markdown, not both")
-    bundle = open_vault(vault_path).context(query, budget=budget, recent=recent, relevant=relevant)
+    memory = reader(open_vault(vault_path), as_of, tell=not json_)
+    bundle = memory.context(query, budget=budget, recent=recent, relevant=relevant)
     if not (json_ or bundle.items):
         nothing(NOTHING_TO_SHOW + (f": {bundle.omitted} item(s) did not fit in {bundle.budget} tokens"
                                    if bundle.omitted else ""))
@@ -52,7 +57,7 @@ def context(
     if bundle.omitted:
         notice(f"{bundle.omitted} more item(s) did not fit in {bundle.budget} tokens")
     if json_:
-        emit_json(bundle.to_dict())
+        emit_json({**bundle.to_dict(), "as_of": memory.moment.to_dict()} if as_of else bundle.to_dict())
     else:
         sys.stdout.write(bundle.markdown)
 

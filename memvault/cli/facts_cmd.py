@@ -12,6 +12,7 @@ from memvault.cli.output import (
     ID,
     TAGS,
     WHEN,
+    AsOfOption,
     Column,
     FullOption,
     JsonOption,
@@ -21,6 +22,7 @@ from memvault.cli.output import (
     line,
     notice,
     open_vault,
+    reader,
     table,
 )
 from memvault.errors import InvalidInput, InvalidItem, check_count
@@ -42,21 +44,30 @@ def add(
     at: Annotated[str | None, typer.Option("--at", help="When it happened: ISO 8601 date or datetime, or yesterday, 3d, 12h; backdates into that day's log.")] = None,
     stdin: Annotated[bool, typer.Option("--stdin", help="Read one fact per line (plain text or a JSON object); one commit.")] = False,
     allow_secret: Annotated[bool, typer.Option("--allow-secret", help="Store a text holding a credential (a key, token, password) anyway; it is never sent to an LLM.")] = False,
+    supersedes: Annotated[str | None, typer.Option("--supersedes", metavar="ID", help="The id of an older fact this one replaces (a correction, a new state); both stay, search lists this one first.")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Your name for this fact (one line): if a fact was stored under it already, nothing is added and its id is printed, so a retry never adds twice.")] = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
     """Remember a fact: append it to its day's log and commit. Prints the new fact id.
 
-    Nothing is merged or deduplicated: adding the same text twice gives two facts.
+    Nothing is merged or deduplicated: adding the same text twice gives two facts, unless both
+    carry the same --key: then the second adds nothing, prints the first one's id and exits 0.
     With --stdin each line is plain text or {"text", "category", "tags", "source", "session",
-    "importance", "at"}; the whole batch is checked first and a bad line writes nothing.
+    "importance", "at", "supersedes", "key"}; the whole batch is checked first and a bad line
+    writes nothing.
     A text holding a credential (cloud key, token, private key, password) is refused (exit 2)
-    unless --allow-secret.
+    unless --allow-secret. --supersedes must name a live fact nothing supersedes yet (exit 2).
 
+    Example: memvault add "Alice lives in Lyon" --supersedes 1k0w8a78q5y9c48y
     Example: memvault add "Alice moved to Lyon" --category event --tag alice --at 2026-11-02
     """
     if stdin and text is not None:
         raise InvalidInput("give either TEXT or --stdin, not both")
+    if stdin and supersedes is not None:
+        raise InvalidInput('with --stdin, give "supersedes" in the records, not --supersedes')
+    if stdin and key is not None:
+        raise InvalidInput("--key names one fact: with --stdin give each line its own \"key\"")
     if stdin:
         if sys.stdin.isatty():
             notice("reading facts from the terminal, one per line; press Ctrl-D on an empty line to end")
@@ -71,7 +82,8 @@ def add(
             raise InvalidInput("missing TEXT (or use --stdin)")
         vault = open_vault(vault_path)
         facts = [vault.add(text, category=category, tags=tag or (), source=source, session=session,
-                           importance=importance, at=at, allow_secret=allow_secret)]
+                           importance=importance, at=at, allow_secret=allow_secret, supersedes=supersedes,
+                           key=key)]
     if json_:
         emit_json(facts[0].to_dict() if not stdin else [f.to_dict() for f in facts])
     else:
@@ -81,22 +93,31 @@ def add(
 
 def show(
     fact_id: Annotated[str, typer.Argument(metavar="ID", help="The fact id printed by `add`.")],
+    as_of: AsOfOption = None,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
     """Show one fact with all its fields. A forgotten fact says when and why it was forgotten.
 
+    A fact that supersedes another, or that another supersedes, shows the chain, oldest first.
+
     Example: memvault show 01jdq5x8k2m7v3qa --json
     """
-    fact = open_vault(vault_path).show(fact_id).live()
+    memory = reader(open_vault(vault_path), as_of, tell=not json_)
+    view = memory.show(fact_id)
+    fact = view.live()
     if json_:
-        emit_json(fact.to_dict())
+        data = {k: v for k, v in view.to_dict().items() if k != "forgotten"}
+        emit_json({**data, "as_of": memory.moment.to_dict()} if as_of else data)
         return
     echo(fact.text)
     echo("")
+    chain = " -> ".join(view.chain) if len(view.chain) > 2 else None
     fields = [("id", fact.id, ID), ("at", fact.at.isoformat(), ""), ("category", fact.category, CATEGORY),
               ("tags", ", ".join(fact.tags) or None, TAGS), ("source", fact.source, ""),
-              ("session", fact.session, ""), ("importance", fact.importance, ""), ("log", fact.path, "")]
+              ("session", fact.session, ""), ("importance", fact.importance, ""), ("key", fact.key, ""),
+              ("log", fact.path, ""), ("supersedes", fact.supersedes, ID),
+              ("superseded", view.superseded_by and f"by {view.superseded_by}", ID), ("chain", chain, ID)]
     for label, value, style in fields:
         if value is not None:
             line((f"{label + ':':<11} ", WHEN), (str(value), style))
@@ -111,6 +132,7 @@ def recent(
     source: Annotated[str | None, typer.Option("--source", help="Only facts from this source.")] = None,
     session: Annotated[str | None, typer.Option("--session", help="Only facts from this session.")] = None,
     oldest_first: Annotated[bool | None, typer.Option("--oldest-first/--newest-first", help="Order of the listed facts (default: oldest first with --source or --session, else newest first).", show_default=False)] = None,
+    as_of: AsOfOption = None,
     full: FullOption = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
@@ -118,17 +140,20 @@ def recent(
     """List the newest facts. Forgotten facts never appear.
 
     With --source or --session the facts read as a thread: the same newest ones, oldest first.
+    With --as-of, the facts the vault held then (a fact counts from its commit, not its time).
 
     Example: memvault recent --since 7d --tag alice
     Example: memvault recent --session chat-42 --limit 50
     """
     check_count("limit", limit, 1)  # before a first use could create the default vault
-    facts = open_vault(vault_path).recent(
+    memory = reader(open_vault(vault_path), as_of, tell=not json_)
+    facts = memory.recent(
         limit, since=since, until=until, category=category, tag=tag, source=source, session=session,
         oldest_first=oldest_first,
     )
     if json_:
-        emit_json([f.to_dict() for f in facts])
+        listed = [f.to_dict() for f in facts]
+        emit_json({"as_of": memory.moment.to_dict(), "facts": listed} if as_of else listed)
         return
     table(FACT_COLUMNS, [fact_row(fact) for fact in facts], full=full)
 

@@ -8,6 +8,7 @@ import typer
 
 from memvault.cli.output import (
     STATUS_STYLES,
+    AsOfOption,
     JsonOption,
     VaultOption,
     echo,
@@ -22,17 +23,23 @@ from memvault.errors import ExitCode
 _MARKS = {"ok": "ok   ", "warn": "warn ", "fail": "FAIL ", "fixed": "fixed"}
 
 
-def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
+def status(as_of: AsOfOption = None, json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     """Where the vault stands: facts, days, pages, dream progress, search index, remote, lock.
 
+    With --as-of: its facts, pages and dream progress then (from git), and the commit that answered.
+
     Example: memvault status --json
+    Example: memvault status --as-of 2026-06-01
     """
-    state = open_vault(vault_path).status()
+    state = open_vault(vault_path).status(as_of=as_of)
     if json_:
         emit_json(state)
         return
     facts = state["facts"]
     echo(f"vault       {state['path']}")
+    if as_of:
+        past = state["as_of"]
+        echo(f"as of       {past['asked']}: commit {past['commit'][:10]} of {past['at']} ({past['message']})")
     echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten) in {state['days']} daily log(s)")
     echo(f"pages       {state['pages']}")
     echo(f"watermark   {state['watermark'] or 'none (nothing consolidated yet)'}")
@@ -50,6 +57,8 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
              f"{failing['reason']}")
     if state.get("stopped"):
         echo(f"stopped     {state['stopped']}")
+    if as_of:
+        return  # (the index, the remote and the lock are of now)
     index = state["index"]
     if not index["built"]:
         echo("index       not built yet (the first search builds it)")

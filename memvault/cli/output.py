@@ -12,7 +12,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +30,10 @@ VaultOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 FullOption = Annotated[bool, typer.Option("--full", help="Show whole texts (all their lines), not cut to fit.")]
+AsOfOption = Annotated[str | None, typer.Option(
+    "--as-of", metavar="WHEN", show_default=False,
+    help="The vault as it stood then, from git: a date or time (2026-06-01, 2026-06-01T09:30, yesterday, 7d) "
+         "or a commit; the output names the commit that answered.")]
 
 NO_MATCHES = "no matches"
 NOTHING_TO_SHOW = "nothing to show"
@@ -186,6 +191,39 @@ def line(*parts: str | tuple[str, str]) -> None:
                   soft_wrap=True)
 
 
+@contextmanager
+def progress_bar() -> Iterator[Any]:
+    """A progress callback `(phase, done, total)` drawing a bar on stderr, only on a terminal
+    (the first search, reindex, import).
+
+    The bar starts with the first piece of work reported, so a command with none writes nothing
+    to stderr. With NO_COLOR (or TERM=dumb) there is no bar at all, since drawing one takes escape
+    sequences (the notices still say what is being done)."""
+    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar: Progress | None = None
+    tasks: dict[str, Any] = {}
+
+    def update(phase: str, done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(console=Console(stderr=True), transient=True)
+            bar.start()
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=total)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.stop()
+
+
 def open_vault(path: Path | None):
     """Open the vault for a command; its notices (created, repaired, index rebuilt) go to stderr.
 
@@ -194,6 +232,17 @@ def open_vault(path: Path | None):
     from memvault.vault import Vault
 
     return Vault.open(path or root_vault(), notify=notice)
+
+
+def reader(vault, as_of: str | None, *, tell: bool = True):
+    """What a read command asks: the vault, or the vault as of WHEN (`Vault.as_of`), whose commit
+    is told on stderr unless `tell` is False (a command that shows it itself)."""
+    if as_of is None:
+        return vault
+    past = vault.as_of(as_of)
+    if tell:
+        notice(past.moment.describe())
+    return past
 
 
 def root_vault() -> Path | None:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -17,6 +14,7 @@ from memvault.cli.output import (
     ID,
     NO_MATCHES,
     WHEN,
+    AsOfOption,
     Column,
     FullOption,
     JsonOption,
@@ -27,6 +25,8 @@ from memvault.cli.output import (
     nothing,
     notice,
     open_vault,
+    progress_bar,
+    reader,
     score_style,
     table,
 )
@@ -37,7 +37,7 @@ from memvault.formats.facts import BOM
 _STDIN_KEYS = {
     "query": "query", "limit": "limit", "category": "category", "tag": "tag", "source": "source",
     "session": "session", "since": "since", "until": "until", "all": "include_all", "lexical": "lexical_only",
-    "explain": "explain", "min-score": "min_score", "rerank": "rerank",
+    "explain": "explain", "min-score": "min_score", "rerank": "rerank", "as-of": "as_of",
 }
 
 
@@ -55,6 +55,7 @@ def search(
     explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit, and the relevance floor.")] = False,
     min_score: Annotated[float | None, typer.Option("--min-score", help="Relevance floor: hide hits scoring below it (default 0.05; 0 shows every match).", show_default=False)] = None,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Rank without the reranker (faster, less often right first).")] = False,
+    as_of: AsOfOption = None,
     full: FullOption = False,
     stdin: Annotated[bool, typer.Option("--stdin", help="One query per input line (text or JSON object); one result line each.")] = False,
     json_: JsonOption = False,
@@ -64,9 +65,12 @@ def search(
 
     By default searches wiki pages and the facts not yet consolidated by dream; --all adds the
     consolidated facts. Hits below the relevance floor are hidden: a query nothing really matches
-    prints "no matches" (exit 0). With --stdin each line is a query or {"query", "limit",
-    "category", "tag", "source", "session", "since", "until", "all", "lexical", "explain",
-    "min-score", "rerank"}; the models load once for all of them.
+    prints "no matches" (exit 0). A fact another fact supersedes is marked, its successor listed
+    above it (unless the question is about the past). --as-of searches the vault as it stood then
+    (built once per moment, aside; --since/--until still filter by the facts' own times).
+    With --stdin each line is a query or {"query", "limit", "category", "tag", "source",
+    "session", "since", "until", "all", "lexical", "explain", "min-score", "rerank", "as-of"};
+    the models load once for all of them.
 
     Example: memvault search "what does Alice drink" --limit 5 --json
     """
@@ -77,7 +81,7 @@ def search(
     vault = open_vault(vault_path)
     options = dict(limit=limit, category=category, tag=tag, source=source, session=session, since=since,
                    until=until, include_all=all_, lexical_only=lexical, explain=explain, min_score=min_score,
-                   rerank=not no_rerank)
+                   rerank=not no_rerank, as_of=as_of)
     if stdin:
         if sys.stdin.isatty():
             notice("reading queries from the terminal, one per line; press Ctrl-D on an empty line to end")
@@ -85,11 +89,13 @@ def search(
         if failed:
             raise typer.Exit(int(ExitCode.USAGE))
         return
+    memory = reader(vault, options.pop("as_of"), tell=not json_)
     request = _query(vault, query, options)
-    with _progress() as progress:
-        hits = vault.search(request, progress=progress)
+    with progress_bar() as progress:
+        hits = memory.search(request, progress=progress)
     if json_:
-        emit_json([hit.to_dict() for hit in hits])
+        found = [hit.to_dict() for hit in hits]
+        emit_json({"query": query, "hits": found, "as_of": memory.moment.to_dict()} if as_of else found)
     else:
         _print_hits(hits, explain, full, request.min_score)
 
@@ -116,9 +122,10 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
                 request = _parse_request(line)
                 query = request.pop("query")
                 options.update(request)
+            memory = reader(vault, options.pop("as_of"), tell=False)
             search_query = _query(vault, query, options)
-            with _progress() as progress:
-                hits = vault.search(search_query, progress=progress)
+            with progress_bar() as progress:
+                hits = memory.search(search_query, progress=progress)
         except MemvaultError as e:
             failed += 1
             error = error_detail(e, f"line {number}: {e}")
@@ -127,10 +134,14 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
             else:
                 notice(error["message"])
             continue
+        past = getattr(memory, "moment", None)
         if as_json:
-            emit_jsonl({"query": query, "hits": [hit.to_dict() for hit in hits]})
+            emit_jsonl({"query": query, "hits": [hit.to_dict() for hit in hits],
+                        **({"as_of": past.to_dict()} if past else {})})
         else:
             echo(f"# {query}")
+            if past:
+                notice(past.describe())
             _print_hits(hits, search_query.explain, full, search_query.min_score)
             echo()
     return failed
@@ -158,7 +169,7 @@ def _parse_request(line: str) -> dict:
 
 HIT_COLUMNS = (Column("score", score_style, justify="right"), Column("date", WHEN), Column("category", CATEGORY, optional=True),
                Column("text", text=True), Column("id", ID))
-SIGNALS = ("lexical", "dense", "thread", "date", "recency", "importance", "rerank", "newer_state")
+SIGNALS = ("lexical", "dense", "thread", "date", "recency", "importance", "rerank", "newer_state", "current_state")
 
 
 def _print_hits(hits: list, explain: bool, full: bool = False, min_score: float | None = None) -> None:
@@ -188,39 +199,6 @@ def _signals(explain: dict) -> str:
     return ", ".join(parts) + f"  (floor {explain['min_score']:g})"
 
 
-@contextmanager
-def _progress() -> Iterator[Any]:
-    """A progress callback drawing a bar on stderr, only on a terminal (first search, reindex).
-
-    The bar starts with the first piece of index work reported (a build, embedding, re-reading
-    changed files), so a search with none writes nothing to stderr. With NO_COLOR (or TERM=dumb)
-    there is no bar at all, since drawing one takes escape sequences (the notices still say what
-    is being built)."""
-    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    bar: Progress | None = None
-    tasks: dict[str, Any] = {}
-
-    def update(phase: str, done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = Progress(console=Console(stderr=True), transient=True)
-            bar.start()
-        if phase not in tasks:
-            tasks[phase] = bar.add_task(phase, total=total)
-        bar.update(tasks[phase], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if bar is not None:
-            bar.stop()
-
-
 def reindex(
     clear: Annotated[bool, typer.Option("--clear", help="Rebuild from scratch, aside, then swap it in (searches keep working).")] = False,
     download_model: Annotated[bool, typer.Option("--download-model", help="First fetch the embedding and rerank models from the hub into the user cache (searches never download).")] = False,
@@ -236,7 +214,7 @@ def reindex(
     vault = open_vault(vault_path)
     if download_model:
         _download_models(vault)
-    with _progress() as progress:
+    with progress_bar() as progress:
         report = vault.reindex(clear=clear, progress=progress)
     if json_:
         emit_json(report)

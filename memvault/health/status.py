@@ -12,22 +12,30 @@ from memvault.storage.wiki import list_pages
 def status(storage: Storage, *, dream: dict, index: dict, remote: dict | None) -> dict:
     """Everything `memvault status` shows, as one JSON-ready dict; `dream`, `index` and `remote` are
     what dream_status, index_status and remote_info say."""
+    clean = storage.git.status()
+    return {
+        "path": str(storage.root),
+        **contents(storage, dream),
+        "index": _index_state(index, storage),
+        "remote": remote,
+        "lock": storage.lock_holder(),
+        "git": {"head": storage.git.head(), "uncommitted": len(clean)},
+    }
+
+
+def contents(storage: Storage, dream: dict) -> dict:
+    """What the vault's files say (facts, days, pages) and its dream progress (`dream`: what
+    dream_status says): the part of `status` a past moment has too (memvault.recall.asof)."""
     tombstones = storage.tombstones()
     total = forgotten = 0
     for fact in storage.iter_facts(include_forgotten=True):
         total += 1
         forgotten += fact.id in tombstones
-    clean = storage.git.status()
     return {
-        "path": str(storage.root),
         "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten},
         "days": len(storage.log_files()),
         "pages": len(list_pages(storage.root)),
         **_dream_state(dream),
-        "index": _index_state(index, storage),
-        "remote": remote,
-        "lock": storage.lock_holder(),
-        "git": {"head": storage.git.head(), "uncommitted": len(clean)},
     }
 
 

@@ -24,7 +24,8 @@ from memvault.index.embedder import content_hash
 # 5: purges a generation was built knowing (meta clean_of), learnt of since (purge_todo); `dropped`.
 # 6: the lexical half indexes text folded (NFKC, no format characters): older segments hold NFD
 #    words cut in two, which folded queries never match.
-SCHEMA_VERSION = "6"
+# 7: facts say which older fact they supersede (`supersedes`), so search can put the newer first.
+SCHEMA_VERSION = "7"
 SCHEMA_CHANGED = "made by another memvault version"
 
 _SCHEMA = """
@@ -32,7 +33,7 @@ CREATE TABLE IF NOT EXISTS docs (
     key TEXT PRIMARY KEY, kind TEXT NOT NULL, file TEXT NOT NULL, text TEXT NOT NULL,
     at TEXT, day INTEGER, category TEXT, tags TEXT NOT NULL, source TEXT, heading TEXT,
     title TEXT, importance REAL, doc_hash BLOB NOT NULL, embed_hash BLOB NOT NULL, slot INTEGER,
-    session TEXT, prev TEXT, secret INTEGER NOT NULL DEFAULT 0
+    session TEXT, prev TEXT, secret INTEGER NOT NULL DEFAULT 0, supersedes TEXT
 );
 CREATE INDEX IF NOT EXISTS docs_file ON docs(file);
 CREATE INDEX IF NOT EXISTS docs_slot ON docs(slot);
@@ -43,7 +44,8 @@ CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS dropped (key TEXT PRIMARY KEY, embed_hash BLOB NOT NULL);
 """
 
-_COLUMNS = "key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session, secret"
+_COLUMNS = ("key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session, secret,"
+            " supersedes")
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class StoredDoc:
     slot: int | None
     session: str | None
     secret: bool = False
+    supersedes: str | None = None
 
 
 class Ranking(NamedTuple):
@@ -87,7 +90,8 @@ class Ranking(NamedTuple):
 def doc_hash(doc: Document) -> bytes:
     """Changes when anything shown or filtered on changes, so metadata edits re-index too."""
     payload = [doc.kind, doc.text, doc.file, doc.at, doc.category, list(doc.tags), doc.source,
-               doc.heading, doc.title, doc.importance, doc.session, doc.prev, doc.context, doc.secret]
+               doc.heading, doc.title, doc.importance, doc.session, doc.prev, doc.context, doc.secret,
+               doc.supersedes]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).digest()
 
 
@@ -102,6 +106,8 @@ class Catalog:
             self.set_meta("schema", SCHEMA_VERSION)
         elif self.get_meta("schema") != SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"{SCHEMA_CHANGED} (format {self.get_meta('schema')}, now {SCHEMA_VERSION})")
+        # (after the check: an older catalog has no such column, and is rebuilt as made by another version)
+        self.db.execute("CREATE INDEX IF NOT EXISTS docs_supersedes ON docs(supersedes)")
 
     def close(self) -> None:
         self.db.close()
@@ -170,12 +176,12 @@ class Catalog:
     def put_docs(self, docs: Iterable[Document]) -> None:
         self.db.executemany(
             "INSERT OR REPLACE INTO docs (key, kind, file, text, at, day, category, tags, source,"
-            " heading, title, importance, doc_hash, embed_hash, slot, session, prev, secret)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+            " heading, title, importance, doc_hash, embed_hash, slot, session, prev, secret, supersedes)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
             (
                 (d.key, d.kind, d.file, d.text, d.at, d.day, d.category, json.dumps(list(d.tags)),
                  d.source, d.heading, d.title, d.importance, doc_hash(d), content_hash(d.search_text),
-                 d.session, d.prev, int(d.secret))
+                 d.session, d.prev, int(d.secret), d.supersedes)
                 for d in docs
             ),
         )
@@ -247,6 +253,13 @@ class Catalog:
         raw = self.get_meta("purge_todo")
         return None if raw is None else [bytes.fromhex(h) for h in json.loads(raw)]
 
+    def successors(self, keys: Iterable[str]) -> dict[str, list[str]]:
+        """key -> the facts that say they supersede it (the index holds no forgotten fact)."""
+        found: dict[str, list[str]] = {}
+        for key, old in self._rows("key, supersedes", "supersedes", list(keys)):
+            found.setdefault(old, []).append(key)
+        return found
+
     def files_of(self, keys: Iterable[str]) -> dict[str, str]:
         """key -> the file its document was read from, for the keys in the catalog."""
         return dict(self._rows("key, file", "key", list(keys)))
@@ -284,6 +297,7 @@ class Catalog:
 
 
 def _row(row: tuple) -> StoredDoc:
-    key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session, secret = row
+    key, kind, file, text, at, day, category, tags, source, heading, title, importance, slot, session, secret, \
+        supersedes = row
     return StoredDoc(key, kind, file, text, at, day, category, tuple(json.loads(tags)), source,
-                     heading, title, importance, slot, session, bool(secret))
+                     heading, title, importance, slot, session, bool(secret), supersedes)

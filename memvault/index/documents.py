@@ -35,6 +35,7 @@ class Document:
     prev: str | None = None
     context: str | None = None
     secret: bool = False  # a fact holding a credential, stored on purpose: never put in a prompt
+    supersedes: str | None = None  # the older fact this one replaces
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -83,6 +84,7 @@ def fact_document(fact: Any, prev: Any = None) -> Document:
         # a thread neighbour's words help a fact be found, but a credential's never travel
         context=_strip_citations(prev.text) if prev is not None and not prev.secret else None,
         secret=fact.secret,
+        supersedes=fact.supersedes,
     )
 
 

@@ -22,6 +22,8 @@ class Hit:
     heading: str | None = None
     session: str | None = None
     secret: bool = False
+    supersedes: str | None = None     # a fact: the older fact it replaces
+    superseded_by: str | None = None  # a fact: the newer fact that replaces it (listed above it)
     explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -40,6 +42,9 @@ class Hit:
         }
         if self.kind == "page":
             data["heading"] = self.heading
+        else:
+            data["supersedes"] = self.supersedes
+            data["superseded_by"] = self.superseded_by
         if self.explain is not None:
             data["explain"] = self.explain
         return data

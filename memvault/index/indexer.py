@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -76,6 +77,11 @@ def _clean_of(generation: Path) -> set[str]:
         return set(json.loads(row[0])) if row else set()
     except (sqlite3.Error, ValueError, TypeError):
         return set()
+
+
+# A key `stored_id` writes as "key" itself, and each such quoted word of a text (overlapping ones too).
+_PLAIN_KEY = re.compile(r"[0-9A-Za-z_.:+-]+")
+_QUOTED_KEY = re.compile(r'"(?=([0-9A-Za-z_.:+-]+)")')
 
 
 class IndexDamaged(Exception):
@@ -194,12 +200,13 @@ class SearchIndex:
     """The vault's index: open, refresh from files, embed pending documents, rebuild, status."""
 
     def __init__(self, state: Path, corpus: Corpus, model: ModelSpec, *,
-                 notify: Notify, progress: Progress | None = None):
-        """`state`: the folder of the index, its cache and its lock (see memvault.index.location)."""
+                 notify: Notify, progress: Progress | None = None, cache_path: Path | None = None):
+        """`state`: the folder of the index, its cache and its lock (see memvault.index.location);
+        `cache_path`: another index's embedding cache to share (an as-of index borrows its vault's)."""
         self.state = state
         self.root = state / STATE_INDEX
         self.locks = state / STATE_LOCKS
-        self.cache_path = state / STATE_EMBEDDING_CACHE
+        self.cache_path = cache_path or state / STATE_EMBEDDING_CACHE
         self.corpus = corpus
         self.model = model
         self.notify = notify
@@ -527,13 +534,18 @@ class SearchIndex:
 
     def _logs_holding(self, keys: set[str], skip: set[str]) -> dict[str, str]:
         """Daily logs (not in `skip`) whose text mentions one of `keys` as a fact id."""
-        needles = [stored_id(key) for key in keys]
+        # Ids as memvault makes them are found by one pass over each log (every quoted word of that
+        # shape), not one pass per id: thousands of ids are lost at once when whole logs go (an
+        # index seeded from a later state of the vault, memvault.index.seed).
+        plain = {key for key in keys if _PLAIN_KEY.fullmatch(key)}
+        needles = [stored_id(key) for key in keys - plain]
         found = {}
         for rel in self.corpus.stat_files():
             if rel in skip or not rel.startswith(LOGS_DIR + "/"):
                 continue
             content = self._read(rel)
-            if content is not None and any(needle in content for needle in needles):
+            if content is not None and (any(needle in content for needle in needles)
+                                        or not plain.isdisjoint(_QUOTED_KEY.findall(content))):
                 found[rel] = content
         return found
 

@@ -11,9 +11,10 @@ from typing import TypeVar
 
 from memvault.base.dates import log_days
 from memvault.formats.facts import validate_category
-from memvault.formats.layout import DREAM_LOG
+from memvault.formats.layout import DREAM_LOG, STATE_ASOF
 from memvault.index import location
 from memvault.index.corpus import Corpus
+from memvault.index.current import current_first
 from memvault.index.documents import model_text
 from memvault.index.embedder import ModelSpec, ModelUnavailable
 from memvault.index.hits import Hit
@@ -63,7 +64,8 @@ def engine(storage: Storage) -> SearchIndex:
         state = location.state_dir(storage.root)
         if location.is_users_copy(state):
             location.note_copy(state, storage.root, lambda: _first_commits(storage))
-        storage.search_index = SearchIndex(state, Corpus(storage), model_spec(storage), notify=storage.notify)
+        storage.search_index = SearchIndex(state, Corpus(storage), model_spec(storage), notify=storage.notify,
+                                           cache_path=storage.embedding_cache)
     return storage.search_index
 
 
@@ -181,6 +183,7 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
         ranked = judged(ranked, _judgement(storage, catalog, query.text, ranked, candidates, weights.replies), weights)
     ranked = newest_first(ranked, candidates, intent, lambda keys: _similarity(generation, candidates, keys),
                           weights)
+    ranked, superseded = current_first(ranked, catalog, intent, lambda at: _within(at, lower, upper))
     floor = MIN_SCORE if query.min_score is None else float(query.min_score)
     best = [r for r in ranked if r.score >= floor][:query.limit]
     docs = catalog.by_keys(item.key for item in best)
@@ -203,6 +206,8 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
                 heading=doc.heading,
                 session=doc.session,
                 secret=doc.secret,
+                supersedes=doc.supersedes,
+                superseded_by=superseded.get(doc.key),
                 explain={**item.explain, "min_score": floor} if query.explain else None,
             )
         )
@@ -425,6 +430,7 @@ def purge_index(storage: Storage, texts: list[str], progress: Progress | None = 
     with storage.index_turn, index.lock():
         storage.close()  # the open generation, if any: its files are about to go
         shutil.rmtree(index.root, ignore_errors=True)
+        shutil.rmtree(index.state / STATE_ASOF, ignore_errors=True)  # the vault as of past commits too
         # This user's copies of the vault made while it could not be written hold them too.
         location.delete_copies(storage.root, _first_commits(storage))
         cache_path = index.cache_path

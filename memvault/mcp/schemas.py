@@ -21,13 +21,33 @@ class Fact(TypedDict):
     session: str | None
     importance: float | None
     secret: bool
+    key: str | None
     path: str
+    supersedes: str | None
+
+
+class AsOf(TypedDict):
+    """The commit that answered a question about the past, for what was asked."""
+
+    asked: str
+    commit: str
+    at: str
+    message: str
+
+
+class ShownFact(Fact):
+    """One fact, every field, with the chain of facts superseding one another (as `memvault show --json`)."""
+
+    superseded_by: str | None
+    chain: list[str]
+    as_of: NotRequired[AsOf]
 
 
 class Facts(TypedDict):
     """Facts, in the order asked for (as `memvault recent --json`, wrapped)."""
 
     facts: list[Fact]
+    as_of: NotRequired[AsOf]
 
 
 class Hit(TypedDict):
@@ -45,6 +65,8 @@ class Hit(TypedDict):
     secret: bool
     path: str | None
     heading: NotRequired[str | None]
+    supersedes: NotRequired[str | None]
+    superseded_by: NotRequired[str | None]
     explain: NotRequired[dict[str, Any]]
 
 
@@ -53,6 +75,7 @@ class SearchResult(TypedDict):
 
     query: str
     hits: list[Hit]
+    as_of: NotRequired[AsOf]
 
 
 class Tombstone(TypedDict):
@@ -88,6 +111,7 @@ class BundleItem(TypedDict):
     truncated: bool
     tokens: int
     text: str
+    superseded_by: str | None
 
 
 class Bundle(TypedDict):
@@ -101,6 +125,7 @@ class Bundle(TypedDict):
     omitted: int
     items: list[BundleItem]
     markdown: str
+    as_of: NotRequired[AsOf]
 
 
 class Status(TypedDict):
@@ -116,7 +141,46 @@ class Status(TypedDict):
     failed_attempts: int
     failing: dict[str, Any] | None
     stopped: str | None
-    index: dict[str, Any]
-    remote: dict[str, Any] | None
-    lock: dict[str, Any] | None
-    git: dict[str, Any]
+    as_of: NotRequired[AsOf]
+    index: NotRequired[dict[str, Any]]
+    remote: NotRequired[dict[str, Any] | None]
+    lock: NotRequired[dict[str, Any] | None]
+    git: NotRequired[dict[str, Any]]
+
+
+class WhySection(TypedDict):
+    id: str
+    path: str
+    heading: str
+    text: str
+    cites: list[str]
+
+
+class WhySource(TypedDict):
+    """One fact and the commits of its life."""
+
+    id: str
+    found: bool
+    text: str | None
+    at: str | None
+    category: str | None
+    source: str | None
+    session: str | None
+    path: str | None
+    added: dict[str, Any] | None
+    consolidated: dict[str, Any] | None
+    cited_by: list[str]
+    supersedes: str | None
+    superseded_by: dict[str, Any] | None
+    forgotten: dict[str, Any] | None
+
+
+class Why(TypedDict):
+    """A memory traced back to its sources (as `memvault why --json`)."""
+
+    target: str
+    kind: str
+    memory_line: dict[str, Any] | None
+    page: dict[str, Any] | None
+    sections: list[WhySection]
+    facts: list[WhySource]

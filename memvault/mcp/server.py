@@ -50,7 +50,8 @@ memvault is this user's long-term memory: facts in daily logs, consolidated nigh
 Search it before answering questions about the user, their people, projects and past decisions;
 `context` gives a prompt-ready bundle within a token budget. Add durable facts as you learn them
 (preferences, decisions, events, corrections): one fact per call, in plain words, with a category.
-Nothing is merged or overwritten: to retract a fact, `forget` it by id with a reason."""
+Nothing is merged or overwritten: to correct a fact, add the new one with `supersedes` set to the old
+one's id; to retract a fact, `forget` it by id with a reason. `why` traces a memory to its sources."""
 
 READS = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 ADDS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
@@ -68,6 +69,9 @@ Until = Annotated[str | None, Field(description="Up to this time (a date include
 Session = Annotated[str | None, Field(description="Only facts of this session: a conversation, in order.")]
 IncludeAll = Annotated[bool, Field(description="Also search facts already consolidated into the wiki (by default: "
                                                 "wiki pages and facts not yet consolidated).")]
+AsOf = Annotated[str | None, Field(description="The memory as it stood then, read from git: a date or time "
+                                               "(2026-06-01, 2026-06-01T09:30, yesterday, 7d) or a commit; the "
+                                               "answer's `as_of` names the commit that answered.")]
 
 
 class MemvaultServer(MCPServer):
@@ -184,15 +188,24 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         allow_secret: Annotated[bool, Field(description="Store a text holding a credential (key, token, password) "
                                                         "anyway; it is then never sent to an LLM. Default: refuse it."
                                             )] = False,
+        supersedes: Annotated[str | None, Field(description="The id of an older fact this one replaces (a "
+                                                            "correction, a new state); both stay, and search lists "
+                                                            "this one first.")] = None,
+        key: Annotated[str | None, Field(description="Your name for this fact (one line), e.g. a request id: if a "
+                                                     "fact was stored under it already, nothing is added and that "
+                                                     "fact is returned. Give one when you may retry the call.")] = None,
     ) -> Annotated[CallToolResult, schemas.Fact]:
         """Remember one fact: appended to its day's log and committed to git. Returns the fact with its id.
 
-        Nothing is merged or deduplicated: the same text twice is two facts. A text holding a
-        credential is refused unless allow_secret.
+        Nothing is merged or deduplicated: the same text twice is two facts, unless both calls give
+        the same key (a retry): the second adds nothing and returns the first. A text holding a
+        credential is refused unless allow_secret. To correct or update a fact, add the new one with
+        `supersedes` set to the old one's id.
         """
         return await answer(lambda vault: vault.add(text, category=category, tags=tags or (), source=source,
                                                     session=session, importance=importance, at=at,
-                                                    allow_secret=allow_secret).to_dict(), write=True)
+                                                    allow_secret=allow_secret, supersedes=supersedes,
+                                                    key=key).to_dict(), write=True)
 
     @server.tool(annotations=READS)
     async def search(
@@ -207,16 +220,19 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         include_all: IncludeAll = False,
         min_score: Annotated[float | None, Field(description="Relevance floor: hits scoring below it are left out "
                                                              "(default 0.05; 0 returns every match).")] = None,
+        as_of: AsOf = None,
     ) -> Annotated[CallToolResult, schemas.SearchResult]:
         """Find facts and wiki sections by their words and their meaning, newest-aware; best first.
 
         Nothing really matching gives no hits (a relevance floor), not the nearest noise. Sees what
-        other processes wrote (adds, a nightly dream, a sync) without a restart.
+        other processes wrote (adds, a nightly dream, a sync) without a restart. A fact another
+        supersedes has `superseded_by`, its successor listed above it.
         """
         def run(vault):
-            hits = vault.search(query, limit=limit, category=category, tag=tag, source=source, session=session,
-                                since=since, until=until, include_all=include_all, min_score=min_score)
-            return {"query": query, "hits": [hit.to_dict() for hit in hits]}
+            memory = vault.as_of(as_of) if as_of is not None else vault
+            hits = memory.search(query, limit=limit, category=category, tag=tag, source=source, session=session,
+                                 since=since, until=until, include_all=include_all, min_score=min_score)
+            return {"query": query, "hits": [hit.to_dict() for hit in hits], **_moment(memory)}
 
         return await answer(run)
 
@@ -231,20 +247,26 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         session: Session = None,
         oldest_first: Annotated[bool | None, Field(description="Order; default: oldest first with source or "
                                                                 "session (a thread), else newest first.")] = None,
+        as_of: AsOf = None,
     ) -> Annotated[CallToolResult, schemas.Facts]:
         """List the newest facts (forgotten ones never appear); with source or session, a thread in order."""
         def run(vault):
-            facts = vault.recent(limit, since=since, until=until, category=category, tag=tag, source=source,
-                                 session=session, oldest_first=oldest_first)
-            return {"facts": [fact.to_dict() for fact in facts]}
+            memory = vault.as_of(as_of) if as_of is not None else vault
+            facts = memory.recent(limit, since=since, until=until, category=category, tag=tag, source=source,
+                                  session=session, oldest_first=oldest_first)
+            return {"facts": [fact.to_dict() for fact in facts], **_moment(memory)}
 
         return await answer(run)
 
     @server.tool(annotations=READS)
-    async def show(id: Id) -> Annotated[CallToolResult, schemas.Fact]:
-        """Show one fact with all its fields. A forgotten fact is an error that says when and why."""
+    async def show(id: Id, as_of: AsOf = None) -> Annotated[CallToolResult, schemas.ShownFact]:
+        """Show one fact with all its fields, and its chain of supersedes links. A forgotten fact is an
+        error that says when and why."""
         def run(vault):
-            return vault.show(id).live().to_dict()
+            memory = vault.as_of(as_of) if as_of is not None else vault
+            view = memory.show(id)
+            view.live()  # a forgotten fact: FactForgotten says when and why
+            return {**{k: v for k, v in view.to_dict().items() if k != "forgotten"}, **_moment(memory)}
 
         return await answer(run)
 
@@ -267,17 +289,32 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
         budget: Annotated[int, Field(description="Most tokens the bundle may take (cl100k_base).")] = 2000,
         recent: Annotated[int, Field(description="How many recent facts to consider (0: none).")] = 20,
         relevant: Annotated[int, Field(description="How many search hits to consider (0: none).")] = 20,
+        as_of: AsOf = None,
     ) -> Annotated[CallToolResult, schemas.Bundle]:
         """A prompt-ready memory bundle, never over the token budget: MEMORY.md, then what is relevant to
         the query, then the latest facts, each with its id or page and date. The text is the markdown."""
-        return await answer(
-            lambda vault: vault.context(query, budget=budget, recent=recent, relevant=relevant).to_dict(),
-            render=_bundle_text)
+        def run(vault):
+            memory = vault.as_of(as_of) if as_of is not None else vault
+            return {**memory.context(query, budget=budget, recent=recent, relevant=relevant).to_dict(),
+                    **_moment(memory)}
+
+        return await answer(run, render=_bundle_text)
 
     @server.tool(annotations=READS)
-    async def status() -> Annotated[CallToolResult, schemas.Status]:
-        """Where the vault stands: facts, days, pages, dream progress, search index, remote, lock."""
-        return await answer(lambda vault: vault.status())
+    async def status(as_of: AsOf = None) -> Annotated[CallToolResult, schemas.Status]:
+        """Where the vault stands: facts, days, pages, dream progress, search index, remote, lock (with
+        as_of: its facts, pages and dream progress then)."""
+        return await answer(lambda vault: vault.status(as_of=as_of))
+
+    @server.tool(annotations=READS)
+    async def why(
+        target: Annotated[str, Field(description="A line of MEMORY.md (its number, or words it holds), a page "
+                                                 "section (wiki/<zone>/<page>.md#<heading-slug>, as search gives "
+                                                 "it) or a fact id.")],
+    ) -> Annotated[CallToolResult, schemas.Why]:
+        """Trace a memory back to its sources: the page and sections, the facts they cite, and for each
+        fact the commits that added, consolidated, superseded or forgot it."""
+        return await answer(lambda vault: vault.why(target).to_dict())
 
     @server.resource(MEMORY_URI, name="MEMORY.md", title="What the vault remembers", mime_type="text/markdown",
                      description="The vault's bounded summary for prompts, rewritten by the nightly dream.")
@@ -293,6 +330,12 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
     for tool in server._tool_manager.list_tools():  # (the SDK offers no public way to reach them)
         tool.fn_metadata = _StringsAsSent.model_construct(**dict(tool.fn_metadata))
     return server
+
+
+def _moment(memory) -> dict:
+    """`{"as_of": ...}` for an answer from the vault as of a moment, else nothing."""
+    found = getattr(memory, "moment", None)
+    return {"as_of": found.to_dict()} if found is not None else {}
 
 
 def _bundle_text(bundle: dict) -> str:

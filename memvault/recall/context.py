@@ -22,6 +22,7 @@ from memvault.formats.layout import MEMORY_FILE
 from memvault.formats.pages import cited_ids, clean_body
 from memvault.index.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchQuery
 from memvault.index.search import search
+from memvault.recall.succession import successors_of
 from memvault.recall.timeline import RecentQuery
 from memvault.recall.timeline import recent as recent_facts
 from memvault.storage.paths import template_root
@@ -52,6 +53,8 @@ class ContextItem:
     truncated: bool = False
     cites: list[str] = field(default_factory=list)
     tokens: int = 0
+    superseded_by: str | None = None  # a fact: the newer fact that replaces it
+
 
     def render(self) -> str:
         if self.kind == "memory":
@@ -61,7 +64,8 @@ class ContextItem:
             return f"### {self.id}{day}\n\n{self.text}"
         when = self.at[:16].replace("T", " ") if self.at else ""
         body = self.text.replace("\n", "\n  ")
-        return f"- {when} `{self.id}` [{self.category}] {body}"
+        replaced = f" (superseded by `{self.superseded_by}`)" if self.superseded_by else ""
+        return f"- {when} `{self.id}` [{self.category}]{replaced} {body}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +74,7 @@ class ContextItem:
             "source": self.source, "session": self.session,
             "score": None if self.score is None else round(self.score, 6),
             "cites": list(self.cites), "truncated": self.truncated, "tokens": self.tokens, "text": self.text,
+            "superseded_by": self.superseded_by,
         }
 
 
@@ -119,6 +124,9 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
     newest = recent_facts(storage, RecentQuery(recent)) if recent else []
     held = kept_from_prompts(newest)
     latest = [_fact_item(f, "recent") for f in newest if f.id not in held]
+    replaced = successors_of(storage, [item.id for item in latest]) if latest else {}
+    for item in latest:
+        item.superseded_by = replaced.get(item.id)
 
     sections = [
         (f"## Relevant to: {query}" if query else "## Relevant", pages + found),
@@ -302,4 +310,5 @@ def _fact_item(fact: Any, reason: str) -> ContextItem:
     at = fact.at if isinstance(fact.at, str) or fact.at is None else fact.at.isoformat()
     return ContextItem(kind="fact", reason=reason, id=fact.id, path=fact.path, text=fact.text, at=at,
                        category=fact.category, tags=list(fact.tags or ()), source=fact.source,
-                       session=getattr(fact, "session", None), score=getattr(fact, "score", None))
+                       session=getattr(fact, "session", None), score=getattr(fact, "score", None),
+                       superseded_by=getattr(fact, "superseded_by", None))

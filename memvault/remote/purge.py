@@ -33,7 +33,7 @@ from datetime import datetime
 
 from memvault.errors import InvalidInput, MemvaultError, NotFound, SyncConflict, no_room, unwritable, worded
 from memvault.formats.facts import Fact, normalize_id, parse_log, stored_id
-from memvault.formats.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
+from memvault.formats.layout import EMBEDDING_CACHE, KEYS_DB, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
 from memvault.formats.tombstones import Tombstone, parse_tombstones
 from memvault.remote.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
@@ -226,6 +226,7 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
                 _record(storage, finishing, push_owed=remote is not None)
                 clean_repository(storage)
                 storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)
+                storage.path(KEYS_DB).unlink(missing_ok=True)  # (a key may quote the text: rebuilt from the logs)
                 report = PurgeReport([], sorted(set(done) - set(finishing)), rewritten, [], remote=remote,
                                      finished=finishing, index=purge_derived(storage, [], progress=progress))
                 _record(storage, (), pending=[])
@@ -240,6 +241,7 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
         tombstones = _write_tombstones(storage, fact_ids)
         _record(storage, fact_ids, push_owed=the_plan.remote is not None)
         clean_repository(storage)
+        storage.path(KEYS_DB).unlink(missing_ok=True)  # (a key may quote the text: rebuilt from the logs)
         if len(texts) < len(facts):
             # a text no ref holds any more: its vectors cannot be named, so the whole cache goes
             storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)

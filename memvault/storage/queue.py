@@ -35,6 +35,7 @@ class QueuedFact:
     id: str
     words: str    # its first words, for the commit message
     item: str     # the log item, exactly as memvault.formats.facts formats it
+    key: str | None = None  # its key: the committer adds nothing for a key already stored
 
 
 @dataclass(frozen=True)
@@ -43,14 +44,22 @@ class Request:
 
     owner: Owner
     facts: tuple[QueuedFact, ...]
+    origin: str | None = None  # what an import read ("chatgpt conversations.json"), for its commit message
 
     @classmethod
-    def of(cls, facts: list[Fact]) -> Request:
-        return cls(Owner.me(), tuple(QueuedFact(f.path, f.id, first_words(f), format_item(f)) for f in facts))
+    def of(cls, facts: list[Fact], origin: str | None = None) -> Request:
+        # Only a request of a few facts names them in a commit message: a big one says its id range.
+        named = len(facts) <= LISTED_PER_REQUEST
+        return cls(Owner.me(), tuple(QueuedFact(f.path, f.id, first_words(f) if named else "", format_item(f), f.key)
+                                     for f in facts), origin)
 
     def to_json(self) -> str:
-        return json.dumps({"owner": self.owner.to_json(),
-                           "facts": [[f.path, f.id, f.words, f.item] for f in self.facts]}, ensure_ascii=False)
+        data = {"owner": self.owner.to_json(),
+                "facts": [[f.path, f.id, f.words, f.item, *([f.key] if f.key is not None else [])]
+                          for f in self.facts]}
+        if self.origin is not None:
+            data["origin"] = self.origin
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> Request:
@@ -58,14 +67,20 @@ class Request:
         owner = Owner.from_json(data["owner"])
         if owner is None:
             raise ValueError("request without an owner")
-        return cls(owner, tuple(QueuedFact(*(str(v) for v in fact)) for fact in data["facts"]))
+        facts = tuple(QueuedFact(*(str(v) for v in fact[:4]), key=str(fact[4]) if len(fact) > 4 else None)
+                      for fact in data["facts"])
+        origin = data.get("origin")
+        return cls(owner, facts, str(origin) if origin is not None else None)
 
     @property
     def message(self) -> str:
         """The commit message of this request alone."""
+        if self.origin is not None:
+            span = f"{self.facts[0].id}..{self.facts[-1].id}" if len(self.facts) > 1 else self.facts[0].id
+            return f"import: {len(self.facts)} fact{'s' if len(self.facts) != 1 else ''} from {self.origin} ({span})"
         if len(self.facts) == 1:
             fact = self.facts[0]
-            return f"add: {fact.id} {fact.words}"
+            return f"add: {fact.id} {fact.words}".rstrip()
         return f"add: {len(self.facts)} facts ({self.facts[0].id}..{self.facts[-1].id})"
 
 
@@ -84,8 +99,8 @@ def commit_message(requests: list[Request]) -> str:
     facts = [f for r in requests for f in r.facts]
     lines = []
     for request in requests:
-        if len(request.facts) <= LISTED_PER_REQUEST:
-            lines.extend(f"{f.id} {f.words}" for f in request.facts)
+        if len(request.facts) <= LISTED_PER_REQUEST and request.origin is None:
+            lines.extend(f"{f.id} {f.words}".rstrip() for f in request.facts)
         else:
             lines.append(request.message.removeprefix("add: "))
     subject = f"add: {len(facts)} facts from {len(requests)} writers ({facts[0].id}..{facts[-1].id})"

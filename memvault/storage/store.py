@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
@@ -39,6 +40,7 @@ from memvault.formats.layout import (
     DREAM_LOCK,
     DREAM_LOG,
     JOURNAL_FILE,
+    KEYS_DB,
     LOCKS_DIR,
     LOGS_DIR,
     PURGE_STATE,
@@ -60,6 +62,7 @@ from memvault.storage.files import (
     cut_back,
     ends_mid_line,
     fsync_append,
+    fsync_appends,
     read_bytes,
     read_text,
     remove_temp_files,
@@ -67,8 +70,9 @@ from memvault.storage.files import (
     writing,
 )
 from memvault.storage.journal import APPEND, MERGE, REPLACE, Entry, Journal
+from memvault.storage.keys import APPENDED_LINE, Keyed, KeyIndex, stamp
 from memvault.storage.paths import inside
-from memvault.storage.queue import CLAIMED, DONE, PENDING, REJECTED, Queue, Request, commit_message
+from memvault.storage.queue import CLAIMED, DONE, PENDING, REJECTED, Queue, QueuedFact, Request, commit_message
 
 Notify = Callable[[str], None]
 _log = logging.getLogger("memvault")
@@ -97,6 +101,12 @@ class Storage:
         self.index_turn = threading.RLock()
         self.journal = Journal(self.root / JOURNAL_FILE)
         self.queue = Queue(self.root / QUEUE_DIR)
+        # What memvault.recall.asof keeps between questions about the past (the vault as of a few
+        # commits, open); each of those borrows its vault's embedding cache (`embedding_cache`).
+        self.pasts = None
+        self.embedding_cache: Path | None = None
+        # Which log items supersede which, by log and its (mtime, size) (memvault.recall.succession).
+        self.links_memo: dict[str, tuple] = {}
 
     def close(self) -> None:
         """Release what the storage holds open (the search index), e.g. before deleting the vault."""
@@ -104,6 +114,8 @@ class Storage:
             if self.search_index is not None:
                 self.search_index.close()
                 self.search_index = None
+            if self.pasts is not None:
+                self.pasts.close()
 
     # -- paths ----------------------------------------------------------------------------------
 
@@ -551,24 +563,25 @@ class Storage:
                         return fact
         return None
 
-    def append_facts(self, facts: list[Fact]) -> None:
+    def append_facts(self, facts: list[Fact], origin: str | None = None) -> dict[str, Keyed]:
         """Append facts to their days' logs and commit them: all of them, or (on an error) none.
 
         A writer that finds the write lock taken queues its facts and waits: the lock's next holder
         commits every queued batch in one commit, so concurrent writers are not refused. Facts
         still queued after `lock_timeout` seconds are withdrawn (never committed) and VaultBusy
-        is raised.
+        is raised. A fact whose key is already stored (or taken by an earlier fact of the same
+        commit) is left out, under the lock: returns {key: the stored fact} for those.
+        `origin` names what an import read, for the commit message.
         """
-        request = Request.of(facts)
+        request = Request.of(facts, origin)
         write_lock = lock.OsLock(self.lock_path(WRITE_LOCK))
         with writing(f"{LOCKS_DIR}/{WRITE_LOCK}", "nothing was added"):
             got_it = write_lock.acquire()
         if got_it:
             try:
-                self._commit_queue(own=request)
+                return self._commit_queue(own=request)
             finally:
                 write_lock.release()
-            return
         with writing(QUEUE_DIR, "nothing was added"):
             name = self.queue.submit(request)
         try:
@@ -577,6 +590,18 @@ class Storage:
             with suppress(OSError):
                 self.queue.withdraw(name)  # still pending: it must never be committed now
             raise
+        # Committed by whoever held the lock, less any fact whose key was stored meanwhile.
+        keyed = [fact for fact in facts if fact.key is not None]
+        stored = self.keys.lookup(fact.key for fact in keyed) if keyed else {}
+        return {fact.key: stored[fact.key] for fact in keyed if fact.key in stored and stored[fact.key].id != fact.id}
+
+    def stored_keys(self, keys: Iterable[str]) -> dict[str, Keyed]:
+        """Where the facts stored under these keys are (the first copy of each); see storage/keys.py."""
+        return self.keys.lookup(keys)
+
+    @cached_property
+    def keys(self) -> KeyIndex:
+        return KeyIndex(self.root, self.root / KEYS_DB, self._log_paths)
 
     def _wait_for(self, name: str, write_lock: lock.OsLock) -> None:
         """Wait until the queued request `name` is committed, committing the queue if the lock frees.
@@ -623,20 +648,24 @@ class Storage:
         who = self.lock_holder()
         return (who.get("pid"), who.get("since")) if who else None
 
-    def _commit_queue(self, own: Request | None = None, own_name: str | None = None) -> None:
-        """With the write lock held: append `own` and every queued request as ONE commit."""
+    def _commit_queue(self, own: Request | None = None, own_name: str | None = None) -> dict[str, Keyed]:
+        """With the write lock held: append `own` and every queued request as ONE commit, less the
+        facts whose key is already stored; returns {key: the stored fact} for those of `own`."""
         self.recover_locked()
         self.refuse_during_merge()
         claimed = self.queue.claim()
         requests = ([own] if own is not None else []) + [request for _name, request in claimed]
+        names = [name for name, _request in claimed]
+        requests, stored = self._without_stored_keys(requests)
         if not requests:
-            return
+            for name in names:  # every fact of theirs was stored already: done, with nothing to commit
+                self.queue.finish(name)
+            return {f.key: stored[f.key] for f in (own.facts if own else ()) if f.key in stored}
         by_path: dict[str, list[str]] = defaultdict(list)
         for request in requests:
             for fact in request.facts:
                 by_path[fact.path].append(fact.item)
         message = commit_message(requests)
-        names = [name for name, _request in claimed]
         try:
             with writing(".git", "nothing was added"):
                 self.commit_hand_edits(sorted(by_path), f"before {message.splitlines()[0]}")
@@ -644,22 +673,58 @@ class Storage:
             for name in names:
                 self.queue.discard(name) if name == own_name else self.queue.give_back(name)
             raise
+        keyed = [fact for request in requests for fact in request.facts if fact.key is not None]
+        before = {path: stamp(str(self.root / path)) for path in {fact.path for fact in keyed}}
         with self.transaction(APPEND, by_path, message, claims=names, own=own_name):
-            for rel, items in by_path.items():
-                with writing(rel, "nothing was added"):
-                    self._append(rel, "".join(items))
+            self._append({rel: "".join(items) for rel, items in by_path.items()})
             with writing(".git", "nothing was added"):
                 self.git.commit(sorted(by_path), message)
+        if keyed:
+            self.keys.note_appended(before, keyed)
+        return {f.key: stored[f.key] for f in (own.facts if own else ()) if f.key in stored}
 
-    def _append(self, rel: str, text: str) -> None:
-        """Append log items to a daily log (its header first if it is new), durably."""
-        path = inside(self.root, rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if size_of(path) is None:
-            text = log_header(day_of_log(rel)) + text
-        elif ends_mid_line(path):
-            text = "\n" + text  # a torn or hand-edited end: never glue an item onto its last line
-        fsync_append(path, text)
+    def _without_stored_keys(self, requests: list[Request]) -> tuple[list[Request], dict[str, Keyed]]:
+        """The requests less their facts whose key is stored already or taken by an earlier fact of
+        this commit (a retried add racing its first try), and where each such key's fact is."""
+        keys = [fact.key for request in requests for fact in request.facts if fact.key is not None]
+        if not keys:
+            return requests, {}
+        stored = self.keys.lookup(keys)
+        if not stored and len(set(keys)) == len(keys):
+            return requests, {}  # (an import's common case: every key new, none given twice)
+        taken: dict[str, QueuedFact | None] = dict.fromkeys(stored)  # None: stored before this commit
+        kept = []
+        for request in requests:
+            facts = []
+            for fact in request.facts:
+                if fact.key is None or fact.key not in taken:
+                    facts.append(fact)
+                    if fact.key is not None:
+                        taken[fact.key] = fact
+                elif (first := taken[fact.key]) is not None:
+                    stored[fact.key] = Keyed(first.id, first.path, APPENDED_LINE)
+            if facts:
+                kept.append(request if len(facts) == len(request.facts) else replace(request, facts=tuple(facts)))
+        return kept, stored
+
+    def _append(self, items: dict[str, str]) -> None:
+        """Append log items to daily logs (a new log's header first), durably, all flushed at once."""
+        appends: dict[Path, str] = {}
+        for rel, text in items.items():
+            with writing(rel, "nothing was added"):
+                path = inside(self.root, rel)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if size_of(path) is None:
+                    text = log_header(day_of_log(rel)) + text
+                elif ends_mid_line(path):
+                    text = "\n" + text  # a torn or hand-edited end: never glue an item onto its last line
+            appends[path] = text
+        try:
+            fsync_appends(appends)
+        except OSError as e:
+            failed = self.relpath(Path(e.filename)) if e.filename else next(iter(items))
+            with writing(failed, "nothing was added"):
+                raise
 
     # -- tombstones ---------------------------------------------------------------------------
 
