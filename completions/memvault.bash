@@ -120,7 +120,7 @@ _memvault() {
         "forget") [[ "$cur" != -* ]] && { COMPREPLY=($(compgen -W "$(_memvault_fact_ids "${COMP_WORDS[@]}" | cut -d " " -f 1)" -- "$cur")); return; }; COMPREPLY=($(compgen -W "--reason --json --vault --help" -- "$cur")) ;;
         "purge") COMPREPLY=($(compgen -W "--yes --json --vault --help" -- "$cur")) ;;
         "import") COMPREPLY=($(compgen -W "--format --dry-run --allow-secret --skip-secrets --json --vault --help" -- "$cur")) ;;
-        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --session --since --until --all --lexical --explain --min-score --as-of --full --stdin --json --vault --help" -- "$cur")) ;;
+        "search") COMPREPLY=($(compgen -W "--limit --category --tag --source --session --since --until --all --lexical --explain --min-score --no-rerank --as-of --full --stdin --json --vault --help" -- "$cur")) ;;
         "reindex") COMPREPLY=($(compgen -W "--clear --download-model --json --vault --help" -- "$cur")) ;;
         "context") COMPREPLY=($(compgen -W "--budget --recent --relevant --markdown --as-of --json --vault --help" -- "$cur")) ;;
         "sessions") COMPREPLY=($(compgen -W "--since --until --source --json --vault --help" -- "$cur")) ;;

@@ -32,6 +32,7 @@ from memvault.formats import dreamlog
 from memvault.formats.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
 from memvault.formats.layout import CONFIG_FILE
 from memvault.formats.tombstones import Tombstone
+from memvault.storage.paths import template_root
 from memvault.storage.store import Storage
 
 if TYPE_CHECKING:
@@ -200,15 +201,6 @@ def _git_dir_problem(root: Path) -> str | None:
     if head.startswith("ref: refs/") or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head):
         return None
     return "its git repository (.git) is broken (.git/HEAD names no branch or commit)"
-
-
-def template_root() -> Path:
-    """The files `init` copies: packaged in a wheel, or vault-template/ of a source checkout."""
-    package = Path(__file__).parent
-    for candidate in (package / "vault_template", package.parent / "vault-template"):
-        if (candidate / CONFIG_FILE).is_file():
-            return candidate
-    raise FileNotFoundError("memvault's vault template is missing from this installation")
 
 
 # A key an import made (`memory-dir:3f47…`: a format and 16 hex digits) holds no credential: not scanned.
@@ -776,6 +768,18 @@ class Vault:
         except ModelUnavailable as e:
             raise RemoteError(str(e)) from None
 
+    def download_rerank_model(self) -> str:
+        """Fetch search's rerank model (the cross-encoder) into the user cache, as `download_model`."""
+        from memvault.errors import RemoteError
+        from memvault.index.embedder import ModelUnavailable
+        from memvault.index.rerank import download_rerank_model
+        from memvault.index.search import rerank_spec
+
+        try:
+            return download_rerank_model(rerank_spec(self.storage))
+        except ModelUnavailable as e:
+            raise RemoteError(str(e)) from None
+
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
                 relevant: int = 20, as_of=None):
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
@@ -887,4 +891,4 @@ def _doctor_probes() -> list:
     return [vault.LOCKS, vault.SYMLINKS, remote.PURGE, vault.WORKTREE, remote.MERGE_DRIVER, remote.IGNORED,
             vault.IDENTITY, vault.LOG_LINES, vault.FACT_COUNTS, vault.LOG_NAMES, vault.FACT_IDS, vault.CITATIONS,
             vault.FORGOTTEN_CITATIONS, vault.CREDENTIALS, index.EMBEDDING_CACHE, index.INDEX, index.EMBEDDING_MODEL,
-            dream.DREAM, dream.LLM]
+            index.RERANK_MODEL, dream.DREAM, dream.LLM]

@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 from support.cli import Cli
 from support.git import IDENTITY
-from support.models import REAL_MODEL, REQUIRE_REAL_MODEL
+from support.models import REAL_MODEL, REQUIRE_REAL_MODEL, RERANK_MODEL
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_model: needs the real all-MiniLM-L6-v2 embedding model "
                             "(tests about meaning); skipped without it, except where "
+                            f"{REQUIRE_REAL_MODEL}=1 (CI) makes that a failure")
+    config.addinivalue_line("markers", "reranker: needs the real cross-encoder ms-marco-MiniLM-L-12-v2 (the rerank "
+                            "stage; other tests search without it); skipped without it, except where "
                             f"{REQUIRE_REAL_MODEL}=1 (CI) makes that a failure")
 
 
@@ -43,6 +46,24 @@ def embedding_model(request, monkeypatch, tiny_model_path):
         pytest.skip(reason)
     monkeypatch.delenv("MEMVAULT_EMBED_MODEL_PATH", raising=False)
     for key, value in REAL_MODEL.items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture(autouse=True)
+def rerank_model(request, monkeypatch, embedding_model):
+    """Tests search without the reranker unless marked `reranker`, which find the real one."""
+    for key in ("MEMVAULT_RERANK", "MEMVAULT_RERANK_MODEL", "MEMVAULT_RERANK_MODEL_PATH"):
+        monkeypatch.delenv(key, raising=False)
+    if request.node.get_closest_marker("reranker") is None:
+        monkeypatch.setenv("MEMVAULT_RERANK", "0")
+        return
+    if RERANK_MODEL is None:
+        reason = ("needs the cross-encoder ms-marco-MiniLM-L-12-v2: set MEMVAULT_RERANK_MODEL_PATH to a local copy, "
+                  "or run `memvault reindex --download-model` once")
+        if os.environ.get(REQUIRE_REAL_MODEL) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_REAL_MODEL}=1)")
+        pytest.skip(reason)
+    for key, value in RERANK_MODEL.items():
         monkeypatch.setenv(key, value)
 
 

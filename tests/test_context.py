@@ -187,3 +187,36 @@ def test_a_whole_prompt_as_the_query_searches_its_start(vault):
     assert bundle.searched and any("Ines keeps bees" in item.text for item in bundle.items)
     with pytest.raises(InvalidInput, match="too long"):
         vault.search(prompt)
+
+
+def test_memory_placeholder_before_the_first_dream_is_left_out(vault, cli):
+    """A new vault's MEMORY.md says only "nothing consolidated yet": a bundle leaves it out, and
+    takes it in as soon as it says something (a dream, or a hand edit)."""
+    vault.add("Alice prefers green tea", category="preference")
+    data = _bundle(cli, "green tea")
+    assert "MEMORY.md" not in [item["id"] for item in data["items"]]
+    assert "## MEMORY.md" not in data["markdown"] and "Nothing consolidated yet" not in data["markdown"]
+    assert data["markdown"].startswith("## Relevant to: green tea\n\n- ")
+
+    (vault.root / "MEMORY.md").write_text("# Memory\n\n- Alice drinks green tea, never coffee.\n")
+    data = _bundle(cli, "green tea")
+    assert data["items"][0]["id"] == "MEMORY.md"
+    assert data["markdown"].startswith("## MEMORY.md\n\n- Alice drinks green tea, never coffee.")
+
+
+def test_relevant_facts_of_one_thread_keep_its_order(vault, cli):
+    """The answer matches better than its question, but the bundle shows them as they were said;
+    a fact of another thread keeps its place by relevance."""
+    vault.add_many([
+        {"text": "Do you play any instruments?", "session": "chat-1", "at": "2026-11-02T10:00"},
+        {"text": "Yes: the clarinet and the violin, both since school", "session": "chat-1",
+         "at": "2026-11-02T10:00"},
+        {"text": "Carol sold her violin and her clarinet last year", "session": "chat-2", "at": "2026-11-01T09:00"},
+    ])
+    data = _bundle(cli, "clarinet violin instruments", "--recent", "0")
+    relevant = [item["text"] for item in data["items"] if item["reason"] == "relevant"]
+    question = relevant.index("Do you play any instruments?")
+    answer = relevant.index("Yes: the clarinet and the violin, both since school")
+    assert answer == question + 1, relevant
+    search = json.loads(cli("search", "clarinet violin instruments", "--json").stdout)
+    assert [h["text"] for h in search].index("Do you play any instruments?") > 0  # search ranks the answer first

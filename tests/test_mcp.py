@@ -31,8 +31,9 @@ def server_env(home: Path, model_path: str) -> dict[str, str]:
     (home / "gitconfig").write_text("")
     env = {**os.environ, **IDENTITY, "HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
            "GIT_CONFIG_GLOBAL": str(home / "gitconfig"), "GIT_CONFIG_NOSYSTEM": "1", "TZ": "UTC",
-           "MEMVAULT_EMBED_MODEL_PATH": model_path}
-    for key in ("MEMVAULT_VAULT", "MEMVAULT_MODEL", "MEMVAULT_EMBED_MODEL", "FASTEMBED_CACHE_PATH"):
+           "MEMVAULT_EMBED_MODEL_PATH": model_path, "MEMVAULT_RERANK": "0"}
+    for key in ("MEMVAULT_VAULT", "MEMVAULT_MODEL", "MEMVAULT_EMBED_MODEL", "FASTEMBED_CACHE_PATH",
+                "MEMVAULT_RERANK_MODEL", "MEMVAULT_RERANK_MODEL_PATH"):
         env.pop(key, None)
     return env
 

@@ -94,8 +94,9 @@ def test_status_reports_a_missing_or_damaged_index_without_building_it(cli, vaul
     result = cli("status", "--json")
     assert result.exit_code == 0 and "rebuild" not in result.stderr
     index = json.loads(result.stdout)["index"]
-    assert set(index) == {"built", "documents", "pending_embeddings", "drift", "model", "missing", "damaged",
-                          "unavailable"}
+    assert set(index) == {"built", "documents", "pending_embeddings", "drift", "model", "built_with", "missing",
+                          "damaged", "unavailable", "rerank"}
+    assert index["built_with"] is None
     assert index["built"] is True and index["damaged"] and index["documents"] is None
     assert "damaged" in cli("status").stdout
     check = {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}["search index"]

@@ -17,6 +17,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from memvault.errors import InvalidInput
 
 DEFAULT_EMBED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_RERANK_MODEL = "Xenova/ms-marco-MiniLM-L-12-v2"
+# How many of the best fused candidates the reranker reads (docs/search.md#the-rerank-stage).
+DEFAULT_RERANK_CANDIDATES = 15
 CATEGORIES = (
     "fact",
     "preference",
@@ -59,6 +62,16 @@ class LLMConfig:
 
 
 @dataclass(frozen=True)
+class RerankConfig:
+    """[rerank]: the cross-encoder that re-orders search's best candidates."""
+
+    enabled: bool = True
+    model: str = DEFAULT_RERANK_MODEL
+    path: str | None = None    # local ONNX model directory (offline use)
+    candidates: int = DEFAULT_RERANK_CANDIDATES
+
+
+@dataclass(frozen=True)
 class Config:
     timezone: str = "local"
     categories: tuple[str, ...] = CATEGORIES
@@ -67,6 +80,7 @@ class Config:
     embed_model_path: str | None = None
     llm: LLMConfig = field(default_factory=LLMConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
 
     @property
     def llm_model(self) -> str | None:
@@ -180,7 +194,8 @@ def parse_config(text: str, where: str, environ: Mapping[str, str] = os.environ)
     except tomllib.TOMLDecodeError as e:
         raise InvalidInput(f"{where} does not parse as TOML: {e}") from e
     try:
-        vault, embedding, llm, dream = (_table(data, name) for name in ("vault", "embedding", "llm", "dream"))
+        vault, embedding, llm, dream, rerank = (_table(data, name)
+                                                for name in ("vault", "embedding", "llm", "dream", "rerank"))
         dream_config = DreamConfig(
             max_days=_positive_int(dream.get("max_days", 14), "dream.max_days"),
             max_retries=_positive_int(dream.get("max_retries", 3), "dream.max_retries"),
@@ -206,10 +221,39 @@ def parse_config(text: str, where: str, environ: Mapping[str, str] = os.environ)
                 max_output_tokens=_optional_positive_int(llm.get("max_output_tokens"), "llm.max_output_tokens"),
             ),
             dream=dream_config,
+            rerank=_rerank(rerank, environ),
         )
     except (TypeError, ValueError) as e:
         raise InvalidInput(f"{where}: {e}") from e
     return config
+
+
+def _rerank(table: dict, environ: Mapping[str, str]) -> RerankConfig:
+    """[rerank], with MEMVAULT_RERANK (on/off), MEMVAULT_RERANK_MODEL and MEMVAULT_RERANK_MODEL_PATH over it."""
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ValueError(f"rerank.enabled must be true or false, got {enabled!r}")
+    raw = environ.get("MEMVAULT_RERANK")
+    if raw:
+        word = raw.strip().lower()
+        if word not in _SWITCH:
+            # Raised outside parse_config's handler, which would blame memvault.toml.
+            raise InvalidInput(f"MEMVAULT_RERANK must be on or off (1 or 0), got {raw!r}")
+        enabled = _SWITCH[word]
+    model = environ.get("MEMVAULT_RERANK_MODEL") or table.get("model") or DEFAULT_RERANK_MODEL
+    path = environ.get("MEMVAULT_RERANK_MODEL_PATH") or table.get("path") or None
+    for name, value in (("rerank.model", model), ("rerank.path", path)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name} must be a string, got {value!r}")
+    candidates = _positive_int(table.get("candidates", DEFAULT_RERANK_CANDIDATES), "rerank.candidates")
+    if candidates > MAX_RERANK_CANDIDATES:
+        raise ValueError(f"rerank.candidates must be at most {MAX_RERANK_CANDIDATES}, got {candidates!r}")
+    return RerankConfig(enabled=enabled, model=model, path=path, candidates=candidates)
+
+
+_SWITCH = {"1": True, "on": True, "true": True, "yes": True, "0": False, "off": False, "false": False, "no": False}
+# Each candidate costs the reranker a model run (milliseconds); past this a search takes seconds.
+MAX_RERANK_CANDIDATES = 200
 
 
 def _table(data: dict, name: str) -> dict:

@@ -73,6 +73,12 @@ def status(as_of: AsOfOption = None, json_: JsonOption = False, vault_path: Vaul
     else:
         echo(f"index       {index['documents']} document(s), {index['pending_embeddings']} without a vector, "
              f"{index['drift']} file(s) changed since indexing")
+        built = index.get("built_with")
+        if built and built != index["model"]:
+            echo(f"model       vectors by {built}; the next search re-embeds with {index['model']}")
+        else:
+            echo(f"model       {built or index['model']}")
+    echo(f"rerank      {index['rerank'] or 'off'}")
     remote = state["remote"]
     if remote is None:
         echo("remote      none")

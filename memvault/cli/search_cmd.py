@@ -37,7 +37,7 @@ from memvault.formats.facts import BOM
 _STDIN_KEYS = {
     "query": "query", "limit": "limit", "category": "category", "tag": "tag", "source": "source",
     "session": "session", "since": "since", "until": "until", "all": "include_all", "lexical": "lexical_only",
-    "explain": "explain", "min-score": "min_score", "as-of": "as_of",
+    "explain": "explain", "min-score": "min_score", "rerank": "rerank", "as-of": "as_of",
 }
 
 
@@ -51,9 +51,10 @@ def search(
     since: Annotated[str | None, typer.Option("--since", help="From this time on: 2026-11-01, yesterday, 7d, 12h.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Up to this time (a date includes the whole day).")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Also search facts already consolidated into the wiki.")] = False,
-    lexical: Annotated[bool, typer.Option("--lexical", help="Match words only; never loads the embedding model.")] = False,
+    lexical: Annotated[bool, typer.Option("--lexical", help="Match words only; loads no model (no embedding, no reranker).")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show each ranking signal's contribution per hit, and the relevance floor.")] = False,
     min_score: Annotated[float | None, typer.Option("--min-score", help="Relevance floor: hide hits scoring below it (default 0.05; 0 shows every match).", show_default=False)] = None,
+    no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Rank without the reranker (faster, less often right first).")] = False,
     as_of: AsOfOption = None,
     full: FullOption = False,
     stdin: Annotated[bool, typer.Option("--stdin", help="One query per input line (text or JSON object); one result line each.")] = False,
@@ -68,8 +69,8 @@ def search(
     above it (unless the question is about the past). --as-of searches the vault as it stood then
     (built once per moment, aside; --since/--until still filter by the facts' own times).
     With --stdin each line is a query or {"query", "limit", "category", "tag", "source",
-    "session", "since", "until", "all", "lexical", "explain", "min-score", "as-of"}; the model
-    loads once for all of them.
+    "session", "since", "until", "all", "lexical", "explain", "min-score", "rerank", "as-of"};
+    the models load once for all of them.
 
     Example: memvault search "what does Alice drink" --limit 5 --json
     """
@@ -80,7 +81,7 @@ def search(
     vault = open_vault(vault_path)
     options = dict(limit=limit, category=category, tag=tag, source=source, session=session, since=since,
                    until=until, include_all=all_, lexical_only=lexical, explain=explain, min_score=min_score,
-                   as_of=as_of)
+                   rerank=not no_rerank, as_of=as_of)
     if stdin:
         if sys.stdin.isatty():
             notice("reading queries from the terminal, one per line; press Ctrl-D on an empty line to end")
@@ -160,7 +161,7 @@ def _parse_request(line: str) -> dict:
         raise InvalidInput(f"unknown field(s) {', '.join(unknown)}; use {', '.join(_STDIN_KEYS)}")
     if not isinstance(item.get("query"), str):
         raise InvalidInput('a JSON line needs "query", a string')
-    for flag in ("all", "lexical", "explain"):
+    for flag in ("all", "lexical", "explain", "rerank"):
         if flag in item and not isinstance(item[flag], bool):
             raise InvalidInput(f'"{flag}" must be true or false')
     return {_STDIN_KEYS[k]: v for k, v in item.items()}
@@ -168,7 +169,7 @@ def _parse_request(line: str) -> dict:
 
 HIT_COLUMNS = (Column("score", score_style, justify="right"), Column("date", WHEN), Column("category", CATEGORY, optional=True),
                Column("text", text=True), Column("id", ID))
-SIGNALS = ("lexical", "dense", "thread", "date", "recency", "importance", "newer_state", "current_state")
+SIGNALS = ("lexical", "dense", "thread", "date", "recency", "importance", "rerank", "newer_state", "current_state")
 
 
 def _print_hits(hits: list, explain: bool, full: bool = False, min_score: float | None = None) -> None:
@@ -200,7 +201,7 @@ def _signals(explain: dict) -> str:
 
 def reindex(
     clear: Annotated[bool, typer.Option("--clear", help="Rebuild from scratch, aside, then swap it in (searches keep working).")] = False,
-    download_model: Annotated[bool, typer.Option("--download-model", help="First fetch the embedding model from the hub into the user cache (searches never download).")] = False,
+    download_model: Annotated[bool, typer.Option("--download-model", help="First fetch the embedding and rerank models from the hub into the user cache (searches never download).")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -212,8 +213,7 @@ def reindex(
     """
     vault = open_vault(vault_path)
     if download_model:
-        notice(f"downloading embedding model {vault.config.embed_model} (about 90 MB, once; offline this fails after about 40 s of retries)…")
-        notice(f"model {vault.config.embed_model} is in {vault.download_model()}")
+        _download_models(vault)
     with progress_bar() as progress:
         report = vault.reindex(clear=clear, progress=progress)
     if json_:
@@ -225,6 +225,19 @@ def reindex(
     )
     if report.get("pending_embeddings"):
         notice(f"{report['pending_embeddings']} documents have no vector yet (embedding model unavailable)")
+
+
+def _download_models(vault: Any) -> None:
+    from memvault.index.models import embedding_model, rerank_model
+
+    name = vault.config.embed_model
+    notice(f"downloading embedding model {name} (about {embedding_model(name).download_mb} MB, once; offline this "
+           "fails after about 40 s of retries)…")
+    notice(f"model {name} is in {vault.download_model()}")
+    rerank = vault.config.rerank
+    if rerank.enabled:
+        notice(f"downloading rerank model {rerank.model} (about {rerank_model(rerank.model).download_mb} MB, once)…")
+        notice(f"model {rerank.model} is in {vault.download_rerank_model()}")
 
 
 def register(app: typer.Typer) -> None:

@@ -17,7 +17,7 @@ def status(storage: Storage, *, dream: dict, index: dict, remote: dict | None) -
     return {
         "path": str(storage.root),
         **contents(storage, dream),
-        "index": _index_state(index),
+        "index": _index_state(index, storage),
         "remote": remote,
         "lock": storage.lock_holder(),
         "git": {"head": storage.git.head(), "uncommitted": len(clean)},
@@ -48,6 +48,7 @@ def _dream_state(state: dict) -> dict:
     }
 
 
-def _index_state(state: dict) -> dict:
+def _index_state(state: dict, storage: Storage) -> dict:
     """The index's counts; a missing or damaged index is reported as it is, never built here."""
-    return {"built": not state["missing"], **state}
+    rerank = storage.config.rerank
+    return {"built": not state["missing"], **state, "rerank": rerank.model if rerank.enabled else None}

@@ -48,11 +48,17 @@ class Document:
     @property
     def search_text(self) -> str:
         """What lexical matching and the embedding see (citations stripped, page context added)."""
-        body = _strip_citations(self.text)
-        if self.kind == "page":
-            context = " — ".join(p for p in (self.title, self.heading) if p)
-            return f"{context}\n{body}" if context else body
-        return body
+        return model_text(self.kind, self.text, self.title, self.heading)
+
+
+def model_text(kind: str, text: str, title: str | None = None, heading: str | None = None) -> str:
+    """A document as the models read it (embedding, reranker): citations stripped, and a page
+    section led by its page's title and its heading."""
+    body = _strip_citations(text)
+    if kind == "page":
+        context = " — ".join(p for p in (title, heading) if p)
+        return f"{context}\n{body}" if context else body
+    return body
 
 
 def _strip_citations(text: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memvault.base.config import DEFAULT_EMBED_MODEL
+from memvault.index.models import EmbeddingModel, embedding_model, model_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +38,15 @@ class ModelSpec:
     path: str | None = None
 
     @property
+    def profile(self) -> EmbeddingModel:
+        return embedding_model(self.name)
+
+    @property
+    def onnx_file(self) -> Path | None:
+        """The ONNX file of the local copy, when the model is read from a path."""
+        return model_file(self.path, self.profile.file) if self.path else None
+
+    @property
     def identity(self) -> str:
         """A key that changes when the vectors would change (name, and which ONNX file at the path).
 
@@ -45,9 +55,8 @@ class ModelSpec:
         """
         if not self.path:
             return self.name
-        onnx = Path(self.path) / "model.onnx"
         try:
-            size = onnx.stat().st_size
+            size = self.onnx_file.stat().st_size  # type: ignore[union-attr]
         except OSError:
             size = 0
         return f"{self.name}@{size}"
@@ -70,22 +79,47 @@ def download_model(spec: ModelSpec) -> str:
     """
     if spec.path:
         return spec.path
+
+    def make(target: str) -> None:
+        from fastembed import TextEmbedding
+
+        TextEmbedding(spec.name, cache_dir=target)
+
+    return fetch_into_cache(make, f"embedding model {spec.name}", "MEMVAULT_EMBED_MODEL_PATH")
+
+
+def fetch_into_cache(make: Callable[[str], None], what: str, variable: str) -> str:
+    """Run `make(cache folder)`, a fastembed constructor that downloads, with the hub allowed."""
     target = model_cache_dir()
     target.mkdir(parents=True, exist_ok=True)
     os.environ.pop("HF_HUB_OFFLINE", None)
-    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # (see Embedder.load)
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # (see offline_environment)
     try:
-        from fastembed import TextEmbedding
         from loguru import logger
 
         logger.disable("fastembed")  # its retry chatter; the caller reports the outcome
-        TextEmbedding(spec.name, cache_dir=str(target))
+        make(str(target))
     except Exception as exc:
-        raise ModelUnavailable(f"could not download embedding model {spec.name}: {_one_line(exc)}; without the "
-                               "hub, set MEMVAULT_EMBED_MODEL_PATH to a local copy (an ONNX model directory)") from exc
+        raise ModelUnavailable(f"could not download {what}: {_one_line(exc)}; without the hub, set {variable} "
+                               "to a local copy (an ONNX model directory)") from exc
     finally:
         os.environ["HF_HUB_OFFLINE"] = "1"
     return str(target)
+
+
+def offline_environment() -> None:
+    """Settings for loading a model: local files only, and no telemetry (unless the user set them)."""
+    # The hub would retry for tens of seconds with no network; memvault only uses local files.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    # onnxruntime's import keeps a telemetry device id under ~/.cache/Microsoft, and where it
+    # cannot (a read-only home) prints a coloured warning on stderr in every process.
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's first line, without a closing stop (callers go on with "; ..." or ": ...")."""
+    return _one_line(exc)
 
 
 def content_hash(text: str) -> bytes:
@@ -114,12 +148,7 @@ class Embedder:
         if shared is not None:
             self._model = shared
             return shared
-        # The hub would retry for tens of seconds with no network; memvault only uses local files.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-        # onnxruntime's import keeps a telemetry device id under ~/.cache/Microsoft, and where it
-        # cannot (a read-only home) prints a coloured warning on stderr in every process.
-        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+        offline_environment()
         try:
             from fastembed import TextEmbedding
             from loguru import logger
@@ -128,13 +157,19 @@ class Embedder:
             logger.disable("fastembed")
             kwargs: dict = {"local_files_only": True}
             if self.spec.path:
-                if not (Path(self.spec.path) / "model.onnx").is_file():
+                onnx = self.spec.onnx_file
+                if not onnx.is_file():  # type: ignore[union-attr]
                     raise ModelUnavailable(
-                        f"cannot load embedding model {self.spec.name}: no model.onnx in {self.spec.path}")
+                        f"cannot load embedding model {self.spec.name}: no {onnx.name} in {self.spec.path}")  # type: ignore[union-attr]
                 kwargs["specific_model_path"] = self.spec.path
             else:
                 kwargs["cache_dir"] = str(model_cache_dir())
-            self._model = TextEmbedding(self.spec.name, threads=self.threads, **kwargs)
+            model = TextEmbedding(self.spec.name, threads=self.threads, **kwargs)
+            width = _dimensions(model)
+            if width != DIMENSIONS:
+                raise ModelUnavailable(f"cannot use embedding model {self.spec.name}: it makes {width}-dimension "
+                                       f"vectors and the index stores {DIMENSIONS}")
+            self._model = model
             _loaded[(self.spec.name, self.spec.path, self.threads)] = self._model
         except ModelUnavailable as exc:
             self._error = str(exc)
@@ -201,8 +236,18 @@ class Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         import numpy as np
 
-        vector = next(iter(self.load().query_embed([text[:MODEL_READS_CHARS]])))
+        # A model trained with an instruction before queries (bge) needs it to place them well.
+        query = self.spec.profile.query_prefix + text[:MODEL_READS_CHARS]
+        vector = next(iter(self.load().query_embed([query])))
         return _normalize(np.asarray(vector, dtype=np.float32)[None, :])[0]
+
+
+def _dimensions(model) -> int:
+    """The width of the model's vectors, from fastembed's description of it (0 when unknown)."""
+    try:
+        return int(model.embedding_size)
+    except (ValueError, AttributeError, KeyError):  # a custom model fastembed describes without a size
+        return DIMENSIONS
 
 
 def _normalize(matrix: np.ndarray) -> np.ndarray:

@@ -238,6 +238,7 @@ class SearchIndex:
         self._matched: str | None = None
         self._model_notice_given = False
         self._lock = None
+        self.reranker = None  # search's rerank stage (memvault.index.rerank), made on first use
 
     # -- locking ------------------------------------------------------------------------------
     @contextmanager
@@ -845,7 +846,7 @@ class SearchIndex:
             problem = self._open_live()
         except VaultUnwritable as exc:  # a full or read-only disk: not damage, and nothing to count
             return {"documents": None, "pending_embeddings": None, "drift": None, "model": self.model.identity,
-                    "missing": False, "damaged": None, "unavailable": str(exc)}
+                    "built_with": None, "missing": False, "damaged": None, "unavailable": str(exc)}
         if problem is None and verify:
             problem = self._verify(self.generation)  # type: ignore[arg-type]
         if problem is not None:
@@ -853,7 +854,8 @@ class SearchIndex:
             # A missing index shows as every file drifting; a damaged one has no counts to trust.
             return {"documents": 0 if missing else None, "pending_embeddings": 0 if missing else None,
                     "drift": len(self.corpus.files()) if missing else None, "model": self.model.identity,
-                    "missing": missing, "damaged": None if missing else problem, "unavailable": None}
+                    "built_with": None, "missing": missing, "damaged": None if missing else problem,
+                    "unavailable": None}
         generation = self.generation
         assert generation is not None
         generation.load_state()
@@ -874,6 +876,7 @@ class SearchIndex:
             "pending_embeddings": generation.catalog.pending_count(),
             "drift": drift,
             "model": self.model.identity,
+            "built_with": generation.catalog.get_meta("model"),
             "missing": False,
             "damaged": None,
             "unavailable": None,

@@ -1,4 +1,4 @@
-"""doctor's checks of search: the embedding cache, the index, the embedding model."""
+"""doctor's checks of search: the embedding cache, the index, the embedding and rerank models."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from memvault.formats.layout import CONFIG_FILE
 from memvault.health.doctor import FAIL, OK, WARN, Check, Probe
 from memvault.index import location
-from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex
+from memvault.index.search import engine, index_status, model_spec, refill_embedding_cache, reindex, rerank_spec
 from memvault.storage.store import Storage
 
 
@@ -91,8 +91,9 @@ def check_embedding_model(storage: Storage) -> Check:
     if path:
         origin = "MEMVAULT_EMBED_MODEL_PATH" if os.environ.get("MEMVAULT_EMBED_MODEL_PATH") else CONFIG_FILE
         model_dir = Path(path).expanduser()
-        if not (model_dir / "model.onnx").is_file():
-            return Check("embedding model", FAIL, f"{name}: no model.onnx in {model_dir} (from {origin}); "
+        onnx = model_spec(storage).onnx_file
+        if not onnx.is_file():
+            return Check("embedding model", FAIL, f"{name}: no {onnx.name} in {model_dir} (from {origin}); "
                          "search falls back to words only")
         return _loadable(storage, f"{name} from {model_dir} (from {origin})")
     from memvault.index.embedder import model_cache_dir
@@ -111,7 +112,7 @@ def _model_on_disk(storage: Storage) -> bool:
     """Is the embedding model's file where search loads it from (whether it loads is not asked)?"""
     path = storage.config.embed_model_path
     if path:
-        return (Path(path).expanduser() / "model.onnx").is_file()
+        return model_spec(storage).onnx_file.is_file()
     from memvault.index.embedder import model_cache_dir
 
     return cached_model(model_cache_dir(), storage.config.embed_model) is not None
@@ -128,6 +129,27 @@ def _loadable(storage: Storage, where: str) -> Check:
     return Check("embedding model", OK, f"{where}, loads")
 
 
+def check_rerank_model(storage: Storage) -> Check:
+    """The cross-encoder search reranks with: off, loads, or not on this machine (search works without it)."""
+    config = storage.config.rerank
+    if not config.enabled:
+        return Check("rerank model", OK, "off ([rerank] enabled = false or MEMVAULT_RERANK=0)")
+    from memvault.index.embedder import ModelUnavailable, model_cache_dir
+    from memvault.index.rerank import Reranker
+
+    spec = rerank_spec(storage)
+    if not spec.path and cached_model(model_cache_dir(), spec.name) is None:
+        return Check("rerank model", WARN, f"{spec.name} is not in the model cache ({model_cache_dir()}): search "
+                     "ranks without it; run `memvault reindex --download-model` once, or set "
+                     "MEMVAULT_RERANK_MODEL_PATH to a local ONNX model directory")
+    where = f"{spec.name} from {spec.path}" if spec.path else f"{spec.name} from the model cache"
+    try:
+        Reranker(spec).load()
+    except ModelUnavailable as e:
+        return Check("rerank model", FAIL, f"{where} does not load: {e}; search ranks without it")
+    return Check("rerank model", OK, f"{where}, loads")
+
+
 def cached_model(cache: Path, name: str) -> Path | None:
     """The cache directory holding this model's ONNX file (hub layout or fastembed's own), if any."""
     stem = name.rsplit("/", 1)[-1].lower()
@@ -142,3 +164,4 @@ def cached_model(cache: Path, name: str) -> Path | None:
 EMBEDDING_CACHE = Probe(check_embedding_cache, repair_embedding_cache)
 INDEX = Probe(check_index, repair_index)
 EMBEDDING_MODEL = Probe(check_embedding_model)
+RERANK_MODEL = Probe(check_rerank_model)

@@ -33,6 +33,7 @@ class SearchQuery:
     explain: bool = False          # each hit carries its ranking signals
     session: str | None = None      # only the facts of this session (one thread)
     min_score: float | None = None  # the relevance floor; None = the default (ranking.MIN_SCORE), 0 = none
+    rerank: bool = True             # the reranker re-orders the best candidates (when on in the config)
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -48,7 +49,7 @@ class SearchQuery:
                 raise InvalidInput(f"{name} must be a non-empty string")
             if value is not None:
                 check_encodable(value, name)
-        for name in ("include_all", "lexical_only", "explain"):
+        for name in ("include_all", "lexical_only", "explain", "rerank"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInput(f"{name} must be true or false")
         for name in ("since", "until"):
@@ -68,7 +69,7 @@ class SearchQuery:
         read in the vault's time zone, the category checked against the vault's."""
         lower, upper = parse_range(since, until, tz)
         unknown = set(options) - {"limit", "category", "tag", "source", "session", "include_all", "lexical_only",
-                                  "explain", "min_score"}
+                                  "explain", "min_score", "rerank"}
         if unknown:
             raise InvalidInput(f"unknown search option(s): {', '.join(sorted(unknown))}")
         query = cls(text, since=lower, until=upper, **options)

@@ -23,7 +23,7 @@ older one's place (`newest_first`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -41,7 +41,7 @@ NEWEST_WINDOW = 20
 class Weights:
     lexical: float = 1.0
     dense: float = 1.0
-    noise: float = 0.35       # cosine below which the embedding says nothing (all-MiniLM-L6-v2)
+    noise: float | None = None  # cosine below which the embedding says nothing; None: the model's (index/models.py)
     sure: float = 1.0         # cosine from which the embedding says "same meaning"
     topic_span: float = 0.15  # best cosine above noise at which the query is surely about the vault
     whole: float = 0.75       # share of the query's words that counts as holding all of it
@@ -59,9 +59,25 @@ class Weights:
     correction_subject: float = 0.3
     state_share: float = 0.25  # the newer fact matches the question at least this share as well
     newest: bool = True
+    rerank: float = 0.5        # share of the reranker's relevance in the score of what it read
+    replies: bool = True       # the reranker reads a reply after the question it follows
 
 
 DEFAULT_WEIGHTS = Weights()
+# The noise level the cosine thresholds above were measured at (all-MiniLM-L6-v2's).
+REFERENCE_NOISE = 0.35
+
+
+def for_model(weights: Weights, noise: float) -> Weights:
+    """The weights for an embedding model whose cosines say nothing below `noise`: the noise level,
+    and the cosines measured with all-MiniLM-L6-v2 (topic span, same-subject thresholds) moved to
+    the same place between the model's noise level and 1."""
+    def moved(cosine: float) -> float:
+        return noise + (cosine - REFERENCE_NOISE) * (1 - noise) / (1 - REFERENCE_NOISE)
+
+    return replace(weights, noise=noise, topic_span=weights.topic_span * (1 - noise) / (1 - REFERENCE_NOISE),
+                   same_subject=moved(weights.same_subject), restated=moved(weights.restated),
+                   correction_subject=moved(weights.correction_subject))
 
 
 @dataclass
@@ -116,11 +132,38 @@ def fuse(
     `lexical` holds BM25 scores (with `ideal`, the query's ideal score), `dense` cosines; None is
     a half that was not asked (--lexical, or no model), and does not count in the mean.
     """
+    signals = _matches(lexical, ideal, dense, docs, weights)
+    match = {key: sum(s["contribution"] for s in entry.values()) for key, entry in signals.items()}
+    neighbours = _thread_neighbours(signals, docs)
+    clock = _Clock({key: _timestamp(docs[key].at) for key in signals})
+    days = {d.isoformat() for d in intent.days}
+    months = {f"{y:04d}-{m:02d}" for y, m in intent.months}
+
+    ranked: list[Ranked] = []
+    for key, entry in signals.items():
+        better = max(neighbours[key], key=lambda k: match[k], default=None)
+        if better is not None and match[better] > match[key]:
+            entry["thread"] = {"neighbour": better, "contribution": weights.thread * (match[better] - match[key])}
+        named = _named_date(docs[key].at or "", days, months, weights)
+        if named is not None:
+            entry["date"] = named
+        _scale_by_time_and_importance(entry, docs[key], clock.newness(key), weights)
+        total = sum(signal["contribution"] for signal in entry.values())
+        for signal in entry.values():
+            signal["contribution"] = round(signal["contribution"], 6)
+        entry["total"] = round(total, 6)
+        ranked.append(Ranked(key, total, entry, match=match[key], at=clock.times[key]))
+    ranked.sort(key=lambda r: (-r.score, r.key))
+    return ranked
+
+
+def _matches(lexical: Sequence[tuple[str, float]] | None, ideal: float, dense: Sequence[tuple[str, float]] | None,
+             docs: Mapping[str, Any], weights: Weights) -> dict[str, dict[str, Any]]:
+    """Each candidate's words and meaning parts (rank, raw score, contribution to the match)."""
     asked = [(name, hits, w) for name, hits, w in (("lexical", lexical, weights.lexical),
                                                     ("dense", dense, weights.dense)) if hits is not None]
     scale = sum(w for _n, _h, w in asked) or 1.0
     topic = _topic(dense, weights)
-
     signals: dict[str, dict[str, Any]] = {}
     for name, hits, weight in asked:
         ranks = _ranks(hits)
@@ -129,64 +172,68 @@ def fuse(
                 continue
             entry: dict[str, Any] = {"rank": ranks[key], "score": round(float(raw), 6)}
             if name == "lexical":
-                part = min(1.0, float(raw) / ideal) if ideal > 0 else 0.0
-                # When nothing searched is near the query's meaning, a fact holding only part of
-                # its words shares a word by chance ("nothing", "join"), not the topic: it counts
-                # as much as the query is on topic. A fact holding (nearly) all of them still counts.
-                if topic < 1.0 and part < weights.whole:
-                    entry["topic"] = round(topic, 6)
-                    part *= topic
+                part = _words_part(float(raw), ideal, topic, entry, weights)
             else:
                 part = min(1.0, max(0.0, (float(raw) - weights.noise) / (weights.sure - weights.noise)))
                 if part <= 0:
                     continue  # below the noise level: the embedding says nothing
             entry["contribution"] = weight * part / scale
             signals.setdefault(key, {})[name] = entry
-    match = {key: sum(s["contribution"] for s in entry.values()) for key, entry in signals.items()}
+    return signals
 
-    # Threads: the previous and next fact of the same session, when they are candidates too.
+
+def _words_part(raw: float, ideal: float, topic: float, entry: dict[str, Any], weights: Weights) -> float:
+    part = min(1.0, raw / ideal) if ideal > 0 else 0.0
+    # When nothing searched is near the query's meaning, a fact holding only part of its words
+    # shares a word by chance ("nothing", "join"), not the topic: it counts as much as the query
+    # is on topic. A fact holding (nearly) all of them still counts.
+    if topic < 1.0 and part < weights.whole:
+        entry["topic"] = round(topic, 6)
+        part *= topic
+    return part
+
+
+def _thread_neighbours(signals: Mapping[str, Any], docs: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The previous and next fact of the same session, when they are candidates too."""
     neighbours: dict[str, list[str]] = {key: [] for key in signals}
     for key in signals:
         prev = docs[key].prev
         if prev in neighbours:
             neighbours[key].append(prev)
             neighbours[prev].append(key)
+    return neighbours
 
-    times = {key: _timestamp(docs[key].at) for key in signals}
-    known = [t for t in times.values() if t is not None]
-    oldest, newest = (min(known), max(known)) if known else (0.0, 0.0)
-    span = newest - oldest
-    days = {d.isoformat() for d in intent.days}
-    months = {f"{y:04d}-{m:02d}" for y, m in intent.months}
 
-    ranked: list[Ranked] = []
-    for key, entry in signals.items():
-        own = match[key]
-        if neighbours[key]:
-            best = max(neighbours[key], key=lambda k: match[k])
-            if match[best] > own:
-                entry["thread"] = {"neighbour": best, "contribution": weights.thread * (match[best] - own)}
-        at = docs[key].at or ""
-        if at[:10] in days:
-            entry["date"] = {"named": at[:10], "contribution": weights.day}
-        elif at[:7] in months:
-            entry["date"] = {"named": at[:7], "contribution": weights.month}
-        base = sum(signal["contribution"] for signal in entry.values())
-        # Recency and importance scale the match by a few percent: they order equal matches
-        # (the newer of two conflicting facts wins) and never lift a weak match over the floor.
-        stamp = times[key]
-        newness = (stamp - oldest) / span if (stamp is not None and span > 0) else 0.5
-        importance = docs[key].importance
-        entry["recency"] = {"at": docs[key].at, "contribution": base * weights.recency * newness}
-        entry["importance"] = {"value": importance, "contribution": base * weights.importance * (
-            0.5 if importance is None else float(importance))}
-        total = sum(signal["contribution"] for signal in entry.values())
-        for signal in entry.values():
-            signal["contribution"] = round(signal["contribution"], 6)
-        entry["total"] = round(total, 6)
-        ranked.append(Ranked(key, total, entry, match=own, at=stamp))
-    ranked.sort(key=lambda r: (-r.score, r.key))
-    return ranked
+class _Clock:
+    """Where each candidate's time falls between the oldest (0) and the newest (1) candidate."""
+
+    def __init__(self, times: dict[str, float | None]):
+        self.times = times
+        known = [t for t in times.values() if t is not None]
+        self.oldest, newest = (min(known), max(known)) if known else (0.0, 0.0)
+        self.span = newest - self.oldest
+
+    def newness(self, key: str) -> float:
+        stamp = self.times[key]
+        return (stamp - self.oldest) / self.span if (stamp is not None and self.span > 0) else 0.5
+
+
+def _named_date(at: str, days: set[str], months: set[str], weights: Weights) -> dict[str, Any] | None:
+    if at[:10] in days:
+        return {"named": at[:10], "contribution": weights.day}
+    if at[:7] in months:
+        return {"named": at[:7], "contribution": weights.month}
+    return None
+
+
+def _scale_by_time_and_importance(entry: dict[str, Any], doc: Any, newness: float, weights: Weights) -> None:
+    """Recency and importance scale the match by a few percent: they order equal matches (the
+    newer of two conflicting facts wins) and never lift a weak match over the floor."""
+    base = sum(signal["contribution"] for signal in entry.values())
+    importance = doc.importance
+    entry["recency"] = {"at": doc.at, "contribution": base * weights.recency * newness}
+    entry["importance"] = {"value": importance, "contribution": base * weights.importance * (
+        0.5 if importance is None else float(importance))}
 
 
 def newest_first(ranked: list[Ranked], docs: Mapping[str, Any], intent: TimeIntent,
@@ -232,5 +279,34 @@ def newest_first(ranked: list[Ranked], docs: Mapping[str, Any], intent: TimeInte
             newer.explain["newer_state"] = {"over": over.key, "contribution": round(lift, 6)}
             newer.score += lift
             newer.explain["total"] = round(newer.score, 6)
+    ranked.sort(key=lambda r: (-r.score, r.key))
+    return ranked
+
+
+def judged(ranked: list[Ranked], judgement: Mapping[str, tuple[float, float]], weights: Weights = DEFAULT_WEIGHTS,
+           ) -> list[Ranked]:
+    """Blend the reranker's judgement (key -> (logit, relevance 0..1)) into the scores.
+
+    A candidate it read scores (1 - share) x its fused score + share x its relevance; one it did
+    not read (past the first few) counts as judged irrelevant, so it stays below every candidate
+    that was read and scored at least as well before. Each fused signal's contribution is scaled
+    the same way, so the explanation still adds up to the score.
+    """
+    if not judgement:
+        return ranked
+    share = weights.rerank
+    order = sorted(judgement, key=lambda key: (-judgement[key][0], key))
+    rank = {key: position for position, key in enumerate(order, 1)}
+    for item in ranked:
+        for signal in item.explain.values():
+            if isinstance(signal, dict) and "contribution" in signal:
+                signal["contribution"] = round(signal["contribution"] * (1 - share), 6)
+        item.score *= 1 - share
+        if item.key in judgement:
+            logit, relevance = judgement[item.key]
+            item.explain["rerank"] = {"rank": rank[item.key], "score": round(logit, 6),
+                                      "relevance": round(relevance, 6), "contribution": round(share * relevance, 6)}
+            item.score += share * relevance
+        item.explain["total"] = round(item.score, 6)
     ranked.sort(key=lambda r: (-r.score, r.key))
     return ranked

@@ -15,13 +15,24 @@ from memvault.formats.layout import DREAM_LOG, STATE_ASOF
 from memvault.index import location
 from memvault.index.corpus import Corpus
 from memvault.index.current import current_first
+from memvault.index.documents import model_text
 from memvault.index.embedder import ModelSpec, ModelUnavailable
 from memvault.index.hits import Hit
 from memvault.index.indexer import IndexDamaged, Progress, SearchIndex
 from memvault.index.intent import read_intent
 from memvault.index.lexical import Filters
 from memvault.index.query import SearchQuery
-from memvault.index.ranking import DEFAULT_WEIGHTS, MIN_SCORE, Weights, fuse, newest_first
+from memvault.index.ranking import (
+    DEFAULT_WEIGHTS,
+    MIN_SCORE,
+    Ranked,
+    Weights,
+    for_model,
+    fuse,
+    judged,
+    newest_first,
+)
+from memvault.index.rerank import Reranker, RerankSpec
 from memvault.index.vectors import VectorsDamaged
 from memvault.storage.store import Storage
 from memvault.storage.wiki import accounted_ids, withheld_pages
@@ -29,6 +40,8 @@ from memvault.storage.wiki import accounted_ids, withheld_pages
 # Each list contributes this many candidates per requested hit (at least CANDIDATES_MIN) to fusion.
 CANDIDATES_PER_HIT = 5
 CANDIDATES_MIN = 50
+# What the reranker reads of the question a reply follows (its end: where the question is).
+QUESTION_READ_CHARS = 500
 # Tries of a search whose files vanished under it (a concurrent purge or checkout).
 VANISHED_ATTEMPTS = 4
 
@@ -38,6 +51,11 @@ T = TypeVar("T")
 def model_spec(storage: Storage) -> ModelSpec:
     config = storage.config
     return ModelSpec(name=config.embed_model, path=config.embed_model_path)
+
+
+def rerank_spec(storage: Storage) -> RerankSpec:
+    config = storage.config.rerank
+    return RerankSpec(name=config.model, path=config.path)
 
 
 def engine(storage: Storage) -> SearchIndex:
@@ -135,6 +153,9 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
     lower, upper = query.since, query.until
 
     index = engine(storage)
+    reranking = query.rerank and not query.lexical_only and storage.config.rerank.enabled
+    if reranking:
+        _reranker(storage).load_ahead()
     with _reporting(index, progress):
         index.refresh(embed=not query.lexical_only)
     generation = index.open()
@@ -155,7 +176,11 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
         # The index filters whole days; the exact bound (a time of day, `12h`) is checked here.
         candidates = {k: c for k, c in candidates.items() if _within(c.at, lower, upper)}
     intent = read_intent(query.text)
+    if weights.noise is None:
+        weights = for_model(weights, index.model.profile.noise)
     ranked = fuse(lexical, ideal, dense, candidates, intent, weights)
+    if reranking:
+        ranked = judged(ranked, _judgement(storage, catalog, query.text, ranked, candidates, weights.replies), weights)
     ranked = newest_first(ranked, candidates, intent, lambda keys: _similarity(generation, candidates, keys),
                           weights)
     ranked, superseded = current_first(ranked, catalog, intent, lambda at: _within(at, lower, upper))
@@ -187,6 +212,45 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
             )
         )
     return hits
+
+
+def _judgement(storage: Storage, catalog, query: str, ranked: list[Ranked], candidates: dict,
+               replies: bool = True) -> dict[str, tuple[float, float]]:
+    """The reranker's (logit, relevance) for the first candidates; {} without its model."""
+    first = ranked[:storage.config.rerank.candidates]
+    reranker = _reranker(storage)
+    if not first:
+        reranker.settle()
+        return {}
+    if not reranker.available():
+        return {}
+    docs = catalog.by_keys([item.key for item in first] +
+                           [candidates[item.key].prev for item in first if candidates[item.key].prev])
+    keys = [item.key for item in first if item.key in docs]
+    texts = [_as_read(docs[key], docs.get(candidates[key].prev or "") if replies else None) for key in keys]
+    profile = reranker.spec.profile
+    return {key: (logit, profile.relevance(logit)) for key, logit in zip(keys, reranker.logits(query, texts),
+                                                                         strict=True)}
+
+
+def _as_read(doc, prev) -> str:
+    """What the reranker reads of a candidate: a reply to a question is read after the question,
+    so "Yes, clarinet and violin" answers "What instruments does she play?" as the thread did."""
+    text = model_text(doc.kind, doc.text, doc.title, doc.heading)
+    if prev is not None and not prev.secret:
+        asked = model_text(prev.kind, prev.text)
+        if asked.rstrip().endswith("?"):
+            return f"{asked[-QUESTION_READ_CHARS:]}\n{text}"
+    return text
+
+
+def _reranker(storage: Storage) -> Reranker:
+    """The vault's reranker, kept beside its index (the model itself loads once per process)."""
+    index = engine(storage)
+    spec = rerank_spec(storage)
+    if index.reranker is None or index.reranker.spec != spec:
+        index.reranker = Reranker(spec, notify=storage.notify)
+    return index.reranker
 
 
 def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted: int):

@@ -9,7 +9,9 @@ recent. The whole rendered bundle, headings included, is counted against the bud
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from memvault.base import tokens
@@ -23,6 +25,7 @@ from memvault.index.search import search
 from memvault.recall.succession import successors_of
 from memvault.recall.timeline import RecentQuery
 from memvault.recall.timeline import recent as recent_facts
+from memvault.storage.paths import template_root
 from memvault.storage.store import Storage
 from memvault.storage.wiki import withheld_pages
 
@@ -115,7 +118,7 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
     page_hits = [h for h in hits if h.kind == "page"]
     closed = find_credentials(["\n".join([h.heading or "", *h.tags, h.text]) for h in page_hits])
     pages = [_page_item(h) for i, h in enumerate(page_hits) if i not in closed]
-    facts = [h for h in hits if h.kind == "fact"]
+    facts = _in_thread_order(storage, [h for h in hits if h.kind == "fact"])
     held = kept_from_prompts(facts)
     found = [_fact_item(h, "relevant") for h in facts if h.id not in held]
     newest = recent_facts(storage, RecentQuery(recent)) if recent else []
@@ -227,7 +230,7 @@ def memory_for_prompts(storage: Storage) -> str | None:
 
 def _memory_item(storage: Storage) -> ContextItem | None:
     text = memory_for_prompts(storage)
-    if text is None:
+    if text is None or _placeholder(text):
         return None
     lines = _COMMENT.sub("", text).strip("\n").split("\n")
     if lines and re.match(r"^#\s", lines[0]):
@@ -236,6 +239,16 @@ def _memory_item(storage: Storage) -> ContextItem | None:
     if not text.strip():
         return None
     return ContextItem(kind="memory", reason="memory", id=MEMORY_FILE, path=MEMORY_FILE, text=text)
+
+
+def _placeholder(text: str) -> bool:
+    """Is MEMORY.md still what `init` wrote, before the first dream ("Nothing consolidated yet")?
+    It tells a prompt nothing."""
+    try:
+        written = (template_root() / MEMORY_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return text.split() == written.split()
 
 
 def _trim(memory: ContextItem, room: int) -> ContextItem | None:
@@ -247,6 +260,42 @@ def _trim(memory: ContextItem, room: int) -> ContextItem | None:
         return None
     memory.text, memory.truncated = text, True
     return memory
+
+
+def _in_thread_order(storage: Storage, facts: list[Any]) -> list[Any]:
+    """Relevant facts of one thread (session) together, where the best of them ranks, in the
+    order they were written: a question before its answer, as the conversation went."""
+    counts = Counter(hit.session for hit in facts if hit.session)
+    threaded = [hit for hit in facts if counts.get(hit.session, 0) > 1]
+    if not threaded:
+        return facts
+    lines = _log_lines(storage, {hit.path for hit in threaded if hit.path})
+    groups: dict[Any, list[Any]] = {}
+    for hit in facts:
+        groups.setdefault(hit.session if counts.get(hit.session, 0) > 1 else ("", hit.id), []).append(hit)
+    # Thread order is the index's: time, then place in the daily log (memvault.index.documents).
+    return [hit for group in groups.values()
+            for hit in sorted(group, key=lambda h: (_moment(h.at), lines.get(h.id, 0)))]
+
+
+def _log_lines(storage: Storage, paths: set[str]) -> dict[str, int]:
+    """The line of each fact in these daily logs."""
+    lines: dict[str, int] = {}
+    for rel in paths:
+        try:
+            facts, _problems = storage.read_log(storage.path(rel))
+        except (OSError, ValueError):
+            continue  # changed under us: time order alone
+        lines.update((fact.id, fact.line) for fact in facts)
+    return lines
+
+
+def _moment(at: str | None) -> datetime:
+    try:
+        moment = datetime.fromisoformat(at or "")
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _page_item(hit: Any) -> ContextItem:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from memvault.errors import UnsafePath
-from memvault.formats.layout import STATE_DIR
+from memvault.formats.layout import CONFIG_FILE, STATE_DIR
 
 
 def inside(root: Path, rel: str) -> Path:
@@ -48,3 +48,12 @@ def _target(path: Path) -> str | None:
         return os.readlink(path)
     except OSError:
         return None
+
+
+def template_root() -> Path:
+    """The files `init` copies: packaged in a wheel, or vault-template/ of a source checkout."""
+    package = Path(__file__).parent.parent
+    for candidate in (package / "vault_template", package.parent / "vault-template"):
+        if (candidate / CONFIG_FILE).is_file():
+            return candidate
+    raise FileNotFoundError("memvault's vault template is missing from this installation")

@@ -1,4 +1,5 @@
-"""The embedding models tests run on: the tiny stand-in (support/tiny_model.py) or the real one."""
+"""The models tests run on: the tiny stand-in embedding model (support/tiny_model.py) or the real
+one, and the real cross-encoder for tests of the rerank stage."""
 
 from __future__ import annotations
 
@@ -31,3 +32,25 @@ def _real_model() -> dict[str, str] | None:
 
 
 REAL_MODEL = _real_model()
+RERANK_MODEL_NAME = "Xenova/ms-marco-MiniLM-L-12-v2"
+
+
+def _rerank_model() -> dict[str, str] | None:
+    """Where the cross-encoder is, found as memvault finds it: MEMVAULT_RERANK_MODEL_PATH, then
+    memvault's model cache, then the CI copy beside the checkout."""
+    configured = os.environ.get("MEMVAULT_RERANK_MODEL_PATH")
+    if configured and (Path(configured) / "onnx" / "model.onnx").is_file():
+        return {"MEMVAULT_RERANK_MODEL_PATH": configured}
+    from memvault.index.embedder import model_cache_dir
+    from memvault.index.probes import cached_model
+
+    cache = model_cache_dir()
+    if cached_model(cache, RERANK_MODEL_NAME) is not None:
+        return {"FASTEMBED_CACHE_PATH": str(cache)}
+    shared = ROOT.parent / "shared" / "models" / "ms-marco-MiniLM-L-12-v2-onnx-int8"
+    if (shared / "onnx" / "model.onnx").is_file():
+        return {"MEMVAULT_RERANK_MODEL_PATH": str(shared)}
+    return None
+
+
+RERANK_MODEL = _rerank_model()

@@ -1,0 +1,155 @@
+"""The rerank stage: a cross-encoder (fastembed's TextCrossEncoder) reads the query together with
+each of the best fused candidates and judges how well the text answers it.
+
+The model loads lazily, from local files only, once per process. Without it on the machine,
+search ranks as before with one notice: it is a refinement, never a requirement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memvault.base.config import DEFAULT_RERANK_MODEL
+from memvault.index.embedder import ModelUnavailable, fetch_into_cache, model_cache_dir, offline_environment, one_line
+from memvault.index.models import RerankModel, model_file, rerank_model
+
+# What the model reads of a text: ms-marco passages are a paragraph, the model reads 512 tokens at
+# most, and a pair costs in proportion to its tokens, so a long wiki section is judged by its start.
+READS_CHARS = 1_500
+BATCH_SIZE = 16  # a search's candidates in one run (texts sorted by length, so it pads little)
+# One thread. Two cut the MCP server's warm p50 at 100k facts from 52.9 to 39.5 ms on a quiet
+# machine, but with another program busy on the other core they doubled it (98.5 against 52.8 ms:
+# each run waits for its slower thread), and the pool spins after a run (81 against 53 ms of CPU).
+THREADS = 1
+
+
+@dataclass(frozen=True)
+class RerankSpec:
+    """Which cross-encoder reranks: its fastembed name and, for offline use, a local directory."""
+
+    name: str = DEFAULT_RERANK_MODEL
+    path: str | None = None
+
+    @property
+    def profile(self) -> RerankModel:
+        return rerank_model(self.name)
+
+    @property
+    def onnx_file(self) -> Path | None:
+        return model_file(self.path, self.profile.file) if self.path else None
+
+
+# Loaded models by (name, path): a process searching several vaults loads each one once.
+_loaded: dict[tuple[str, str | None], object] = {}
+
+
+class Reranker:
+    """Judges (query, text) pairs, one logit each; loaded on first use, never from the hub."""
+
+    def __init__(self, spec: RerankSpec, notify: Callable[[str], None] | None = None):
+        self.spec = spec
+        self.notify = notify
+        self._model = None
+        self._error: str | None = None
+        self._told = False
+        self._loading = threading.Lock()
+
+    def load_ahead(self) -> None:
+        """Start loading the model on a thread of its own, if it is not loaded yet: a one-shot
+        search then loads it while the index is checked and the query embedded (onnxruntime builds
+        its session without the GIL), rather than after."""
+        if self._model is None and self._error is None and not self._loading.locked():
+            threading.Thread(target=self._load_quietly, name="memvault-rerank-load", daemon=True).start()
+
+    def settle(self) -> None:
+        """Wait for a load begun ahead (a process must not end while onnxruntime builds a session)."""
+        with self._loading:
+            pass
+
+    def _load_quietly(self) -> None:
+        with contextlib.suppress(ModelUnavailable):  # kept in _error; said when the model is wanted
+            self.load()
+
+    def available(self) -> bool:
+        """Load the model if needed; without it, say so once (search then ranks without it)."""
+        try:
+            self.load()
+        except ModelUnavailable as exc:
+            if self.notify is not None and not self._told:
+                self.notify(f"{exc}; search ranks without it (`memvault reindex --download-model` fetches it, "
+                            "`--no-rerank` or [rerank] enabled = false turns it off)")
+            self._told = True
+            return False
+        return True
+
+    def load(self):
+        with self._loading:  # one load; a caller arriving meanwhile waits for it
+            return self._load()
+
+    def _load(self):
+        if self._model is not None:
+            return self._model
+        if self._error is not None:
+            raise ModelUnavailable(self._error)
+        key = (self.spec.name, self.spec.path)
+        shared = _loaded.get(key)
+        if shared is not None:
+            self._model = shared
+            return shared
+        offline_environment()
+        try:
+            self._model = _load(self.spec)
+        except ModelUnavailable as exc:
+            self._error = str(exc)
+            raise
+        _loaded[key] = self._model
+        return self._model
+
+    def logits(self, query: str, texts: Sequence[str]) -> list[float]:
+        """The model's logit for each (query, text) pair, higher = more relevant (models.py maps it to 0..1)."""
+        model = self.load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        found = [0.0] * len(texts)
+        judged = model.rerank(query, [texts[i][:READS_CHARS] for i in order], batch_size=BATCH_SIZE)
+        for i, logit in zip(order, judged, strict=True):
+            found[i] = float(logit)
+        return found
+
+
+def _load(spec: RerankSpec):
+    from fastembed.rerank.cross_encoder import TextCrossEncoder
+    from loguru import logger
+
+    logger.disable("fastembed")  # its own failure lines; memvault says it once
+    kwargs: dict = {"local_files_only": True}
+    if spec.path:
+        onnx = spec.onnx_file
+        if not onnx.is_file():  # type: ignore[union-attr]
+            raise ModelUnavailable(f"rerank model {spec.name}: no {spec.profile.file} in {spec.path}")
+        kwargs["specific_model_path"] = spec.path
+    else:
+        kwargs["cache_dir"] = str(model_cache_dir())
+    try:
+        return TextCrossEncoder(spec.name, threads=THREADS, **kwargs)
+    except Exception as exc:  # fastembed raises ValueError/OSError/onnx errors alike
+        detail = one_line(exc)
+        if not spec.path and "from any source" in detail:
+            detail = f"it is not in the model cache ({model_cache_dir()})"
+        raise ModelUnavailable(f"cannot load rerank model {spec.name}: {detail}") from exc
+
+
+def download_rerank_model(spec: RerankSpec) -> str:
+    """Fetch the rerank model into the model cache (`reindex --download-model`); returns where it is."""
+    if spec.path:
+        return spec.path
+
+    def make(target: str) -> None:
+        from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+        TextCrossEncoder(spec.name, cache_dir=target)
+
+    return fetch_into_cache(make, f"rerank model {spec.name}", "MEMVAULT_RERANK_MODEL_PATH")
