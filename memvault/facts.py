@@ -23,7 +23,7 @@ from datetime import date, datetime, tzinfo
 from typing import Any
 
 from memvault import jsonline
-from memvault.dates import check_plausible, parse_at
+from memvault.dates import parse_at
 from memvault.errors import InvalidInput
 from memvault.storage.layout import log_relpath
 
@@ -98,7 +98,7 @@ class FactDraft:
     source: str | None = None
     session: str | None = None
     importance: float | None = None
-    at: datetime | str | None = None
+    at: datetime | date | str | None = None
 
 
 DRAFT_FIELDS = ("text", "category", "tags", "source", "session", "importance", "at")
@@ -131,16 +131,7 @@ def make_fact(draft: FactDraft | Mapping[str, Any] | str, *, tz: tzinfo, categor
     source = validate_label(draft.source, "source")
     session = validate_label(draft.session, "session")
     importance = validate_importance(draft.importance)
-    if draft.at is None:
-        at = now
-    elif isinstance(draft.at, datetime):
-        check_plausible(draft.at, "at")
-        at = draft.at.replace(tzinfo=tz) if draft.at.tzinfo is None else draft.at.astimezone(tz)
-    elif isinstance(draft.at, str):
-        at = parse_at(draft.at, tz, now)
-    else:
-        raise InvalidInput(f"at must be an ISO 8601 date or datetime, got {draft.at!r}")
-    at = at.replace(microsecond=0)
+    at = (now if draft.at is None else parse_at(draft.at, tz, now)).replace(microsecond=0)
     return Fact(id=new_fact_id(), text=text, at=at, category=category, tags=tags, source=source,
                 session=session, importance=importance, path=log_relpath(at.date()))
 

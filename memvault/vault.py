@@ -14,18 +14,22 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from memvault import dreamlog
+from memvault.arguments import checked
+from memvault.dates import Bound
 from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
 from memvault.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
+from memvault.index.query import SearchQuery
 from memvault.storage.layout import CONFIG_FILE
 from memvault.storage.store import Storage
 from memvault.tombstones import Tombstone
 
 Notify = Callable[[str], None]
+Progress = Callable[..., None]  # what each long task tells of its stages (see the task's docs)
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,7 @@ class Vault:
     """One vault. `notify` receives notices meant for a person (an index rebuilt, a repair done);
     without it they go to the `memvault` logger at INFO level. The library never prints."""
 
+    @checked
     def __init__(self, root: os.PathLike[str] | str, *, notify: Notify | None = None):
         root = Path(root).resolve()
         if not is_vault(root):
@@ -235,6 +240,7 @@ class Vault:
     # -- finding and creating ---------------------------------------------------------------
 
     @classmethod
+    @checked
     def init(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Create a vault from the template, with its own git repository and a first commit."""
         from memvault.gitstore import GitStore, require_git
@@ -273,6 +279,7 @@ class Vault:
         return vault
 
     @classmethod
+    @checked
     def open(cls, path: os.PathLike[str] | str | None = None, *, create_default: bool = True,
              notify: Notify | None = None) -> Vault:
         """Find the vault: explicit path > MEMVAULT_VAULT > enclosing vault of cwd > default vault."""
@@ -290,6 +297,7 @@ class Vault:
         return vault
 
     @classmethod
+    @checked
     def adopt(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Re-create the git repository of a vault whose .git is missing or broken, from its files, in
         one commit (`created` is then True). A vault with a healthy repository is left as it is."""
@@ -309,6 +317,7 @@ class Vault:
         return vault
 
     @classmethod
+    @checked
     def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False, llm: bool = False,
                  notify: Notify | None = None):
         """`doctor` for a vault that may not open: its git repository is checked first (re-created
@@ -330,6 +339,7 @@ class Vault:
         return report
 
     @classmethod
+    @checked
     def clone(cls, url: str, path: os.PathLike[str] | str | None = None, *,
               notify: Notify | None = None) -> Vault:
         """Set up a vault from a remote that holds one (default path: the default vault)."""
@@ -366,6 +376,7 @@ class Vault:
     def tombstones(self) -> dict[str, Tombstone]:
         return self.storage.tombstones()
 
+    @checked
     def iter_facts(self, include_forgotten: bool = False) -> Iterator[Fact]:
         """All facts, oldest day first (file order within a day)."""
         return self.storage.iter_facts(include_forgotten)
@@ -376,9 +387,10 @@ class Vault:
 
     # -- writing facts ------------------------------------------------------------------------
 
+    @checked
     def add(self, text: str, *, category: str = "fact", tags: Iterable[str] = (), source: str | None = None,
             session: str | None = None, importance: float | None = None,
-            at: datetime | str | None = None, allow_secret: bool = False) -> Fact:
+            at: datetime | date | str | None = None, allow_secret: bool = False) -> Fact:
         """Remember one fact: appended to its day's log and committed."""
         draft = FactDraft(text=text, category=category, tags=tuple(tags), source=source, session=session,
                           importance=importance, at=at)
@@ -387,6 +399,7 @@ class Vault:
         except InvalidItem as e:
             raise InvalidInput(e.reason) from None
 
+    @checked
     def add_many(self, drafts: Iterable[FactDraft | Mapping[str, Any] | str], *,
                  allow_secret: bool = False) -> list[Fact]:
         """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
@@ -418,6 +431,7 @@ class Vault:
         self.storage.append_facts(new)
         return new
 
+    @checked
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
         """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""
         from memvault.citations import pages_citing
@@ -448,14 +462,17 @@ class Vault:
         tombstone, already = self.storage.add_tombstone(fact, reason)
         return Forgotten(tombstone, already, sorted(pages_citing(self.storage, [fact.id])))
 
-    def purge_plan(self, fact_ids: Iterable[str]):
+    @checked
+    def purge_plan(self, fact_ids: str | Iterable[str]):
         """What `purge` would remove (reads only): a memvault.purge.PurgePlan with the facts' ids
         and first words, the commits to rewrite and the pages citing them."""
         from memvault.purge import plan
 
         return plan(self.storage, _ids(fact_ids))
 
-    def purge(self, fact_ids: Iterable[str], *, confirm: Callable[[Any], bool] | None = None, progress=None):
+    @checked
+    def purge(self, fact_ids: str | Iterable[str], *, confirm: Callable[[Any], bool] | None = None,
+              progress: Progress | None = None):
         """Remove facts' text from the logs, every commit of the history, the pages citing them,
         the search index and the embedding cache, leaving a tombstone without text or hash;
         returns a memvault.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
@@ -486,30 +503,39 @@ class Vault:
 
         return purged_tombstone(self.storage, fact_id)
 
+    @checked
     def show(self, fact_id: str) -> FactView:
         fact = self._find(fact_id)
         return FactView(fact, self.storage.tombstones().get(fact.id))
 
-    def recent(self, limit: int | None = 20, *, since: datetime | None = None, until: datetime | None = None,
+    @checked
+    def recent(self, limit: int | None = 20, *, since: Bound = None, until: Bound = None,
                category: str | None = None, tag: str | None = None, source: str | None = None,
                session: str | None = None, oldest_first: bool | None = None) -> list[Fact]:
         """The newest `limit` facts, forgotten ones left out.
 
         Newest first, except that one source's or session's facts read as a thread, oldest first
-        (`oldest_first` overrides either way).
+        (`oldest_first` overrides either way). `since` and `until` take what the CLI takes (a
+        datetime, a date, or text: 2026-11-01, yesterday, 7d); a date covers its whole day.
         """
+        from memvault.dates import parse_range
         from memvault.timeline import recent
 
-        return recent(self.storage, limit, since=since, until=until, category=category, tag=tag,
+        lower, upper = parse_range(since, until, self.tz)
+        return recent(self.storage, limit, since=lower, until=upper, category=category, tag=tag,
                       source=source, session=session, oldest_first=oldest_first)
 
-    def sessions(self, *, since: datetime | None = None, until: datetime | None = None,
-                 source: str | None = None) -> list:
-        """Sources/sessions with fact counts and first/last times, most recently active first."""
+    @checked
+    def sessions(self, *, since: Bound = None, until: Bound = None, source: str | None = None) -> list:
+        """Sources/sessions with fact counts and first/last times, most recently active first
+        (`since` and `until` as for `recent`)."""
+        from memvault.dates import parse_range
         from memvault.timeline import list_sessions
 
-        return list_sessions(self.storage, since=since, until=until, source=source)
+        lower, upper = parse_range(since, until, self.tz)
+        return list_sessions(self.storage, since=lower, until=upper, source=source)
 
+    @checked
     def history(self, fact_id: str) -> list[dict[str, str]]:
         """The commits that touched a fact, oldest first: added, edited, consolidated, forgotten.
 
@@ -530,14 +556,15 @@ class Vault:
 
     # -- search (memvault.index) -------------------------------------------------------------
 
-    def search(self, query, *, progress=None, **options) -> list:
+    @checked
+    def search(self, query: str | SearchQuery, *, progress: Progress | None = None,
+               **options: Any) -> list:
         """Hybrid search: wiki pages plus facts after the watermark (`include_all` adds the rest).
 
         `query` is the text (options as keywords: limit, category, tag, source, session, since,
         until, include_all, lexical_only, explain, min_score), or a ready `memvault.SearchQuery`.
         Hits below the relevance floor (min_score, default 0.05) are left out: [] means no match.
         """
-        from memvault.index.query import SearchQuery
         from memvault.index.search import search
 
         if not isinstance(query, SearchQuery):
@@ -546,7 +573,8 @@ class Vault:
             raise InvalidInput("give search options either in the SearchQuery or as keywords, not both")
         return search(self.storage, query, progress=progress)
 
-    def reindex(self, clear: bool = False, progress=None) -> dict:
+    @checked
+    def reindex(self, clear: bool = False, progress: Progress | None = None) -> dict:
         """Bring the search index up to date with the files (`clear`: rebuild it aside and swap)."""
         from memvault.index.search import reindex
 
@@ -569,6 +597,7 @@ class Vault:
         except ModelUnavailable as e:
             raise RemoteError(str(e)) from None
 
+    @checked
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
                 relevant: int = 20):
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
@@ -578,11 +607,15 @@ class Vault:
 
     # -- dream (memvault.dream) --------------------------------------------------------------
 
-    def dream(self, **options: Any):
+    @checked
+    def dream(self, *, dry_run: bool = False, max_batches: int | None = None, min_facts: int | None = None,
+              model: str | None = None, progress: Progress | None = None, llm: Any = None,
+              today: date | None = None):
         """Consolidate pending days into wiki pages; returns a DreamReport (see memvault.dream)."""
         from memvault.dream.consolidate import run_dream
 
-        return run_dream(self.storage, **options)
+        return run_dream(self.storage, dry_run=dry_run, max_batches=max_batches, min_facts=min_facts, model=model,
+                         progress=progress, llm=llm, today=today)
 
     def dream_undo(self) -> dict:
         """Revert the last dream commit with git revert, unless later commits touched its files."""
@@ -598,6 +631,7 @@ class Vault:
 
     # -- sync and health (memvault.sync, memvault.health) ----------------------------------------
 
+    @checked
     def set_remote(self, url: str) -> dict:
         from memvault.sync import set_remote
 
@@ -620,6 +654,7 @@ class Vault:
 
         return status(self.storage)
 
+    @checked
     def doctor(self, fix: bool = False, llm: bool = False):
         """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
         returns a memvault.health.DoctorReport."""

@@ -19,7 +19,8 @@ PACKAGE = ROOT / "memvault"
 # rank and may use each other as long as no cycle forms (checked below).
 LAYERS = [
     ("leaves", ["memvault.errors", "memvault.config", "memvault.dates", "memvault.tokens", "memvault.gitstore",
-                "memvault.credentials", "memvault.jsonline", "memvault.storage", "memvault.storage.layout"]),
+                "memvault.credentials", "memvault.jsonline", "memvault.arguments", "memvault.storage",
+                "memvault.storage.layout"]),
     ("formats", ["memvault.facts", "memvault.pages", "memvault.dreamlog", "memvault.tombstones"]),
     ("storage", ["memvault.storage.*"]),
     ("features", ["memvault.citations", "memvault.timeline", "memvault.context", "memvault.sync",

@@ -70,11 +70,7 @@ def sessions(
 
     Example: memvault sessions --since 7d
     """
-    from memvault.dates import parse_range
-
-    vault = open_vault(vault_path)
-    lower, upper = parse_range(since, until, vault.tz)
-    found = vault.sessions(since=lower, until=upper, source=source)
+    found = open_vault(vault_path).sessions(since=since, until=until, source=source)
     if json_:
         emit_json([s.to_dict() for s in found])
         return

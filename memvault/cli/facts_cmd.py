@@ -126,13 +126,10 @@ def recent(
     Example: memvault recent --since 7d --tag alice
     Example: memvault recent --session chat-42 --limit 50
     """
-    from memvault.dates import parse_range
-
     check_count("limit", limit, 1)  # before a first use could create the default vault
     vault = open_vault(vault_path)
-    lower, upper = parse_range(since, until, vault.tz)
     facts = vault.recent(
-        limit, since=lower, until=upper, category=category, tag=tag, source=source, session=session,
+        limit, since=since, until=until, category=category, tag=tag, source=source, session=session,
         oldest_first=oldest_first,
     )
     if json_:

@@ -230,10 +230,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
     ) -> Annotated[CallToolResult, schemas.Facts]:
         """List the newest facts (forgotten ones never appear); with source or session, a thread in order."""
         def run(vault):
-            from memvault.dates import parse_range
-
-            lower, upper = parse_range(since, until, vault.tz)
-            facts = vault.recent(limit, since=lower, until=upper, category=category, tag=tag, source=source,
+            facts = vault.recent(limit, since=since, until=until, category=category, tag=tag, source=source,
                                  session=session, oldest_first=oldest_first)
             return {"facts": [fact.to_dict() for fact in facts]}
 
