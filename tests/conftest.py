@@ -76,6 +76,11 @@ IDENTITY = {
 }
 
 
+# What a developer's shell may set that would change what a test sees.
+HOST_SETTINGS = ("MEMVAULT_API_BASE", "MEMVAULT_LOCK_TIMEOUT", "MEMVAULT_WATCH", "MEMVAULT_TOKENIZER", "MEMVAULT_DEBUG",
+                 "NO_COLOR", "FORCE_COLOR")
+
+
 @pytest.fixture(autouse=True)
 def hermetic_env(tmp_path_factory, monkeypatch):
     """No host git config or identity leaks in, and the default vault lives in a temp dir."""
@@ -83,6 +88,10 @@ def hermetic_env(tmp_path_factory, monkeypatch):
     empty = home / "gitconfig"
     empty.write_text("")
     monkeypatch.setenv("HOME", str(home))
+    # Every folder memvault, its libraries and git look up by XDG_* follows HOME (the cache in
+    # $HOME/.cache), whatever the machine running the tests sets; the data folder is moved aside.
+    for key in [key for key in os.environ if key.startswith("XDG_")] + list(HOST_SETTINGS):
+        monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
