@@ -73,6 +73,27 @@ def test_union_driver_keeps_multiline_facts_whole():
     assert merge("", lines, lines + '{"id": "y"}\n', "tombstones.jsonl") == lines + '{"id": "y"}\n'
 
 
+def test_a_merge_driver_outliving_its_killed_git_never_brings_back_a_temp_file(tmp_path, monkeypatch):
+    """Seen under load: after a signal during sync the vault held an untracked `.merge_file_bfl3qJ`.
+    git killed mid-merge leaves its driver running; the sync's clean-up removed git's temp files,
+    and the driver, still merging, then wrote its result to a new file of the same name. Here the
+    clean-up lands while the driver merges: it writes nothing and the file stays gone."""
+    from memvault import union_merge
+
+    base, ours, theirs = (tmp_path / f".merge_file_{side}" for side in ("base", "ours", "them"))
+    for path, text in ((base, ""), (ours, "# 2026-11-20\n"), (theirs, "# 2026-11-20\n")):
+        path.write_text(text)
+
+    def merged_while_cleaned_up(*args):
+        for path in (base, ours, theirs):
+            path.unlink()  # what Storage._settle does to `.merge_file_*` once git is gone
+        return merge(*args)
+
+    monkeypatch.setattr(union_merge, "merge", merged_while_cleaned_up)
+    assert union_merge.main([str(base), str(ours), str(theirs), "logs/2026/2026-11-20.md"]) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_two_machines_add_concurrently_and_sync_to_the_same_facts(tmp_path):
     """Adds run in parallel on both machines (one sync races the adds on A); after syncing both
     hold the union of every fact, once each, multi-line texts intact, no conflict markers, and
