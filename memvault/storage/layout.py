@@ -39,6 +39,7 @@ INDEX_DIR = f"{STATE_DIR}/{STATE_INDEX}"
 CACHE_DIR = f"{STATE_DIR}/{STATE_CACHE}"
 EMBEDDING_CACHE = f"{STATE_DIR}/{STATE_EMBEDDING_CACHE}"
 JOURNAL_FILE = f"{STATE_DIR}/journal.json"
+RESERVE_FILE = f"{STATE_DIR}/reserve"   # spare bytes an undo on a full disk uses (storage/reserve.py)
 PURGE_STATE = f"{STATE_DIR}/purge.json"   # purged ids this clone is clean of; a purge under way; a push owed
 QUEUE_DIR = f"{STATE_DIR}/queue"   # facts of writers waiting for the write lock (storage/queue.py)
 WRITE_LOCK = "write.lock"          # in LOCKS_DIR: one writer of the vault at a time
