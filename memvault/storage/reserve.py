@@ -1,11 +1,9 @@
 """Room kept aside for undoing a write: a file of spare bytes in .memvault/.
 
-Undoing a write that failed for want of space needs space itself: git rewrites its whole index
-(index.lock) to unstage what the write staged. On a full disk that failed too, so the journal
-stayed, the index kept the fact that was never added, and every later command, reads included,
-tried the undo again and failed ("disk full while writing .git/index.lock"). Each write now
-starts with this reserve in place (or is refused before it changes anything); a write that runs
-out of space gives the reserve up, and its undo fits in what that frees.
+Undoing a write that failed for want of space needs space itself (git rewrites its whole index
+to unstage). Each write starts with this reserve in place, or is refused before it changes
+anything; a write that runs out of space gives the reserve up, and its undo fits in what that
+frees (docs/faults.md, "Room for the undo").
 """
 
 from __future__ import annotations
