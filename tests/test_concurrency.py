@@ -375,3 +375,61 @@ def test_doctor_never_calls_stale_the_lock_of_a_git_that_finished_while_it_looke
     check = health.check_locks(vault.storage)
     assert check.status == "fail" and ".git/index.lock" in check.message
     vault.close()
+
+
+def _holding_tantivys_writer_lock(vault_dir: Path, release: Path) -> subprocess.Popen:
+    """Another program with the search index's Tantivy open for writing (it takes Tantivy's own
+    writer lock, not memvault's), until the file `release` appears."""
+    lexical = next((vault_dir / ".memvault" / "index").glob("*/lexical"))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time, tantivy; writer = tantivy.Index.open(sys.argv[1]).writer(15_000_000, 1);"
+        "print('held', flush=True)\nwhile not os.path.exists(sys.argv[2]): time.sleep(0.02)"),
+        str(lexical), str(release)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_search_waits_while_another_process_holds_tantivys_writer_lock(vault_dir, tmp_path, monkeypatch):
+    """Fault tried: another process holds Tantivy's writer lock while a search must add a new fact
+    to the index. Seen: "unexpected error: ValueError: Failed to acquire Lockfile: LockBusy",
+    exit 1. It waits, as for memvault's own index lock, and answers once the lock is free."""
+    from memvault.index import lexical
+
+    vault = Vault.open(vault_dir)
+    vault.add("Alice prefers green tea")
+    assert vault.search("tea", lexical_only=True)  # the index exists
+    holder = _holding_tantivys_writer_lock(vault_dir, tmp_path / "release")
+    waiting, sleep = [], time.sleep
+
+    def pause(seconds):  # the search is waiting: let the other process go
+        waiting.append(seconds)
+        (tmp_path / "release").touch()
+        while holder.poll() is None:
+            sleep(0.01)
+
+    monkeypatch.setattr(lexical.time, "sleep", pause)
+    bob = vault.add("Bob prefers strong coffee")
+    assert [hit.id for hit in vault.search("coffee", lexical_only=True)] == [bob.id]
+    assert waiting, "the search never met the lock"
+    vault.close()
+
+
+def test_a_search_gives_up_on_tantivys_writer_lock_in_one_line(vault_dir, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from memvault.cli.app import app
+    from memvault.index import lexical
+
+    assert run_memvault("add", "Alice prefers green tea", "--vault", str(vault_dir)).returncode == 0
+    assert run_memvault("search", "tea", "--lexical", "--vault", str(vault_dir)).returncode == 0
+    holder = _holding_tantivys_writer_lock(vault_dir, tmp_path / "release")
+    try:
+        assert run_memvault("add", "Bob prefers strong coffee", "--vault", str(vault_dir)).returncode == 0
+        monkeypatch.setattr(lexical, "WRITER_WAIT", 0.5)
+        result = CliRunner().invoke(app, ["search", "coffee", "--vault", str(vault_dir)])
+    finally:
+        (tmp_path / "release").touch()
+        holder.wait(timeout=60)
+    assert result.exit_code == ExitCode.BUSY
+    assert result.stderr.startswith("memvault: search index busy: another process held Tantivy's writer lock (")
+    assert result.stderr.endswith(".tantivy-writer.lock) for over 0.5 s\n") and result.stderr.count("\n") == 1

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 import re
+import time
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvault.errors import INDEX_FILES, no_room, unwritable
+from memvault.errors import INDEX_FILES, VaultBusy, no_room, unwritable
 from memvault.index.documents import Document
 
 ANALYZER = "memvault_en"
@@ -18,6 +19,9 @@ ANALYZER = "memvault_en"
 NO_ROOM_MARGIN = 4 * 1024 * 1024
 # Tantivy needs at least 15 MB of writer heap per thread; one thread keeps memory predictable.
 WRITER_HEAP = 64_000_000
+# How long a write waits for Tantivy's own writer lock, held by a process that does not take
+# memvault's index lock (another program on the index): as long as for memvault's own lock.
+WRITER_WAIT = 120.0
 # The Snowball English stop words, plus the pieces the tokenizer leaves of contractions (don't ->
 # don, t) and the words that only say "now" (read by memvault.index.intent instead). Question words
 # ("what", "did", "when") are among them: they say nothing about the topic, and Tantivy's own list
@@ -128,7 +132,7 @@ class LexicalIndex:
         """Delete then add documents in one Tantivy commit."""
         import tantivy
 
-        writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        writer = self._writer()
         try:
             for key in removed_keys:
                 writer.delete_documents_by_term("key", key)
@@ -162,6 +166,22 @@ class LexicalIndex:
                 raise unwritable(OSError(number, str(e)), INDEX_FILES) from e
             raise
         self.index.reload()
+
+    def _writer(self):
+        """Tantivy's index writer, waiting while another process holds its lock."""
+        deadline = time.monotonic() + WRITER_WAIT
+        pause = 0.02
+        while True:
+            try:
+                return self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+            except ValueError as e:
+                if "LockBusy" not in str(e):
+                    raise
+            if time.monotonic() >= deadline:
+                raise VaultBusy(f"search index busy: another process held Tantivy's writer lock "
+                                f"({self.path / '.tantivy-writer.lock'}) for over {WRITER_WAIT:g} s")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     def count(self) -> int:
         return self.index.searcher().num_docs
