@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -94,6 +95,32 @@ def _analyzer():
         .filter(tantivy.Filter.stemmer("english"))
         .build()
     )
+
+
+_WORD = re.compile(r"\w+")
+
+
+def matching_spans(text: str, query: str, most: int = 20) -> list[tuple[int, int]]:
+    """The (start, end) in `text` of its first `most` words a search for `query` matches by words,
+    read as the index reads them: folded, stemmed, stop words left out ("drinks" for "drink")."""
+    analyzer = _shared_analyzer()
+    wanted = set(analyzer.analyze(fold(query)))
+    spans: list[tuple[int, int]] = []
+    stems: dict[str, list[str]] = {}
+    for found in _WORD.finditer(text) if wanted else ():
+        word = found.group()
+        if word not in stems:
+            stems[word] = analyzer.analyze(fold(word))
+        if wanted.intersection(stems[word]):
+            spans.append(found.span())
+            if len(spans) >= most:
+                break
+    return spans
+
+
+@functools.cache
+def _shared_analyzer():
+    return _analyzer()
 
 
 def _schema():
