@@ -52,7 +52,9 @@ def status(storage: Storage) -> dict:
     clean = storage.git.status()
     return {
         "path": str(storage.root),
-        "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten},
+        # a purged fact's text is gone from the logs: only its tombstone counts it
+        "facts": {"total": total, "live": total - forgotten, "forgotten": forgotten,
+                  "purged": sum(1 for tombstone in tombstones.values() if tombstone.purged)},
         "days": len(storage.log_files()),
         "pages": len(list_pages(storage.root)),
         **_dream_state(storage),

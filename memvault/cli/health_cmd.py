@@ -34,7 +34,8 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
         return
     facts = state["facts"]
     echo(f"vault       {state['path']}")
-    echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten) in {state['days']} daily log(s)")
+    echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten, {facts['purged']} purged) "
+         f"in {state['days']} daily log(s)")
     echo(f"pages       {state['pages']}")
     echo(f"watermark   {state['watermark'] or 'none (nothing consolidated yet)'}")
     scrub = state["pending"].get("scrub_pages")
