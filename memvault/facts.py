@@ -175,6 +175,11 @@ def _fact_line(line: str, number: int) -> dict[str, Any]:
     raise InvalidInput(f"line {number}: JSON {kind} is not a fact; give plain text, a JSON object or a JSON string")
 
 
+def id_length_hint(typed: str) -> str:
+    """What to add to "no fact with id ..." when the id typed is not as long as memvault's are."""
+    return "" if len(typed) == 16 else f" (a fact id is 16 characters, as `add` printed it; this is {len(typed)})"
+
+
 def new_fact_id(now_ns: int | None = None) -> str:
     """16 chars of lowercase Crockford base32: 55 bits of microseconds, then 25 random bits.
 

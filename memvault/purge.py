@@ -33,7 +33,7 @@ from datetime import datetime
 
 from memvault.citations import pages_citing
 from memvault.errors import InvalidInput, MemvaultError, NotFound, SyncConflict, no_room, unwritable, worded
-from memvault.facts import Fact, normalize_id, parse_log, stored_id
+from memvault.facts import Fact, id_length_hint, normalize_id, parse_log, stored_id
 from memvault.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
 from memvault.storage.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
@@ -111,7 +111,7 @@ def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str
             if typed in unfinished:
                 fact = _unfinished(storage, typed)
             else:
-                raise NotFound(f"no fact with id {typed!r}; nothing was purged") from None
+                raise NotFound(f"no fact with id {typed!r}{id_length_hint(typed)}; nothing was purged") from None
         facts.setdefault(fact.id, fact)
     return list(facts.values()), list(dict.fromkeys(done))
 

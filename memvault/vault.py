@@ -205,15 +205,17 @@ class Vault:
                 raise NotAVault(f"{root} is a file, not a vault directory")
             if (root / CONFIG_FILE).is_file():
                 raise BrokenRepository(root, "its git repository (.git) is missing")
+            if not root.exists():
+                raise NotAVault(f"{root} does not exist; create a vault there with `memvault init {root}`")
             try:
-                empty = not root.exists() or not any(root.iterdir())
+                empty = not any(root.iterdir())
             except OSError:  # not readable: no advice to init there either
                 empty = False
             # init makes a vault in a new or empty directory only: name it where it would work
             advice = (f"create one with `memvault init {root}`" if empty else
                       "point --vault (or MEMVAULT_VAULT) at your vault, or make a new one with "
                       "`memvault init PATH` in a new or empty directory")
-            raise NotAVault(f"{root} is not a memvault vault (no {CONFIG_FILE} and .git); {advice}")
+            raise NotAVault(f"{root} is not a memvault vault (it has no {CONFIG_FILE}); {advice}")
         problem = _git_dir_problem(root)
         if problem:
             raise BrokenRepository(root, problem)

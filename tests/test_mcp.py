@@ -92,6 +92,12 @@ def test_lists_its_tools_with_described_schemas_and_memory_md_as_a_resource(serv
     assert tools["add"].input_schema["required"] == ["text"]
     assert "preference" in tools["add"].input_schema["properties"]["category"]["description"]
     assert tools["search"].annotations.read_only_hint and tools["forget"].annotations.destructive_hint
+    # Seen: the descriptions carried the docstrings' indentation. Each paragraph is one line.
+    for tool in tools.values():
+        paragraphs = tool.description.split("\n\n")
+        assert all("\n" not in p and p == p.strip() and "  " not in p for p in paragraphs), tool.description
+    assert tools["forget"].description.startswith("Forget a fact: a committed tombstone hides it")
+    assert len(tools["forget"].description.split("\n\n")) == 2
 
     resources = server.portal.call(server.session.list_resources).resources
     assert [r.name for r in resources] == ["MEMORY.md"]

@@ -17,12 +17,12 @@ from typing import Annotated, Any
 
 import typer
 from typer._click import Context
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
-from memvault.errors import ExitCode, MemvaultError, Terminated, one_line, unwritable_in
+from memvault.errors import ExitCode, InvalidInput, InvalidItem, MemvaultError, Terminated, one_line, unwritable_in
 from memvault.gitstore import GIT_MISSING, failure_detail
 
 
@@ -40,10 +40,14 @@ class MemvaultGroup(TyperGroup):
         except NoArgsIsHelpError:
             raise
         except UsageError as e:
-            _fail("UsageError", f"{e.format_message()} (see `memvault --help`)", ExitCode.USAGE, _asks_json(args))
+            message = e.format_message()
+            if isinstance(e, NoSuchOption):
+                message = _misplaced(self, e.option_name, args) or message
+            _fail("UsageError", f"{message} (see `memvault --help`)", ExitCode.USAGE, _asks_json(args))
 
     def invoke(self, ctx: Context) -> Any:
-        wants_json = _asks_json([*ctx._protected_args, *ctx.args])
+        args = [*ctx._protected_args, *ctx.args]  # (the group's invoke empties them)
+        wants_json = _asks_json(args)
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
         previous = None
         hook = sys.unraisablehook
@@ -53,7 +57,7 @@ class MemvaultGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except MemvaultError as e:
-            _fail(e.kind, str(e), e.exit_code, wants_json)
+            _fail(e.kind, _as_option(self, args, e), e.exit_code, wants_json)
         except Terminated:
             _fail("Terminated", "terminated", ExitCode.TERMINATED, wants_json)
         except BrokenPipeError:
@@ -88,6 +92,39 @@ class MemvaultGroup(TyperGroup):
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
                 sys.unraisablehook = hook
+
+
+def _misplaced(group: TyperGroup, option: str, args: list[str]) -> str | None:
+    """For `memvault --category x add ...`: the option is a command's, and goes after its name."""
+    owners = [name for name, command in group.commands.items() if option in _option_names(command)]
+    if not owners:
+        return None
+    named = next((arg for arg in args if arg in owners), owners[0])
+    return (f"{option} is an option of `memvault {named}`" + (f" (and of {', '.join(o for o in owners if o != named)})"
+                                                             if len(owners) > 1 else "")
+            + f": put it after the command name, as in `memvault {named} ... {option} ...`")
+
+
+def _option_names(command: Any) -> set[str]:
+    return {name for param in command.params for name in (*getattr(param, "opts", ()),
+                                                           *getattr(param, "secondary_opts", ()))}
+
+
+def _as_option(group: TyperGroup, args: list[str], error: MemvaultError) -> str:
+    """The library names a bad value by its field ("at '2026-13-45' is not a date"); said to a
+    command line, by the option that gave it ("--at '2026-13-45' ...")."""
+    message = str(error)
+    if not isinstance(error, InvalidInput) or isinstance(error, InvalidItem):
+        return message
+    command: Any = group
+    for arg in args:  # down to the command run (`remote set` is two words)
+        found = getattr(command, "commands", {}).get(arg)
+        if found is None:
+            break
+        command = found
+    field, space, rest = message.partition(" ")
+    option = "--" + field.replace("_", "-")
+    return f"{option} {rest}" if space and command is not group and option in _option_names(command) else message
 
 
 def end_past_litellm(code: int | str | None) -> None:

@@ -33,7 +33,7 @@ from memvault.errors import (
     VaultUnwritable,
     unwritable,
 )
-from memvault.facts import Fact, ParseProblem, log_header, normalize_id, parse_log, stored_id
+from memvault.facts import Fact, ParseProblem, id_length_hint, log_header, normalize_id, parse_log, stored_id
 from memvault.storage import lock, reserve
 from memvault.storage.files import (
     atomic_write,
@@ -547,7 +547,7 @@ class Storage:
             found = self._find_exact(candidate)
             if found is not None:
                 return found
-        raise NotFound(f"no fact with id {typed!r}")
+        raise NotFound(f"no fact with id {typed!r}{id_length_hint(typed)}")
 
     def _find_exact(self, fact_id: str) -> Fact | None:
         needle = stored_id(fact_id)
