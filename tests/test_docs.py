@@ -243,13 +243,15 @@ def _fresh_home_env(home: Path) -> dict[str, str]:
 def test_every_install_command_and_binary_path_in_the_docs_is_the_one_venv():
     """Faults looked for: `pip install memvault` (not published), a memvault binary outside
     ~/.memvault-venv (the crontab lines once used ~/.local/bin), an install line that differs.
-    JSON client configs spell the home directory out (/home/me), since they expand nothing."""
+    JSON client configs spell the home directory out (/home/me, macOS's /Users/me), since they
+    expand nothing."""
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = doc.read_text()
         assert not re.search(r"pipx? install memvault", text), doc
         for path in re.findall(r"[\w~${}./-]*/bin/memvault\b", text):
             assert path in ("~/.memvault-venv/bin/memvault", "$HOME/.memvault-venv/bin/memvault",
-                            "/home/me/.memvault-venv/bin/memvault"), (doc.name, path)
+                            "/home/me/.memvault-venv/bin/memvault", "/Users/me/.memvault-venv/bin/memvault"), \
+                (doc.name, path)
     assert _sh_blocks(WALKTHROUGH)[0].startswith(INSTALL + "   # from this checkout\n")
     assert _sh_blocks(ROOT / "README.md")[0].startswith(INSTALL + " && ")
 

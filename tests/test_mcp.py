@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -278,8 +279,15 @@ def test_a_git_repository_broken_while_serving_is_said_as_the_cli_says_it(server
     assert is_clean(server.vault)
 
 
+def as_argument(cli_line: str) -> str:
+    """A CLI error line as MCP words it: the CLI names an option (`--min-score`), MCP its argument."""
+    line = cli_line.strip().removeprefix("memvault: ")
+    return re.sub(r"^--([\w-]+)", lambda found: found.group(1).replace("-", "_"), line)
+
+
 def test_vault_errors_read_exactly_as_the_cli_says_them(server):
-    """The same bad input gives the same one-line message through MCP as on the command line."""
+    """The same bad input gives the same one-line message through MCP as on the command line, which
+    names the option where MCP names the argument (`--at` there, `at` here)."""
     for tool, arguments, cli_args in [
         ("add", {"text": "x", "category": "gossip"}, ["add", "x", "--category", "gossip"]),
         ("add", {"text": "x", "at": "next tuesday"}, ["add", "x", "--at", "next tuesday"]),
@@ -288,7 +296,7 @@ def test_vault_errors_read_exactly_as_the_cli_says_them(server):
     ]:
         cli = server.cli(*cli_args)
         assert cli.returncode != 0
-        assert server.call(tool, **arguments).content[0].text == cli.stderr.strip().removeprefix("memvault: ")
+        assert server.call(tool, **arguments).content[0].text == as_argument(cli.stderr)
 
 
 def test_memory_md_that_cannot_be_read_says_why_in_one_line(tmp_path, tiny_model_path):
@@ -511,7 +519,7 @@ def test_numbers_that_are_not_finite_are_refused_as_the_cli_refuses_them(server)
     min_score's worded as the CLI words `--min-score nan`, and nothing is written."""
     cli = server.cli("search", "tea", "--min-score", "nan")
     assert cli.returncode == 2
-    refused = cli.stderr.strip().removeprefix("memvault: ")
+    refused = as_argument(cli.stderr)
     before = commit_count(server.vault)
     process = subprocess.Popen([sys.executable, "-m", "memvault", "mcp", "--vault", str(server.vault)],
                                env=server.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
