@@ -256,14 +256,6 @@ def test_every_install_command_and_binary_path_in_the_docs_is_the_one_venv():
     assert _sh_blocks(ROOT / "README.md")[0].startswith(INSTALL + " && ")
 
 
-def test_the_readme_carries_the_walkthrough_word_for_word():
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Five minutes for agent authors"):readme.index("## Vault layout")]
-    body = re.sub(r"\[docs/(.*?)\]\(docs/", r"[\1](", section.split("\n", 2)[2].replace("### ", "## ")).rstrip()
-    walkthrough = WALKTHROUGH.read_text()
-    assert body == walkthrough[walkthrough.index("This walk-through"):].rstrip()
-
-
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
 def test_the_walkthrough_setup_and_completion_steps_run_on_a_fresh_home(tmp_path):
     """The walkthrough's first block after its install line, in bash -e on an empty HOME (the
