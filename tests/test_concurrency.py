@@ -167,18 +167,27 @@ def test_queued_writers_that_give_up_or_die_are_never_committed(vault_dir):
 
 
 def test_any_writer_that_waits_says_so_once(vault_dir):
-    """Fault tried: `forget` (not queued like an add) while another process holds the lock for 2.5 s."""
+    """Fault tried: `forget` (not queued like an add) while another process holds the lock until
+    the forget has said it waits (held for 2.5 s, it was free again before a forget started under
+    load, and the test saw no wait)."""
     fact_id = run_memvault("add", "to forget", "--vault", str(vault_dir)).stdout.strip()
+    release = vault_dir.parent / "release"
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from memvault import Vault; v = Vault.open(sys.argv[1]);"
-        "cm = v.storage.write_lock(); cm.__enter__(); print('held', flush=True); time.sleep(2.5)"), str(vault_dir)],
+        "import os, sys, time; from memvault import Vault; v = Vault.open(sys.argv[1]);"
+        "cm = v.storage.write_lock(); cm.__enter__(); print('held', flush=True)\n"
+        "while not os.path.exists(sys.argv[2]): time.sleep(0.02)"), str(vault_dir), str(release)],
         stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
-    result = run_memvault("forget", fact_id, "--vault", str(vault_dir))
-    holder.wait()
-    assert result.returncode == 0, result.stderr
-    assert [line for line in result.stderr.splitlines() if "waiting for the write lock" in line] != []
-    assert "waiting" not in result.stdout and fact_id in Vault.open(vault_dir).tombstones()
+    forget = subprocess.Popen([sys.executable, "-m", "memvault", "forget", fact_id, "--vault", str(vault_dir)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "MEMVAULT_LOCK_TIMEOUT": "600"})
+    said = forget.stderr.readline()
+    release.touch()
+    holder.wait(timeout=60)
+    out, rest = forget.communicate(timeout=120)
+    assert forget.returncode == 0, said + rest
+    assert "waiting for the write lock" in said and "waiting" not in rest
+    assert "waiting" not in out and fact_id in Vault.open(vault_dir).tombstones()
 
 
 def test_a_killed_lock_holder_leaves_no_stale_lock(vault_dir):
