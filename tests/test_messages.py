@@ -68,9 +68,12 @@ def test_mcp_started_by_a_client_on_a_pipe_says_nothing(vault_dir):
     (["--category", "preference", "add", "Alice prefers green tea"],
      "--category is an option of `memvault add` (and of recent, search): put it after the command name, as in "
      "`memvault add ... --category ...` (see `memvault --help`)"),
-    # Seen: "if it is the text, put `--` before it" although the text was there and the option misspelt.
+    # Seen: "if it is the text, put `--` before it" although the text was there and the option misspelt
+    # (and --at offered beside --category, as close for click's cut-off).
     (["add", "Alice prefers green tea", "--catgory", "preference"],
-     "No such option: --catgory; did you mean --at or --category? (see `memvault add --help`)"),
+     "No such option: --catgory; did you mean --category? (see `memvault add --help`)"),
+    (["add", "Alice prefers green tea", "--tags", "drinks"],
+     "No such option: --tags; did you mean --tag? (see `memvault add --help`)"),
     # Seen: "at '2026-13-45' is not a date", naming no option.
     (["add", "Alice moved", "--at", "2026-13-45"],
      "--at '2026-13-45' is not a date: use ISO 8601 (2026-11-01, 2026-11-01T09:30, 2026-11-01T09:30+01:00), or "

@@ -25,12 +25,23 @@ class FreeTextCommand(TyperCommand):
             return super().parse_args(ctx, text_after_dashes(self, args))
         except NoSuchOption as e:
             message = f"No such option: {e.option_name}"
-            if e.possibilities:
-                message += f"; did you mean {' or '.join(sorted(e.possibilities))}?"
+            closest = _closest(e.option_name, e.possibilities or ())
+            if closest:
+                message += f"; did you mean {' or '.join(closest)}?"
             if not _text_given(self, args):  # (with the text elsewhere on the line, it is a misspelt option)
                 hint = f"memvault {ctx.info_name} -- {shlex.quote(e.option_name)}"
                 message += f"{' I' if e.possibilities else '; i'}f it is the text, put `--` before it: {hint}"
             raise UsageError(message, ctx) from None
+
+
+def _closest(word: str, possibilities) -> list[str]:
+    """Of click's suggestions, those nearly as close as the best: `--catgory` is `--category`, and
+    `--at`, close enough for click, is only noise beside it."""
+    import difflib
+
+    ratios = {p: difflib.SequenceMatcher(None, word, p).ratio() for p in possibilities}
+    best = max(ratios.values(), default=0.0)
+    return sorted(p for p, ratio in ratios.items() if ratio >= best - 0.15)
 
 
 def _options(command) -> tuple[set[str], set[str]]:
