@@ -139,6 +139,8 @@ def test_a_search_hit_shows_the_words_it_matched_not_only_its_start(cli, monkeyp
     notes = cli("add", "Meeting notes\nBob runs the builds\nAlice said she drinks rooibos now\nmore later").stdout
     row = next(line for line in visible(cli("search", "what does alice drink", "--lexical").stdout) if fact in line)
     assert "Alice mostly drin" in row and "Long story" not in row and len(row) <= 80
+    shown = row[row.index("…"):].split()
+    assert shown[0][1:] in ANSWER_DEEP.split(), row  # from the start of a word
     monkeypatch.delenv("FORCE_COLOR")
     piped = cli("search", "rooibos drinks", "--lexical").stdout.splitlines()
     assert [line.split("\t")[3] for line in piped if notes.strip() in line] == ["… Alice said she drinks rooibos now …"]

@@ -210,7 +210,8 @@ def _around(cell: str, at: int, room: int) -> str:
     if cell_len(cell) <= room or cell_len(cell[:at]) < room * 2 // 3:
         return cell
     start = at - room // 4
-    return "…" + cell[start:]
+    space = cell.find(" ", start, at)  # from a word's start, not from inside one ("…rs at a bakery")
+    return "…" + cell[space + 1 if space >= 0 else start:]
 
 
 def _style(style: Style, cell: str) -> str:
