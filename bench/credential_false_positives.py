@@ -1,7 +1,7 @@
 """Credential detection at `add`: false positives on real conversation text, and what it costs.
 
 Scans every LoCoMo dev text (dialog turns and observations: what people and agents really say)
-with memvault.credentials.find_credentials and prints the texts it would refuse (target: none),
+with memvault.base.credentials.find_credentials and prints the texts it would refuse (target: none),
 then the credentials of a sample set it finds (target: all), and the time per text beside the
 time to parse the same texts as JSON lines (a floor for any per-text work), in the same run.
 
@@ -72,7 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args()
-    from memvault.credentials import find_credentials
+    from memvault.base.credentials import find_credentials
 
     texts = texts_of(json.loads(args.data.read_text()))
     started = time.perf_counter()
@@ -105,7 +105,7 @@ def stress(texts: list[str]) -> None:
     """LoCoMo's "<word> is/was ..." sentences with the word made "password" (read the sample)."""
     import re
 
-    from memvault.credentials import stated_passwords
+    from memvault.base.credentials import stated_passwords
 
     shaped = sorted({re.sub(r"\b\w+(?= (?:is|was) )", "password", t, count=1) for t in texts
                      if re.search(r"\b\w+ (?:is|was) ", t)})

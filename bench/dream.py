@@ -1,6 +1,6 @@
 """Dream: prompt size against the model's window, tokens per fact, and cost of a run without the model.
 
-A local scripted OpenAI-compatible server (tests/fake_llm.py) stands in for the model. It counts
+A local scripted OpenAI-compatible server (tests/support/fake_llm.py) stands in for the model. It counts
 tokens with its own tokenizer (cl100k_base x1.15 plus ChatML framing), refuses like a real server
 what exceeds its window, and answers instantly (or after a delay, for the latency figure).
 
@@ -55,7 +55,7 @@ def locomo() -> list[dict]:
 
 def tokens_per_fact() -> None:
     """The facts block before and after, on the same vault's facts."""
-    from memvault import tokens
+    from memvault.base import tokens
     from memvault.dream.budget import compact
     from memvault.dream.prompt import Handles, fact_record
     from memvault.vault import Vault
@@ -83,7 +83,7 @@ def tokens_per_fact() -> None:
 
 
 def backlog(sizes: list[int], window: int, max_batches: int) -> None:
-    from fake_llm import FakeLLM, consolidate_by_tag
+    from support.fake_llm import FakeLLM, consolidate_by_tag
 
     from memvault.dream.budget import Budget, prompt_tokens
     from memvault.dream.llm import LLMSettings, model_limits
@@ -123,7 +123,7 @@ def backlog(sizes: list[int], window: int, max_batches: int) -> None:
 
 
 def latency(adds: int, delay: float) -> None:
-    from fake_llm import FakeLLM, consolidate_everything
+    from support.fake_llm import FakeLLM, consolidate_everything
 
     from memvault import Vault
 

@@ -7,6 +7,7 @@ __version__ = "0.1.0"
 from memvault.errors import (
     DreamRunning,
     ExitCode,
+    FactForgotten,
     InvalidInput,
     InvalidItem,
     LLMError,
@@ -18,16 +19,18 @@ from memvault.errors import (
     VaultBusy,
     VaultUnwritable,
 )
-from memvault.facts import Fact
+from memvault.formats.facts import Fact
+from memvault.formats.tombstones import Tombstone
 from memvault.index.hits import Hit
 from memvault.index.query import SearchQuery
-from memvault.tombstones import Tombstone
+from memvault.recall.timeline import RecentQuery
 from memvault.vault import FactView, Forgotten, Vault
 
 __all__ = [
     "DreamRunning",
     "ExitCode",
     "Fact",
+    "FactForgotten",
     "FactView",
     "Forgotten",
     "Hit",
@@ -37,6 +40,7 @@ __all__ = [
     "MemvaultError",
     "NotAVault",
     "NotFound",
+    "RecentQuery",
     "RemoteError",
     "SearchQuery",
     "SyncConflict",

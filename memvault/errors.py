@@ -26,9 +26,10 @@ class ExitCode(IntEnum):
 
 
 # The error types scripts may match on, as docs/json.md lists them (ErrorDetail.type). UndoRefused
-# lives in dream/undo.py; the front ends add UsageError, Interrupted, Terminated, InternalError.
+# lives in dream/undo.py; the others are below.
 PUBLIC_TYPES = ("InvalidInput", "NotFound", "NotAVault", "VaultBusy", "VaultUnwritable", "LLMError",
-                "DreamRunning", "UndoRefused", "SyncConflict", "RemoteError", "UnsafePath", "MemvaultError")
+                "DreamRunning", "UndoRefused", "SyncConflict", "RemoteError", "UnsafePath", "LogLinesUnreadable",
+                "UsageError", "Interrupted", "Terminated", "InternalError", "MemvaultError")
 
 
 class MemvaultError(Exception):
@@ -75,6 +76,14 @@ def check_count(name: str, value: object, least: int, most: int | None = None) -
 
 class NotFound(MemvaultError):
     exit_code = ExitCode.NOT_FOUND
+
+
+class FactForgotten(NotFound):
+    """A forgotten fact asked for where only live facts are shown (`show`): says when and why."""
+
+    def __init__(self, fact_id: str, at: str, reason: str | None = None):
+        super().__init__(f"fact {fact_id} was forgotten at {at}" + (f" ({reason})" if reason else ""))
+        self.fact_id, self.at, self.reason = fact_id, at, reason
 
 
 class NotAVault(NotFound):
@@ -203,8 +212,50 @@ def unwritable_in(error: BaseException) -> VaultUnwritable | None:
     return None
 
 
+class LogLinesUnreadable(MemvaultError):
+    """A dream stopped before a day whose log has a line that does not parse (the days before it
+    were consolidated)."""
+
+
+class UsageError(MemvaultError):
+    """A command line the CLI cannot parse (an unknown option, a missing argument)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class Interrupted(MemvaultError):
+    """Ctrl-C: the command stopped, and its unfinished write was undone."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self, message: str = "interrupted"):
+        super().__init__(message)
+
+
+class InternalError(MemvaultError):
+    """A failure memvault did not foresee (a bug): told in one line, with MEMVAULT_DEBUG=1 for more."""
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that every clean-up path runs (see memvault.cli)."""
+
+    kind = "Terminated"
+    exit_code = ExitCode.TERMINATED
+
+    def __str__(self) -> str:
+        return "terminated"
+
+
+def error_detail(error: MemvaultError | Terminated, message: str | None = None) -> dict[str, object]:
+    """The ErrorDetail of docs/json.md: the error's type, its one-line message (or `message`) and
+    exit code. The one place it is built, for --json on stderr, a --stdin line and MCP alike."""
+    return {"type": error.kind, "message": one_line(str(error) if message is None else message),
+            "exit_code": int(error.exit_code)}
+
+
+def error_json(error: MemvaultError | Terminated) -> dict[str, object]:
+    """What a failed command prints with --json (and an MCP tool error carries): `{"error": ...}`."""
+    return {"error": error_detail(error)}
 
 
 def worded(error: BaseException) -> str:

@@ -18,15 +18,24 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memvault import dreamlog
-from memvault.arguments import checked
-from memvault.dates import Bound
-from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, MemvaultError, NotAVault, unwritable
-from memvault.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
+from memvault.base.arguments import checked
+from memvault.base.dates import Bound
+from memvault.errors import (
+    BrokenRepository,
+    FactForgotten,
+    InvalidInput,
+    InvalidItem,
+    MemvaultError,
+    NotAVault,
+    unwritable,
+)
+from memvault.formats import dreamlog
+from memvault.formats.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
+from memvault.formats.layout import CONFIG_FILE
+from memvault.formats.tombstones import Tombstone
 from memvault.index.query import SearchQuery
-from memvault.storage.layout import CONFIG_FILE
+from memvault.recall.timeline import RecentQuery
 from memvault.storage.store import Storage
-from memvault.tombstones import Tombstone
 
 Notify = Callable[[str], None]
 Progress = Callable[..., None]  # what each long task tells of its stages (see the task's docs)
@@ -44,13 +53,19 @@ class FactView:
         data["forgotten"] = self.forgotten.to_dict() if self.forgotten else None
         return data
 
+    def live(self) -> Fact:
+        """The fact, unless it was forgotten: then FactForgotten (a NotFound) says when and why."""
+        if self.forgotten:
+            raise FactForgotten(self.forgotten.id, self.forgotten.at, self.forgotten.reason)
+        return self.fact
+
 
 @dataclass(frozen=True)
 class Forgotten:
     """What `forget` did: the tombstone, whether it already existed, and the pages citing the fact.
 
     Those pages keep the statement until the next dream rewrites them; search, context and the
-    dream prompts withhold them meanwhile (memvault.citations).
+    dream prompts withhold them meanwhile (memvault.storage.wiki).
     """
 
     tombstone: Tombstone
@@ -96,7 +111,7 @@ def explained_if_broken(root: Path) -> Iterator[None]:
     except MemvaultError:
         raise
     except Exception as e:
-        from memvault.health import repository_problem
+        from memvault.storage.repository import repository_problem
 
         problem = repository_problem(root)
         if problem is None:
@@ -170,7 +185,7 @@ def template_root() -> Path:
 def _refuse_credentials_in_labels(facts: list[Fact]) -> None:
     """A fact's source, session and tags are shown, committed and sent to dream's LLM even for a
     secret fact (only its text is withheld): a credential there is refused, --allow-secret or not."""
-    from memvault.credentials import find_credentials
+    from memvault.base.credentials import find_credentials
 
     labels = [(number, name, value) for number, fact in enumerate(facts, start=1)
               for name, value in (("source", fact.source), ("session", fact.session),
@@ -224,10 +239,25 @@ class Vault:
         self.config = self.storage.config
         self.created = False
         self.recovered: list[str] = []
-        from memvault.sync import ensure_merge_driver
+        from memvault.remote.sync import ensure_merge_driver
 
         with explained_if_broken(root):
             ensure_merge_driver(self.storage)  # a fresh clone lacks it: git config is not pushed
+
+    @staticmethod
+    def held_by(holder: dict) -> str:
+        """A lock holder (`status()["lock"]`) in words: "held by pid N (command) since TIME"."""
+        from memvault.storage.lock import held_by
+
+        return held_by(holder)
+
+    @staticmethod
+    def search_on_one_thread() -> None:
+        """For a long-lived process that answers searches beside other work (the MCP server): from
+        now on numpy's products run on the calling thread alone (see index/vectors.py)."""
+        from memvault.index.vectors import products_on_one_thread
+
+        products_on_one_thread()
 
     def close(self) -> None:
         """Release the search index this object keeps open between searches."""
@@ -245,7 +275,7 @@ class Vault:
     @checked
     def init(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Create a vault from the template, with its own git repository and a first commit."""
-        from memvault.gitstore import GitStore, require_git
+        from memvault.storage.gitstore import GitStore, require_git
 
         root = Path(path).expanduser().resolve()
         require_git()  # before the template is copied: a vault without its repository is half made
@@ -303,7 +333,7 @@ class Vault:
     def adopt(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Re-create the git repository of a vault whose .git is missing or broken, from its files, in
         one commit (`created` is then True). A vault with a healthy repository is left as it is."""
-        from memvault.health import recreate_repository, repository_problem
+        from memvault.storage.repository import recreate_repository, repository_problem
 
         root = Path(path).expanduser().resolve()
         if not (root / CONFIG_FILE).is_file():
@@ -324,7 +354,9 @@ class Vault:
                  notify: Notify | None = None):
         """`doctor` for a vault that may not open: its git repository is checked first (re-created
         from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
-        from memvault.health import FAIL, FIXED, Check, DoctorReport, recreate_repository, repository_check
+        from memvault.health.checks import repository_check
+        from memvault.health.doctor import FAIL, FIXED, Check, DoctorReport
+        from memvault.storage.repository import recreate_repository
 
         root = locate(path)
         first = repository_check(root) if (root / CONFIG_FILE).is_file() else None
@@ -345,7 +377,7 @@ class Vault:
     def clone(cls, url: str, path: os.PathLike[str] | str | None = None, *,
               notify: Notify | None = None) -> Vault:
         """Set up a vault from a remote that holds one (default path: the default vault)."""
-        from memvault.sync import clone
+        from memvault.remote.sync import clone
 
         root = clone(url, Path(path).expanduser().resolve() if path else default_vault_path())
         vault = cls(root, notify=notify)  # installs the merge driver
@@ -406,12 +438,12 @@ class Vault:
                  allow_secret: bool = False) -> list[Fact]:
         """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
 
-        A text holding a credential (memvault.credentials) is refused, unless `allow_secret`: then
+        A text holding a credential (memvault.base.credentials) is refused, unless `allow_secret`: then
         it is stored marked secret, and no LLM is ever sent it.
         """
         from dataclasses import replace
 
-        from memvault.credentials import find_credentials
+        from memvault.base.credentials import find_credentials
 
         now = datetime.now(self.tz)
         new: list[Fact] = []
@@ -436,7 +468,7 @@ class Vault:
     @checked
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
         """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""
-        from memvault.citations import pages_citing
+        from memvault.storage.wiki import pages_citing
 
         if reason is not None:
             reason = reason.strip() or None
@@ -445,7 +477,7 @@ class Vault:
             if reason:  # it goes into tombstones.jsonl and the commit subject, as a source does
                 check_one_line(reason, "reason")
             if reason:
-                from memvault.credentials import find_credentials
+                from memvault.base.credentials import find_credentials
 
                 found = find_credentials([reason])
                 if found:
@@ -466,9 +498,9 @@ class Vault:
 
     @checked
     def purge_plan(self, fact_ids: str | Iterable[str]):
-        """What `purge` would remove (reads only): a memvault.purge.PurgePlan with the facts' ids
+        """What `purge` would remove (reads only): a memvault.remote.purge.PurgePlan with the facts' ids
         and first words, the commits to rewrite and the pages citing them."""
-        from memvault.purge import plan
+        from memvault.remote.purge import plan
 
         return plan(self.storage, _ids(fact_ids))
 
@@ -477,11 +509,11 @@ class Vault:
               progress: Progress | None = None):
         """Remove facts' text from the logs, every commit of the history, the pages citing them,
         the search index and the embedding cache, leaving a tombstone without text or hash;
-        returns a memvault.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
+        returns a memvault.remote.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
         changed). An unknown id raises NotFound (an empty one InvalidInput) before anything changes.
         Run again after an interrupted purge, it finishes it (report.finished). The remote keeps
         the old history until `sync` (report.remote says so). See docs/purge.md."""
-        from memvault.purge import purge
+        from memvault.remote.purge import purge
 
         return purge(self.storage, _ids(fact_ids), confirm=confirm, progress=progress)
 
@@ -501,7 +533,7 @@ class Vault:
 
     def _purged(self, fact_id: str) -> Tombstone | None:
         """The purge record of a fact no log holds any more, if it was purged."""
-        from memvault.purge import purged_tombstone
+        from memvault.remote.purge import purged_tombstone
 
         return purged_tombstone(self.storage, fact_id)
 
@@ -511,31 +543,34 @@ class Vault:
         return FactView(fact, self.storage.tombstones().get(fact.id))
 
     @checked
-    def recent(self, limit: int | None = 20, *, since: Bound = None, until: Bound = None,
+    def recent(self, limit: int | RecentQuery | None = 20, *, since: Bound = None, until: Bound = None,
                category: str | None = None, tag: str | None = None, source: str | None = None,
                session: str | None = None, oldest_first: bool | None = None) -> list[Fact]:
-        """The newest `limit` facts, forgotten ones left out.
+        """The newest `limit` facts, forgotten ones left out (`limit` None: all of them).
 
         Newest first, except that one source's or session's facts read as a thread, oldest first
-        (`oldest_first` overrides either way). `since` and `until` take what the CLI takes (a
-        datetime, a date, or text: 2026-11-01, yesterday, 7d); a date covers its whole day.
+        (`oldest_first` overrides either way). `since` and `until` are datetimes, dates or the text
+        people type ("7d", "yesterday", "2026-11-01"), read in the vault's time zone; `limit` may
+        instead be a ready `memvault.RecentQuery`.
         """
-        from memvault.dates import parse_range
-        from memvault.timeline import recent
+        from memvault.recall.timeline import RecentQuery, recent
 
-        lower, upper = parse_range(since, until, self.tz)
-        return recent(self.storage, limit, since=lower, until=upper, category=category, tag=tag,
-                      source=source, session=session, oldest_first=oldest_first)
+        options = {"since": since, "until": until, "category": category, "tag": tag, "source": source,
+                   "session": session, "oldest_first": oldest_first}
+        if isinstance(limit, RecentQuery):
+            if any(value is not None for value in options.values()):
+                raise InvalidInput("give recent options either in the RecentQuery or as keywords, not both")
+            return recent(self.storage, limit)
+        return recent(self.storage, RecentQuery.parse(limit, tz=self.tz, **options))
 
     @checked
     def sessions(self, *, since: Bound = None, until: Bound = None, source: str | None = None) -> list:
         """Sources/sessions with fact counts and first/last times, most recently active first
-        (`since` and `until` as for `recent`)."""
-        from memvault.dates import parse_range
-        from memvault.timeline import list_sessions
+        (`since` and `until` as `recent` takes them)."""
+        from memvault.recall.timeline import RecentQuery, list_sessions
 
-        lower, upper = parse_range(since, until, self.tz)
-        return list_sessions(self.storage, since=lower, until=upper, source=source)
+        return list_sessions(self.storage, RecentQuery.parse(None, tz=self.tz, since=since, until=until,
+                                                             source=source))
 
     @checked
     def history(self, fact_id: str) -> list[dict[str, str]]:
@@ -603,7 +638,7 @@ class Vault:
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
                 relevant: int = 20):
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
-        from memvault.context import build_context
+        from memvault.recall.context import build_context
 
         return build_context(self.storage, query, budget=budget, recent=recent, relevant=relevant)
 
@@ -631,35 +666,53 @@ class Vault:
 
         return dream_status(self.storage)
 
-    # -- sync and health (memvault.sync, memvault.health) ----------------------------------------
+    # -- sync and health (memvault.remote.sync, memvault.health) ----------------------------------------
 
     @checked
     def set_remote(self, url: str) -> dict:
-        from memvault.sync import set_remote
+        from memvault.remote.sync import set_remote
 
         return set_remote(self.storage, url)
 
     def remote(self) -> dict | None:
         """The remote, and ahead/behind as of the last sync; None if none is set."""
-        from memvault.sync import remote_info
+        from memvault.remote.sync import remote_info
 
         return remote_info(self.storage)
 
     def sync(self):
         """Fetch, merge, push; returns a SyncReport. Raises SyncConflict or RemoteError."""
-        from memvault.sync import sync
+        from memvault.remote.sync import sync
 
         return sync(self.storage)
 
     def status(self) -> dict:
-        from memvault.health import status
+        from memvault.dream.status import dream_status
+        from memvault.health.status import status
+        from memvault.index.search import index_status
+        from memvault.remote.sync import remote_info
 
-        return status(self.storage)
+        return status(self.storage, dream=dream_status(self.storage), index=index_status(self.storage),
+                      remote=remote_info(self.storage))
 
     @checked
     def doctor(self, fix: bool = False, llm: bool = False):
         """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
-        returns a memvault.health.DoctorReport."""
-        from memvault.health import doctor
+        returns a memvault.health.doctor.DoctorReport."""
+        from memvault.health.doctor import doctor
 
-        return doctor(self.storage, fix=fix, llm=llm)
+        return doctor(self.storage, _doctor_probes(), fix=fix, llm=llm)
+
+
+def _doctor_probes() -> list:
+    """Every check doctor runs, each from the package it checks, in the order they are shown and
+    repaired: leftovers are committed before the index is rebuilt from the files."""
+    from memvault.dream import probes as dream
+    from memvault.health import checks as vault
+    from memvault.index import probes as index
+    from memvault.remote import probes as remote
+
+    return [vault.LOCKS, vault.SYMLINKS, remote.PURGE, vault.WORKTREE, remote.MERGE_DRIVER, remote.IGNORED,
+            vault.IDENTITY, vault.LOG_LINES, vault.LOG_NAMES, vault.FACT_IDS, vault.CITATIONS,
+            vault.FORGOTTEN_CITATIONS, vault.CREDENTIALS, index.EMBEDDING_CACHE, index.INDEX, index.EMBEDDING_MODEL,
+            dream.DREAM, dream.LLM]

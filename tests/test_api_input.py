@@ -12,12 +12,12 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.git import commit_count, snapshot
 
 from memvault import InvalidInput, MemvaultError, SearchQuery, Vault
-from memvault.facts import FactDraft
+from memvault.formats.facts import FactDraft
 
 UNKNOWN_ID = "zzzzzzzzzzzzzzzz"
 

@@ -15,22 +15,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "memvault"
 
-# Rank of each layer, bottom first: a module may import its own rank or lower. Features share a
-# rank and may use each other as long as no cycle forms (checked below).
-LAYERS = [
-    ("leaves", ["memvault.errors", "memvault.config", "memvault.dates", "memvault.tokens", "memvault.gitstore",
-                "memvault.credentials", "memvault.jsonline", "memvault.arguments", "memvault.storage",
-                "memvault.storage.layout"]),
-    ("formats", ["memvault.facts", "memvault.pages", "memvault.dreamlog", "memvault.tombstones"]),
-    ("storage", ["memvault.storage.*"]),
-    ("features", ["memvault.citations", "memvault.timeline", "memvault.context", "memvault.sync",
-                  "memvault.sync_checks",
-                  "memvault.health", "memvault.union_merge", "memvault.purge", "memvault.purge_filter",
-                  "memvault.index", "memvault.index.*",
-                  "memvault.dream", "memvault.dream.*"]),
-    ("facade", ["memvault.vault", "memvault"]),
-    ("front ends", ["memvault.__main__", "memvault.cli", "memvault.cli.*", "memvault.mcp", "memvault.mcp.*"]),
-]
+# Folders are the layers. Each folder of memvault/ (or module directly in it) and its layer; the
+# layers in ORDER, bottom first: a module may import its own layer or a lower one. The feature
+# packages share a layer and may use each other where no cycle forms between them (checked below).
+LAYER_OF = {
+    "errors.py": "base",          # the exception classes every layer raises
+    "base/": "base",
+    "formats/": "formats",
+    "storage/": "storage",
+    "index/": "features",
+    "recall/": "features",
+    "dream/": "features",
+    "remote/": "features",
+    "health/": "features",
+    "vault.py": "facade",
+    "__init__.py": "facade",
+    "cli/": "front ends",
+    "mcp/": "front ends",
+    "__main__.py": "front ends",
+}
+ORDER = ["base", "formats", "storage", "features", "facade", "front ends"]
 
 
 def _modules() -> dict[str, Path]:
@@ -64,18 +68,16 @@ def _imports(modules: dict[str, Path]) -> dict[str, set[tuple[str, str | None]]]
     return graph
 
 
+def _folder(module: str) -> str:
+    """The entry of LAYER_OF a module belongs to: its folder under memvault/, or its own file."""
+    parts = MODULES[module].relative_to(PACKAGE).parts
+    return f"{parts[0]}/" if len(parts) > 1 else parts[0]
+
+
 def _rank(module: str) -> int:
-    best = None
-    for rank, (_layer, patterns) in enumerate(LAYERS):
-        for pattern in patterns:
-            exact = pattern == module
-            nested = pattern.endswith(".*") and module.startswith(pattern[:-1])
-            if exact or (nested and best is None):
-                best = rank
-            if exact:
-                return rank
-    assert best is not None, f"{module} belongs to no layer: add it to LAYERS and docs/architecture.md"
-    return best
+    folder = _folder(module)
+    assert folder in LAYER_OF, f"{folder} belongs to no layer: add it to LAYER_OF and docs/architecture.md"
+    return ORDER.index(LAYER_OF[folder])
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -124,7 +126,7 @@ def test_no_import_cycle_anywhere():
 
 
 def test_imports_only_point_down_the_layers():
-    upward = [f"{m} ({LAYERS[_rank(m)][0]}) imports {t} ({LAYERS[_rank(t)][0]})"
+    upward = [f"{m} ({ORDER[_rank(m)]}) imports {t} ({ORDER[_rank(t)]})"
               for m, imports in GRAPH.items() for t, _ in imports if _rank(t) > _rank(m)]
     assert upward == []
 
@@ -135,30 +137,45 @@ def test_no_module_borrows_another_modules_private_names():
     assert borrowed == []
 
 
+def test_no_import_cycle_between_packages():
+    """Layers point down at package level too: index, recall, dream, remote and health may use
+    each other one way only."""
+    edges: dict[str, set[str]] = {}
+    for m, imports in GRAPH.items():
+        edges.setdefault(_folder(m), set()).update(_folder(t) for t, _ in imports if _folder(t) != _folder(m))
+    for targets in list(edges.values()):
+        for target in targets:
+            edges.setdefault(target, set())
+    assert _cycles(edges) == []
+
+
+def test_at_most_four_modules_sit_directly_in_memvault():
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py", "errors.py", "vault.py"]
+
+
 def test_the_library_never_writes_to_the_terminal():
-    """Only front ends print; the library reports through callbacks (union_merge.main is the
-    program git runs as a merge driver, a front end of its own)."""
+    """Only front ends print; the library reports through callbacks. A program git runs (the
+    union merge driver, the purge filter: `main` of a module run with `python -m`) is a front end
+    of its own."""
     writers = []
     for name, path in MODULES.items():
-        if _rank(name) == len(LAYERS) - 1:
+        if ORDER[_rank(name)] == "front ends":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
             calls_print = isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
             std_stream = isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr") \
                 and getattr(node.value, "id", None) == "sys"
-            if calls_print or std_stream:
-                if not _inside_union_merge_main(name, path, node):
-                    writers.append(f"{name}:{node.lineno}")
+            if (calls_print or std_stream) and not _inside_a_program_s_main(tree, node):
+                writers.append(f"{name}:{node.lineno}")
     assert writers == []
 
 
-def _inside_union_merge_main(name: str, path: Path, target: ast.AST) -> bool:
-    if name != "memvault.union_merge":
-        return False
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.FunctionDef) and node.name == "main":
-            return node.lineno <= target.lineno <= (node.end_lineno or node.lineno)
-    return False
+def _inside_a_program_s_main(tree: ast.Module, target: ast.AST) -> bool:
+    runs_as_program = any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) for node in tree.body)
+    return runs_as_program and any(
+        isinstance(node, ast.FunctionDef) and node.name == "main"
+        and node.lineno <= target.lineno <= (node.end_lineno or node.lineno) for node in tree.body)
 
 
 def test_import_memvault_cli_loads_nothing_heavy():
@@ -175,3 +192,13 @@ def test_the_linter_finds_nothing():
     assert ruff, "ruff is missing: pip install -e '.[test]'"
     result = subprocess.run([ruff, "check", "--no-cache", str(ROOT)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_tests_take_helpers_from_the_support_package_not_from_conftest():
+    """tests/support/ holds what the tests share; conftest.py holds fixtures only."""
+    tests = ROOT / "tests"
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in tests.rglob("*.py")
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if (isinstance(node, ast.ImportFrom) and node.module == "conftest")
+             or (isinstance(node, ast.Import) and any(alias.name == "conftest" for alias in node.names))]
+    assert found == []

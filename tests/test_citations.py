@@ -7,7 +7,8 @@ dropped item, ids with surrounding whitespace, an empty id list.
 
 from __future__ import annotations
 
-from memvault.citations import pages_citing, strip_forgotten_statements
+from memvault.formats.citations import strip_forgotten_statements
+from memvault.storage.wiki import pages_citing
 
 GONE = "0123456789abcdef"
 LIVE = "fedcba9876543210"

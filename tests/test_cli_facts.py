@@ -6,7 +6,7 @@ import json
 import subprocess
 
 import pytest
-from conftest import commit_count, git, is_clean, snapshot
+from support.git import commit_count, git, is_clean, snapshot
 
 from memvault.errors import ExitCode
 
@@ -219,6 +219,15 @@ def test_forget_hides_the_fact_keeps_the_log_line_and_is_idempotent(cli, vault_d
     shown = cli("show", gone)
     assert shown.exit_code == ExitCode.NOT_FOUND
     assert f"fact {gone} was forgotten at" in shown.stderr and "(wrong number)" in shown.stderr
+    # The rule is the library's: the Python API says it in the same words, as a NotFound.
+    from memvault import FactForgotten, NotFound, Vault
+
+    view = Vault(vault_dir).show(gone)
+    assert view.forgotten is not None and view.fact.id == gone
+    with pytest.raises(FactForgotten) as told:
+        view.live()
+    assert isinstance(told.value, NotFound) and f"memvault: {told.value}\n" == shown.stderr
+    assert Vault(vault_dir).show(keep).live().id == keep
 
     commits = commit_count(vault_dir)
     again = cli("forget", gone)

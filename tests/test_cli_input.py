@@ -11,7 +11,9 @@ import sys
 from datetime import datetime
 
 import pytest
-from conftest import ROOT, Cli, commit_count, run_memvault, snapshot
+from support import ROOT
+from support.cli import Cli, run_memvault
+from support.git import commit_count, snapshot
 
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LONG = "word " * 20_000  # a 100 KB fact on one line

@@ -14,24 +14,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import commit_count, git, is_clean, run_memvault
 from filelock import FileLock
-from process_support import compiled_children  # noqa: F401  (fixture)
+from support.cli import run_memvault
+from support.git import assert_fsck_clean, commit_count, git, is_clean
+from support.process import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode
-from memvault.facts import Fact, format_item, log_header, new_fact_id
+from memvault.formats.facts import Fact, format_item, log_header, new_fact_id
 
 
 def all_texts(vault_dir) -> list[str]:
     result = run_memvault("recent", "--limit", "100000", "--json", "--vault", str(vault_dir))
     assert result.returncode == 0, result.stderr
     return [f["text"] for f in json.loads(result.stdout)]
-
-
-def assert_fsck_clean(vault_dir) -> None:
-    fsck = subprocess.run(["git", "-C", str(vault_dir), "fsck", "--strict"], capture_output=True, text=True)
-    assert fsck.returncode == 0, fsck.stdout[-2000:] + fsck.stderr
 
 
 def start_add(vault_dir, text: str, env: dict | None = None) -> subprocess.Popen:
@@ -153,10 +149,10 @@ def test_queued_writers_that_give_up_or_die_are_never_committed(vault_dir):
         wait_until(lambda: len(queued(vault_dir)) == 6, timeout=300)
         for name, sig in (("int", signal.SIGINT), ("term", signal.SIGTERM), ("kill", signal.SIGKILL)):
             procs[name].send_signal(sig)
-            procs[name].wait(timeout=30)
+            procs[name].wait(timeout=180)  # an upper bound: a machine at load 25 took over 30 s
         # Ctrl-C and SIGTERM withdraw their request at once; SIGKILL cannot, its owner is dead.
         assert len(queued(vault_dir)) == 4
-    results = {name: (proc.wait(timeout=60), proc.stderr.read()) for name, proc in procs.items()}
+    results = {name: (proc.wait(timeout=180), proc.stderr.read()) for name, proc in procs.items()}
     assert results["int"][0] == ExitCode.INTERRUPTED and "interrupted" in results["int"][1]
     assert results["term"][0] == ExitCode.TERMINATED and "terminated" in results["term"][1]
     assert results["kill"][0] == -signal.SIGKILL
@@ -358,7 +354,8 @@ def test_doctor_never_calls_stale_the_lock_of_a_git_that_finished_while_it_looke
     file(s) left by a killed git process: .git/index.lock", exit 1, 43 times in 16,800 checks
     beside one writer adding in a loop. Here a real git holds index.lock and ends just before the
     look; only a lock still there, the same file, is called stale."""
-    from memvault import gitstore, health
+    from memvault.health import checks as health
+    from memvault.storage import gitstore
 
     vault = Vault.open(vault_dir)
     git_proc = _git_holding_index_lock(vault_dir, 1)

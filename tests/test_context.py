@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import commit_count
+from support.git import commit_count
 
-from memvault import tokens
+from memvault.base import tokens
 
 PAGE = """---
 title: Alice

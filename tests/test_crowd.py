@@ -1,6 +1,6 @@
 """A crowd of writer processes on one vault: nobody is refused, nothing is lost or doubled.
 
-The children share one bytecode cache (tests/process_support.py), as an installed memvault has its
+The children share one bytecode cache (tests/support/process.py), as an installed memvault has its
 .pyc files, so the test measures adds, not compiling memvault 1,000 times.
 """
 
@@ -15,15 +15,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import git, is_clean, run_memvault
-from process_support import compiled_children  # noqa: F401  (fixture)
+from support.cli import run_memvault
+from support.git import assert_fsck_clean, git, is_clean
+from support.process import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
-
-
-def assert_fsck_clean(vault_dir) -> None:
-    fsck = subprocess.run(["git", "-C", str(vault_dir), "fsck", "--strict"], capture_output=True, text=True)
-    assert fsck.returncode == 0, fsck.stdout[-2000:] + fsck.stderr
 
 
 def test_forty_processes_adding_25_facts_each_are_all_committed_once(vault_dir):

@@ -26,7 +26,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import run_memvault, snapshot
+from support.cli import run_memvault
+from support.git import snapshot
 
 FACTS = [
     "Anna builds harpsichords in her workshop",

@@ -17,7 +17,7 @@ from memvault.cli.docs_gen import COMPLETION_FILES, ROOT, stale_files
 
 def _commands():
     import typer
-    from typer._click import Context
+    from typer import Context
 
     from memvault.cli.app import app
 
@@ -52,7 +52,7 @@ def test_help_paragraphs_wrap_at_the_terminal_width(command):
     """The docstrings are wrapped for the source; on an 80-column terminal a paragraph's lines
     fill the width instead of breaking after a few words where the source line ended. Each
     `Example:` keeps a line of its own."""
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     out = run_memvault(command, "--help", env={"COLUMNS": "80", "NO_COLOR": "1"}).stdout
     prose = [line.strip() for line in out.splitlines()
@@ -70,7 +70,7 @@ def test_help_prints_every_word_of_its_text():
     """`--help` shows the text docs/cli.md shows: rich's markup once read `[dream] max_days`,
     `[llm] model` and `[default: ...]` as style tags and dropped them ("batches of  max_days",
     "Order of the listed facts .")."""
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     missing = []
     for name, command in _commands():
@@ -82,7 +82,7 @@ def test_help_prints_every_word_of_its_text():
 
 
 def test_help_lines_that_start_with_a_label_keep_their_line():
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     out = run_memvault("completions", "--help", env={"COLUMNS": "80", "NO_COLOR": "1"}).stdout
     starts = [line.strip().split(":")[0] for line in out.splitlines()]

@@ -83,7 +83,7 @@ def _check(value, t: str, types: dict, where: str) -> list[str]:
 def all_commands() -> list[str]:
     """Every command that takes --json: all but `mcp`, whose stdout carries the MCP protocol."""
     import typer
-    from typer._click import Context
+    from typer import Context
 
     from memvault.cli.app import app
 
@@ -146,8 +146,8 @@ def outputs(cli, vault_dir, tmp_path):
 
 
 def test_json_outputs_match_the_documentation(outputs, tmp_path, monkeypatch):
-    """Runs every command; dream asks the scripted local model server (tests/fake_llm.py)."""
-    from fake_llm import FakeLLM, consolidate_everything
+    """Runs every command; dream asks the scripted local model server (tests/support/fake_llm.py)."""
+    from support.fake_llm import FakeLLM, consolidate_everything
 
     run, seen, documented, types = outputs
     run("init", str(tmp_path / "other"), vault=False)
@@ -211,6 +211,24 @@ def _documented_error_types() -> set[str]:
     return {name.strip() for name in row.split("error class:", 1)[1].strip(" |").split(",")}
 
 
+def test_every_documented_error_type_is_a_class_that_names_itself():
+    """Each name docs/json.md lists is an exception class a caller can catch, and the JSON its
+    instance gives (`error_json`, the one place the envelope is built) names that very type and
+    the exit code the README lists (LogLinesUnreadable was a string in the dream command)."""
+    from memvault import errors
+    from memvault.dream.undo import UndoRefused
+
+    arguments = {"UnsafePath": ("wiki/a.md",), "VaultUnwritable": ("disk full while writing", "log.md"),
+                 "Terminated": (), "Interrupted": ()}
+    for name in sorted(_documented_error_types()):
+        kind = UndoRefused if name == "UndoRefused" else getattr(errors, name, None)
+        assert isinstance(kind, type) and issubclass(kind, BaseException), name
+        error = kind(*arguments.get(name, ("what went wrong",)))
+        detail = errors.error_json(error)["error"]
+        assert detail["type"] == name and detail["exit_code"] == int(error.exit_code), detail
+        assert detail["message"] == str(error) and detail["message"]
+
+
 def test_error_types_are_the_documented_ones(cli, vault_dir, tmp_path):
     """A script matching `type` sees only the names docs/json.md lists: a model server that does
     not answer is an LLMError (it was ProviderUnavailable), a vault with an empty .git a NotAVault
@@ -224,7 +242,7 @@ def test_error_types_are_the_documented_ones(cli, vault_dir, tmp_path):
     cli("add", "Alice prefers green tea", "--at", "2026-01-02")
     env = {"MEMVAULT_MODEL": "openai/fake", "MEMVAULT_API_BASE": f"http://127.0.0.1:{port}/v1",
            "OPENAI_API_KEY": "sk-test"}
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     dream = run_memvault("dream", "--dry-run", "--json", "--vault", str(vault_dir), env=env, timeout=120)
     broken = tmp_path / "broken"

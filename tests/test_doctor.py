@@ -7,7 +7,8 @@ import os
 import time
 from pathlib import Path
 
-from conftest import commit_count, git, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import commit_count, git, is_clean
 
 
 def _checks(result) -> dict[str, dict]:
@@ -71,7 +72,7 @@ def test_doctor_finds_problems_and_fix_repairs_the_safe_ones(cli, vault):
     assert checks["daily logs"]["status"] == "fail" and checks["citations"]["status"] == "fail"
     assert not lock.exists() and is_clean(vault.root)
     assert commit_count(vault.root) == commits + 1
-    assert "memvault.union_merge" in git(vault.root, "config", "--get", "merge.union.driver")
+    assert "memvault.remote.union_merge" in git(vault.root, "config", "--get", "merge.union.driver")
 
 
 def test_llm_and_embedding_configuration_are_checked_without_network(cli, vault, monkeypatch, tmp_path):

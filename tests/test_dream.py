@@ -14,20 +14,17 @@ import os
 from datetime import date, timedelta
 
 import pytest
-from conftest import commit_count, git, is_clean
-from dream_support import TODAY, FakeLLM, answer, consolidated, dream, log_lines, request_data
-from fake_llm import consolidate_everything
+from support.dream import TODAY, answer, consolidated, dream, log_lines, request_data
+from support.fake_llm import (
+    consolidate_everything,
+    fake_llm,  # noqa: F401  (fixture: fake)
+)
+from support.git import commit_count, git, is_clean
 
 from memvault.errors import LLMError, NotFound
-from memvault.pages import read_page
+from memvault.storage.wiki import read_page
 
 TEA = "wiki/preferences/drinks.md"
-
-
-@pytest.fixture
-def fake():
-    with FakeLLM() as server:
-        yield server
 
 
 def add(vault, text, day, **kw):

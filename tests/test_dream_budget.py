@@ -1,6 +1,6 @@
 """Dream requests fit the model's window, against a server that counts tokens and refuses like real ones.
 
-The fake server (tests/fake_llm.py) counts with its own tokenizer (cl100k_base times `ratio`, plus
+The fake server (tests/support/fake_llm.py) counts with its own tokenizer (cl100k_base times `ratio`, plus
 ChatML framing), answers HTTP 400 with the real error text when prompt + max_tokens exceeds its
 window, and cuts answers at max_tokens. Facts: LoCoMo conversation 0 (the recorded vault).
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from datetime import date
 
-from conftest import is_clean
-from dream_support import TRANSCRIPTS, FakeLLM, add_recorded_facts, dream, log_lines, request_data
-from fake_llm import consolidate_by_tag
+from support.dream import TRANSCRIPTS, FakeLLM, add_recorded_facts, dream, log_lines, request_data
+from support.fake_llm import consolidate_by_tag
+from support.git import is_clean
 
 
 def locomo_drafts(limit: int | None = None, day: str | None = None) -> list[dict]:

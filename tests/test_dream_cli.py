@@ -15,21 +15,15 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
-import pytest
-from conftest import commit_count, git, is_clean, run_memvault
-from dream_support import MODEL, FakeLLM, request_data
-from fake_llm import consolidate_everything
+from support.cli import run_memvault
+from support.dream import MODEL, request_data
+from support.fake_llm import (
+    consolidate_everything,
+    fake_llm_in_env,  # noqa: F401  (fixture: fake)
+)
+from support.git import commit_count, git, is_clean
 
 DAY = (date.today() - timedelta(days=3)).isoformat()
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    with FakeLLM() as server:
-        monkeypatch.setenv("MEMVAULT_MODEL", MODEL)
-        monkeypatch.setenv("MEMVAULT_API_BASE", server.api_base)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-        yield server
 
 
 def test_dream_json_summary_then_status_and_undo(cli, fake):

@@ -9,7 +9,7 @@ towards skipping a batch; a refused setup (key, model) and an outage never do.
 from __future__ import annotations
 
 import pytest
-from dream_support import MODEL, FakeLLM, dream, log_lines
+from support.dream import MODEL, FakeLLM, dream, log_lines
 
 POLICY = {"error": {"message": "Your request was rejected as a result of our safety system.",
                     "type": "invalid_request_error", "param": None, "code": "content_policy_violation"}}

@@ -11,20 +11,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import commit_count, git, is_clean
-from dream_support import FakeLLM, answer, consolidated, dream, log_lines, request_data
+from support.dream import answer, consolidated, dream, log_lines, request_data
+from support.fake_llm import fake_llm  # noqa: F401  (fixture: fake)
+from support.git import commit_count, git, is_clean
 
 from memvault.dream.undo import UndoRefused
-from memvault.pages import read_page
+from memvault.storage.wiki import read_page
 
 ALICE = "wiki/people/alice.md"
 COFFEE = "wiki/people/coffee.md"
-
-
-@pytest.fixture
-def fake():
-    with FakeLLM() as server:
-        yield server
 
 
 def consolidated_pages(vault, fake):
@@ -171,7 +166,7 @@ def test_scrub_and_pending_days_in_one_run_a_rejected_scrub_does_not_hold_up_the
 
 
 def test_scrub_and_day_batch_attempts_are_counted_apart():
-    from memvault.dreamlog import failed_attempts, parse_journal
+    from memvault.formats.dreamlog import failed_attempts, parse_journal
 
     log = "\n".join([
         "- 2026-11-20T03:00:00+00:00 dream failed 2026-11-01..2026-11-05 · attempt 1/3: bad",

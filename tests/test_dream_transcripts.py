@@ -18,19 +18,11 @@ import re
 from datetime import date
 
 import pytest
-from conftest import git, is_clean
-from dream_support import (
-    FakeLLM,
-    add_recorded_facts,
-    dream,
-    log_lines,
-    recorded_answer,
-    request_data,
-    transcript,
-)
-from fake_llm import consolidate_by_tag
+from support.dream import FakeLLM, add_recorded_facts, dream, log_lines, recorded_answer, request_data, transcript
+from support.fake_llm import consolidate_by_tag
+from support.git import git, is_clean
 
-from memvault.pages import read_page
+from memvault.storage.wiki import read_page
 
 CAROLINE, MELANIE = "wiki/people/caroline.md", "wiki/people/melanie.md"
 

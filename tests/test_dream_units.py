@@ -16,9 +16,10 @@ import pytest
 from memvault.dream.memory_md import parse_memory, render_memory
 from memvault.dream.prompt import build_messages, data_of, fact_record
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, parse_answer
-from memvault.dreamlog import failed_attempts, failing, format_entry, kept_ids, parse_journal, settled_ids
-from memvault.facts import Fact
-from memvault.pages import Page, PagePathError, check_page_path, cited_ids, clean_body, replace_section
+from memvault.formats.dreamlog import failed_attempts, failing, format_entry, kept_ids, parse_journal, settled_ids
+from memvault.formats.facts import Fact
+from memvault.formats.pages import Page, PagePathError, cited_ids, clean_body, replace_section
+from memvault.storage.wiki import check_page_path
 
 ZONES = ["people", "topics"]
 
@@ -172,13 +173,13 @@ def test_consolidated_into_a_path_outside_the_vault_is_rejected_without_reading_
 @pytest.mark.parametrize("path, zone", [("wiki/topics/tea.md", "topics"), ("/etc/x", ""), ("x", ""),
                                         ("wiki/topics/a/b.md", "")])
 def test_zone_of_names_the_zone_only_of_a_wiki_page_path(path, zone):
-    from memvault.pages import zone_of
+    from memvault.formats.pages import zone_of
 
     assert zone_of(path) == zone
 
 
 def test_tags_written_by_hand_as_a_string_are_words_for_dream_and_search(vault):
-    from memvault.pages import read_page
+    from memvault.storage.wiki import read_page
 
     page = vault.root / "wiki" / "topics" / "garden.md"
     page.write_text("---\ntitle: Garden\ntags: garden, hobby\n---\n# Garden\n\nTomatoes on the balcony.\n")

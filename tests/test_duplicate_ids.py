@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import git
-from dream_support import TODAY, FakeLLM, dream, request_data
-from fake_llm import consolidate_everything
+from support.dream import TODAY, FakeLLM, dream, request_data
+from support.fake_llm import consolidate_everything
+from support.git import git
 
 
 def _duplicate(vault):

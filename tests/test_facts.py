@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memvault.facts import Fact, format_item, log_header, new_fact_id, parse_log
+from memvault.formats.facts import Fact, format_item, log_header, new_fact_id, parse_log
 
 AT = datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
 TRICKY = [

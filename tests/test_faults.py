@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Cli, git, is_clean, run_memvault, snapshot
-from process_support import compiled_children  # noqa: F401  (fixture)
+from support.cli import Cli, run_memvault
+from support.git import assert_fsck_clean, git, is_clean, snapshot
+from support.process import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode
@@ -66,11 +67,6 @@ def add_stdin(vault_dir: Path, *facts: dict):
 
 def texts(vault_dir: Path) -> list[str]:
     return sorted(f.text for f in Vault.open(vault_dir).iter_facts())
-
-
-def assert_fsck_clean(vault_dir: Path) -> None:
-    fsck = subprocess.run(["git", "-C", str(vault_dir), "fsck", "--strict"], capture_output=True, text=True)
-    assert fsck.returncode == 0, fsck.stdout[-2000:] + fsck.stderr
 
 
 def incompressible(size: int) -> str:
@@ -358,7 +354,7 @@ def test_a_killed_writers_git_still_committing_is_waited_for_never_undone_under_
     """Fault tried: a writer killed while its git (slow, on a loaded machine) is still at work. The
     next command must not cut the files back under a commit that may yet land: it leaves the
     journal (reading goes on, a write is refused with exit 4), and settles once that git is gone."""
-    import memvault.gitstore as gitstore
+    import memvault.storage.gitstore as gitstore
     from memvault.storage.journal import APPEND, Entry
 
     vault = Vault.open(vault_dir)
@@ -394,7 +390,7 @@ def test_ctrl_c_while_python_starts_git_never_undoes_a_write_under_that_git(vaul
     `git commit`, where subprocess neither kills nor waits for the child. The write's own undo must
     wait for that git (a commit landing after a cut-back left HEAD holding a tombstone the file no
     longer had); while it still runs the journal stays, and the next command settles it."""
-    import memvault.gitstore as gitstore
+    import memvault.storage.gitstore as gitstore
     from memvault.storage.journal import APPEND
 
     vault = Vault.open(vault_dir)
@@ -659,8 +655,8 @@ def test_a_dream_on_a_full_disk_says_what_became_of_its_files(small_disk, leave_
     tree (its undo needed room too) until the next command, and the journal's temp file stayed
     for good. Now it says the files stay changed until the next command, which puts them back,
     and no temp file is left."""
-    from dream_support import MODEL, FakeLLM
-    from fake_llm import consolidate_everything
+    from support.dream import MODEL, FakeLLM
+    from support.fake_llm import consolidate_everything
 
     vault = Vault.init(small_disk / "vault")
     vault.add_many([{"text": f"day {day} note {i} " + "z" * 300, "at": f"2026-10-{day:02d}"}

@@ -11,19 +11,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import is_clean
-from dream_support import FakeLLM, answer, consolidated, dream
+from support.dream import answer, consolidated, dream
+from support.fake_llm import fake_llm  # noqa: F401  (fixture: fake)
+from support.git import is_clean
 
-from memvault.pages import read_page
+from memvault.storage.wiki import read_page
 
 OLD = "wiki/people/alice-the-coffee-hater.md"
 NEW = "wiki/people/alice.md"
-
-
-@pytest.fixture
-def fake():
-    with FakeLLM() as server:
-        yield server
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import run_memvault
+from support.cli import run_memvault
 
 
 def texts(hits):
@@ -117,7 +117,7 @@ def test_a_cache_of_the_first_layout_is_moved_over_and_its_vectors_reused(vault)
 
 
 def test_changing_the_embedding_model_re_embeds_and_says_so(vault_dir, tmp_path):
-    import tiny_model
+    from support import tiny_model
 
     from memvault import Vault
 

@@ -19,14 +19,15 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import git, is_clean, run_memvault
-from dream_support import MODEL, FakeLLM, request_data
-from fake_llm import consolidate_everything
-from process_support import compiled_children  # noqa: F401  (fixture)
+from support.cli import run_memvault
+from support.dream import MODEL, FakeLLM, request_data
+from support.fake_llm import consolidate_everything
+from support.git import git, is_clean
+from support.process import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
 from memvault.errors import ExitCode
-from memvault.gitstore import GitStore
+from memvault.storage.gitstore import GitStore
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 # A signal that arrives while Python is still starting ends it by the signal's default action

@@ -20,7 +20,8 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.from_thread import start_blocking_portal
-from conftest import IDENTITY, commit_count, git, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import IDENTITY, commit_count, git, is_clean
 from test_docs_json import parse_doc, problems
 
 TOOLS = {"add", "search", "recent", "show", "forget", "context", "status"}
@@ -368,7 +369,7 @@ def test_a_nightly_dream_in_another_process_is_seen_without_a_restart(server):
     """`memvault dream` run by cron (a scripted local model) consolidates a backdated fact into a
     page: the warm server's next search finds the page, the fact leaves the default scope (the
     watermark moved) but `include_all` still finds it, and MEMORY.md reads as rewritten."""
-    from fake_llm import FakeLLM, consolidate_everything
+    from support.fake_llm import FakeLLM, consolidate_everything
 
     fact = server.ok("add", text="Grace keeps bees on her roof", at="2025-06-01")
     with FakeLLM(default=consolidate_everything("wiki/topics/bees.md", "Bees")) as fake:

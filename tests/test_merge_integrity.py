@@ -11,13 +11,13 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-from conftest import git, is_clean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.git import git, is_clean
 
 from memvault import Vault
-from memvault.facts import Fact, format_item, log_header, new_fact_id, parse_log
-from memvault.union_merge import merge
+from memvault.formats.facts import Fact, format_item, log_header, new_fact_id, parse_log
+from memvault.remote.union_merge import merge
 
 BREAKERS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\n"
 DAY = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)

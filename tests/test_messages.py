@@ -11,7 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import Cli, run_memvault, snapshot
+from support.cli import Cli, run_memvault
+from support.git import snapshot
 
 from memvault.errors import ExitCode
 

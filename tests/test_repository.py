@@ -7,7 +7,8 @@ import json
 import shutil
 
 import pytest
-from conftest import Cli, commit_count, git, is_clean, run_memvault
+from support.cli import Cli, run_memvault
+from support.git import commit_count, git, is_clean
 
 from memvault.errors import ExitCode
 

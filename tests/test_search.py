@@ -6,7 +6,8 @@ import json
 import textwrap
 
 import pytest
-from conftest import commit_count, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import commit_count, is_clean
 
 from memvault.errors import InvalidInput
 
@@ -275,7 +276,7 @@ def test_python_api_and_cli_return_the_same_hits(cli, vault_dir):
 def test_search_and_dream_read_a_page_header_alike(vault, newline):
     """Search shows the title, tags and date dream reads from the same header (Windows line ends
     too); a header that is not YAML (bad input) hides nothing of the body from either."""
-    from memvault.pages import read_page
+    from memvault.storage.wiki import read_page
 
     zone = vault.root / "wiki" / "places"
     zone.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import Cli
+from support.cli import Cli
 
 from memvault import Vault
 

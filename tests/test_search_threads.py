@@ -7,7 +7,8 @@ import json
 import sqlite3
 
 import pytest
-from conftest import commit_count, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import commit_count, is_clean
 
 from memvault.errors import InvalidInput
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import commit_count, git, is_clean
-from dream_support import FakeLLM, answer, consolidated, dream, request_data
-from fake_llm import consolidate_everything
+from support.dream import FakeLLM, answer, consolidated, dream, request_data
+from support.fake_llm import consolidate_everything
+from support.git import commit_count, git, is_clean
 
 from memvault.errors import ExitCode, InvalidInput, InvalidItem
 
@@ -145,7 +145,7 @@ def test_everyday_labels_never_reach_the_scanner_and_credential_shaped_ones_do()
     about on every add: a UUID session, a dated session name, `api` or `keyboard` tags and a
     versioned agent name are not (they made `add` 1.6 times as slow, a labelled bulk add a quarter
     the speed); a key, a token, a keyword given a value and a URL with a password are."""
-    from memvault.credentials import _LABEL_WORTH_SCANNING, find_credentials
+    from memvault.base.credentials import _LABEL_WORTH_SCANNING, find_credentials
 
     everyday = ["123e4567-e89b-12d3-a456-426614174000", "session-2025-11-23-morning", "api", "keyboard",
                 "author", "my-agent/v2.3.1", "locomo-conv-26-session-1", "tokenizer"]

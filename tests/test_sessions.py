@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import commit_count
+from support.git import commit_count
 
 
 @pytest.fixture

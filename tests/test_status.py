@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from conftest import git
+from support.git import git
 
 
 def test_status_counts_facts_days_pages_and_dream_progress(cli, vault):
@@ -74,7 +74,7 @@ def test_status_shows_the_lock_holder_and_ahead_behind(cli, vault, tmp_path):
 def test_status_reports_a_missing_or_damaged_index_without_building_it(cli, vault_dir):
     """Bad states tried: no index yet, then a catalog overwritten with garbage. Status and doctor
     report each as it is, keep the same index fields, and neither builds nor repairs anything."""
-    from conftest import run_memvault
+    from support.cli import run_memvault
 
     from memvault import Vault
 

@@ -14,7 +14,8 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import git, run_memvault
+from support.cli import run_memvault
+from support.git import git
 
 from memvault.errors import ExitCode
 

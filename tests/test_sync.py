@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import IDENTITY, git, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import IDENTITY, git, is_clean
 
 from memvault import Vault
 from memvault.errors import ExitCode, InvalidInput
-from memvault.union_merge import merge
+from memvault.remote.union_merge import merge
 
 
 def _remote(tmp_path: Path) -> Path:
@@ -78,7 +79,7 @@ def test_a_merge_driver_outliving_its_killed_git_never_brings_back_a_temp_file(t
     git killed mid-merge leaves its driver running; the sync's clean-up removed git's temp files,
     and the driver, still merging, then wrote its result to a new file of the same name. Here the
     clean-up lands while the driver merges: it writes nothing and the file stays gone."""
-    from memvault import union_merge
+    from memvault.remote import union_merge
 
     base, ours, theirs = (tmp_path / f".merge_file_{side}" for side in ("base", "ours", "them"))
     for path, text in ((base, ""), (ours, "# 2026-11-20\n"), (theirs, "# 2026-11-20\n")):
@@ -295,10 +296,31 @@ def test_a_plain_git_clone_gets_the_merge_driver_on_first_open(tmp_path):
     remote, a, _ = _machines(tmp_path)
     plain = tmp_path / "plain"
     subprocess.run(["git", "clone", "-q", "-b", "main", str(remote), str(plain)], check=True)
-    assert "memvault.union_merge" not in (plain / ".git" / "config").read_text()
+    assert "memvault.remote.union_merge" not in (plain / ".git" / "config").read_text()
     done = run_memvault("sync", "--vault", str(plain))
     assert done.returncode == 0 and "up to date" in done.stdout
-    assert "memvault.union_merge" in git(plain, "config", "--get", "merge.union.driver")
+    assert "memvault.remote.union_merge" in git(plain, "config", "--get", "merge.union.driver")
+
+
+def test_a_merge_driver_naming_its_former_module_is_rewritten_on_open(tmp_path):
+    """A vault set up before the driver moved to memvault.remote has `-m memvault.union_merge` in
+    its git config, a module that is gone: opening it installs the driver where it is now, so the
+    next sync still merges two machines' adds to one daily log item by item."""
+    _remote_dir, a, b = _machines(tmp_path)
+    for machine in (a, b):
+        driver = git(machine, "config", "--get", "merge.union.driver").strip()
+        git(machine, "config", "merge.union.driver", driver.replace(".remote.union_merge", ".union_merge"))
+    for machine, text in ((a, "Alice drinks green tea"), (b, "Bob drinks coffee")):
+        added = run_memvault("add", text, "--at", "2026-11-01T09:00", "--vault", str(machine))
+        assert added.returncode == 0, added.stderr
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+
+    done = run_memvault("sync", "--vault", str(b))
+
+    assert done.returncode == 0, done.stderr
+    assert " -m memvault.remote.union_merge " in git(b, "config", "--get", "merge.union.driver")
+    listed = run_memvault("recent", "--vault", str(b)).stdout
+    assert "Alice drinks green tea" in listed and "Bob drinks coffee" in listed and is_clean(b)
 
 
 def test_uncommitted_hand_edits_block_the_sync(tmp_path, vault_dir):

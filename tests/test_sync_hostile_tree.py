@@ -19,8 +19,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, is_clean, run_memvault
-from sync_support import HOSTILE, push, refused, shared
+from support.cli import run_memvault
+from support.git import git, is_clean
+from support.sync import HOSTILE, push, refused, shared
 
 from memvault.errors import ExitCode
 

@@ -17,8 +17,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import git, run_memvault
-from sync_support import HOSTILE, push, refused, shared
+from support.cli import run_memvault
+from support.git import git
+from support.sync import HOSTILE, push, refused, shared
 
 from memvault import Vault
 from memvault.errors import ExitCode

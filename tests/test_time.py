@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
-from conftest import snapshot
+from support.git import snapshot
 
-from memvault import Vault
+from memvault import InvalidInput, RecentQuery, Vault
 
 
 def _ids(result) -> list[str]:
@@ -50,6 +50,24 @@ def test_api_bounds_in_another_zone_than_the_vault_s(vault_dir):
     assert vault.recent(until=until) == []
 
 
+def test_recent_and_sessions_take_dates_as_people_type_them(vault_dir):
+    """The Python API reads `since`/`until` as the CLI and MCP do ("2026-11-10", "7d"): parsed
+    once, by RecentQuery.parse in the vault's zone. Bad inputs tried: a date that is no date, and
+    a ready RecentQuery with keywords beside it: one clear InvalidInput each."""
+    vault = Vault.open(vault_dir)
+    old = vault.add("The boiler was serviced", at="2026-11-01T09:00", source="mail")
+    new = vault.add("The boiler was serviced again", at="2026-11-20T09:00", source="mail")
+    assert [f.id for f in vault.recent(since="2026-11-10")] == [new.id]
+    assert [f.id for f in vault.recent(until="2026-11-01")] == [old.id]
+    assert [s.facts for s in vault.sessions(since="2026-11-01", until="2026-11-30")] == [2]
+    query = RecentQuery.parse(1, tz=vault.tz, until="2026-11-30", source="mail", oldest_first=False)
+    assert [f.id for f in vault.recent(query)] == [new.id]
+    with pytest.raises(InvalidInput, match="since 'last week' is not a date"):
+        vault.recent(since="last week")
+    with pytest.raises(InvalidInput, match="either in the RecentQuery or as keywords"):
+        vault.recent(query, tag="boiler")
+
+
 def test_a_bound_at_the_calendar_s_end_in_another_zone_is_no_error(cli, monkeypatch):
     """Bad inputs tried: `datetime.max` in UTC as a script's "no upper bound", and
     9999-12-31T20:00+00:00 typed on the CLI, in a vault east of UTC, where both are in year 10000:
@@ -66,7 +84,7 @@ def test_a_bound_at_the_calendar_s_end_in_another_zone_is_no_error(cli, monkeypa
 
 
 def test_hours_ago_are_elapsed_hours_across_a_dst_change():
-    from memvault.dates import parse_at, parse_bound
+    from memvault.base.dates import parse_at, parse_bound
 
     paris = ZoneInfo("Europe/Paris")
     noon = datetime(2026, 3, 29, 12, 0, tzinfo=paris)  # the clocks went 02:00 -> 03:00 this night

@@ -13,7 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import commit_count, git, is_clean, run_memvault
+from support.cli import run_memvault
+from support.git import commit_count, git, is_clean
 
 HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit", "post-merge",
          "post-checkout", "reference-transaction", "pre-push", "post-rewrite", "pre-auto-gc")

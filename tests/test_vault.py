@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Cli, commit_count, git, is_clean, run_memvault
+from support.cli import Cli, run_memvault
+from support.git import commit_count, git, is_clean
 
 from memvault import NotAVault, Vault
 from memvault.errors import ExitCode

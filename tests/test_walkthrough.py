@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_llm import FakeLLM, consolidate_everything
+from support.fake_llm import FakeLLM, consolidate_everything
 from test_docs import INSTALL, WALKTHROUGH, _fresh_home_env
 
 GITHUB = "git@github.com:me/memory.git"

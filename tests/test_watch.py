@@ -14,7 +14,7 @@ import os
 import sys
 
 import pytest
-from conftest import run_memvault
+from support.cli import run_memvault
 
 from memvault import Vault
 from memvault.index.search import engine

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import re
 import shutil
@@ -16,14 +15,26 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer._click import Context
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
+from typer import Context
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
-from memvault.errors import ExitCode, InvalidInput, InvalidItem, MemvaultError, Terminated, one_line, unwritable_in
-from memvault.gitstore import GIT_MISSING, failure_detail
+from memvault.cli.click_private import ClickException, NoArgsIsHelpError, NoSuchOption, command_line
+from memvault.cli.click_private import UsageError as BadCommandLine
+from memvault.errors import (
+    ExitCode,
+    InternalError,
+    Interrupted,
+    InvalidInput,
+    InvalidItem,
+    MemvaultError,
+    Terminated,
+    UsageError,
+    one_line,
+    unwritable_in,
+)
+from memvault.storage.gitstore import GIT_MISSING, failure_detail
 
 
 class MemvaultGroup(TyperGroup):
@@ -39,14 +50,14 @@ class MemvaultGroup(TyperGroup):
             return super().parse_args(ctx, args)
         except NoArgsIsHelpError:
             raise
-        except UsageError as e:
+        except BadCommandLine as e:
             message = e.format_message()
             if isinstance(e, NoSuchOption):
                 message = _misplaced(self, e.option_name, args) or message
-            _fail("UsageError", f"{message} (see `memvault --help`)", ExitCode.USAGE, _asks_json(args))
+            _fail(UsageError(f"{message} (see `memvault --help`)"), _asks_json(args))
 
     def invoke(self, ctx: Context) -> Any:
-        args = [*ctx._protected_args, *ctx.args]  # (the group's invoke empties them)
+        args = command_line(ctx)  # (the group's invoke empties them)
         wants_json = _asks_json(args)
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
         previous = None
@@ -57,37 +68,35 @@ class MemvaultGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except MemvaultError as e:
-            _fail(e.kind, _as_option(self, args, e), e.exit_code, wants_json)
-        except Terminated:
-            _fail("Terminated", "terminated", ExitCode.TERMINATED, wants_json)
+            _fail(_as_option(self, args, e), wants_json)
+        except Terminated as e:
+            _fail(e, wants_json)
         except BrokenPipeError:
             # The reader went away (`memvault recent | head`): not an error worth a message.
             quiet_stdout()
             raise Exit(int(ExitCode.OK)) from None
         except KeyboardInterrupt:
-            _fail("Interrupted", "interrupted", ExitCode.INTERRUPTED, wants_json)
+            _fail(Interrupted(), wants_json)
         except NoArgsIsHelpError:
             raise  # `memvault` called bare: its help is the answer
-        except UsageError as e:
+        except BadCommandLine as e:
             # One line like every other error, not a framed usage box.
             where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
-            _fail("UsageError", e.format_message() + where, ExitCode.USAGE, wants_json)
+            _fail(UsageError(e.format_message() + where), wants_json)
         except (Exit, Abort, ClickException):
             raise
         except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
             interrupt = _interrupt_inside(e)
             if interrupt is not None:  # Python wrapped it (`__set_name__` during an import: RuntimeError)
-                terminated = isinstance(interrupt, Terminated)
-                _fail("Terminated" if terminated else "Interrupted", "terminated" if terminated else "interrupted",
-                      ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED, wants_json)
+                _fail(interrupt if isinstance(interrupt, Terminated) else Interrupted(), wants_json)
             # Disk full, read-only or not ours, wherever it happened: one line naming the file.
             clear = unwritable_in(e)
             if clear is None and isinstance(e, ImportError) and shutil.which("git") is None:
                 # GitPython refuses to import without git: any command reaching it says why.
-                _fail("MemvaultError", GIT_MISSING, ExitCode.ERROR, wants_json)
+                _fail(MemvaultError(GIT_MISSING), wants_json)
             if clear is None:
                 _unexpected(e, wants_json)
-            _fail(clear.kind, str(clear), clear.exit_code, wants_json)
+            _fail(clear, wants_json)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
@@ -110,12 +119,12 @@ def _option_names(command: Any) -> set[str]:
                                                            *getattr(param, "secondary_opts", ()))}
 
 
-def _as_option(group: TyperGroup, args: list[str], error: MemvaultError) -> str:
+def _as_option(group: TyperGroup, args: list[str], error: MemvaultError) -> MemvaultError:
     """The library names a bad value by its field ("at '2026-13-45' is not a date"); said to a
     command line, by the option that gave it ("--at '2026-13-45' ...")."""
     message = str(error)
     if not isinstance(error, InvalidInput) or isinstance(error, InvalidItem):
-        return message
+        return error
     command: Any = group
     for arg in args:  # down to the command run (`remote set` is two words)
         found = getattr(command, "commands", {}).get(arg)
@@ -124,7 +133,9 @@ def _as_option(group: TyperGroup, args: list[str], error: MemvaultError) -> str:
         command = found
     field, space, rest = message.partition(" ")
     option = "--" + field.replace("_", "-")
-    return f"{option} {rest}" if space and command is not group and option in _option_names(command) else message
+    if space and command is not group and option in _option_names(command):
+        error.args = (f"{option} {rest}",)
+    return error
 
 
 def end_past_litellm(code: int | str | None) -> None:
@@ -191,8 +202,7 @@ def _asks_json(args: list[str]) -> bool:
 def _unexpected(e: Exception, wants_json: bool) -> None:
     if os.environ.get("MEMVAULT_DEBUG"):
         traceback.print_exc()
-    _fail("InternalError", f"unexpected error: {failure_detail(e)} (set MEMVAULT_DEBUG=1 for details)",
-          ExitCode.ERROR, wants_json)
+    _fail(InternalError(f"unexpected error: {failure_detail(e)} (set MEMVAULT_DEBUG=1 for details)"), wants_json)
 
 
 def quiet_stdout() -> None:
@@ -200,15 +210,15 @@ def quiet_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-def _fail(kind: str, message: str, code: int, wants_json: bool) -> None:
-    message = one_line(message)
-    if wants_json:
-        sys.stderr.write(json.dumps({"error": {"type": kind, "message": message, "exit_code": int(code)}}) + "\n")
-    else:
-        from memvault.cli.output import visible  # an error may quote stored or typed text
+def _fail(error: MemvaultError | Terminated, wants_json: bool) -> None:
+    from memvault.cli.output import emit_error, visible  # an error may quote stored or typed text
 
+    if wants_json:
+        emit_error(error)
+    else:
+        message = one_line(str(error))
         sys.stderr.write(f"memvault: {visible(message) if sys.stderr.isatty() else message}\n")
-    raise typer.Exit(int(code))
+    raise typer.Exit(int(error.exit_code))
 
 
 def _reflow_help(command: Any) -> None:

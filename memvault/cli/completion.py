@@ -45,7 +45,7 @@ def command_tree(root) -> Node:
 
 
 def _node(command, path: list[str]) -> Node:
-    from typer._click import Context
+    from typer import Context
 
     node = Node(path=path, help=first_sentence(command.help or ""))
     for param in command.params:
@@ -85,7 +85,7 @@ def _choices(param) -> list[str]:
     import enum
     import typing
 
-    from memvault.config import CATEGORIES
+    from memvault.base.config import CATEGORIES
 
     annotation = _annotation(param)
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):

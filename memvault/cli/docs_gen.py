@@ -18,7 +18,7 @@ CLI_DOC = "docs/cli.md"
 
 def cli_markdown() -> str:
     import typer
-    from typer._click import Context
+    from typer import Context
 
     from memvault.cli.app import app
 
@@ -51,7 +51,7 @@ def cli_markdown() -> str:
 
 
 def _walk(group, ctx, words=()):
-    from typer._click import Context
+    from typer import Context
 
     found = []
     for name in group.list_commands(ctx):

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
-from memvault.errors import ExitCode, InvalidInput, check_count
+from memvault.cli.output import JsonOption, VaultOption, echo, emit_error, emit_json, notice, open_vault
+from memvault.errors import ExitCode, InvalidInput, LLMError, LogLinesUnreadable, check_count
 
 
 def dream(
@@ -63,22 +63,14 @@ def dream(
     if report.error:
         # the summary above is the result; the failure itself is reported like any other error
         if json_:
-            import json
-            import sys
-
-            error = {"type": "LLMError", "message": report.error, "exit_code": int(ExitCode.LLM)}
-            sys.stderr.write(json.dumps({"error": error}) + "\n")
+            emit_error(LLMError(report.error))
         else:
             notice(report.error)
         raise typer.Exit(int(ExitCode.LLM))
     if report.stopped:
         # the days before were consolidated; this one waits for a person: a non-zero exit tells cron
         if json_:
-            import json
-            import sys
-
-            error = {"type": "LogLinesUnreadable", "message": report.stopped, "exit_code": int(ExitCode.ERROR)}
-            sys.stderr.write(json.dumps({"error": error}) + "\n")
+            emit_error(LogLinesUnreadable(report.stopped))
         raise typer.Exit(int(ExitCode.ERROR))
     for label in data["skipped"]:
         notice(f"batch {label} was skipped after repeated failures; its facts stay searchable as raw facts")

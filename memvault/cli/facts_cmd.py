@@ -23,8 +23,8 @@ from memvault.cli.output import (
     open_vault,
     table,
 )
-from memvault.errors import InvalidInput, InvalidItem, NotFound, check_count
-from memvault.facts import read_fact_lines
+from memvault.errors import InvalidInput, InvalidItem, check_count
+from memvault.formats.facts import read_fact_lines
 
 CategoryOption = Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")]
 TagOption = Annotated[str | None, typer.Option("--tag", "-t", help="Only facts with this tag.")]
@@ -88,14 +88,10 @@ def show(
 
     Example: memvault show 01jdq5x8k2m7v3qa --json
     """
-    view = open_vault(vault_path).show(fact_id)
-    if view.forgotten:
-        t = view.forgotten
-        raise NotFound(f"fact {t.id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
+    fact = open_vault(vault_path).show(fact_id).live()
     if json_:
-        emit_json(view.fact.to_dict())
+        emit_json(fact.to_dict())
         return
-    fact = view.fact
     echo(fact.text)
     echo("")
     fields = [("id", fact.id, ID), ("at", fact.at.isoformat(), ""), ("category", fact.category, CATEGORY),
@@ -127,8 +123,7 @@ def recent(
     Example: memvault recent --session chat-42 --limit 50
     """
     check_count("limit", limit, 1)  # before a first use could create the default vault
-    vault = open_vault(vault_path)
-    facts = vault.recent(
+    facts = open_vault(vault_path).recent(
         limit, since=since, until=until, category=category, tag=tag, source=source, session=session,
         oldest_first=oldest_first,
     )

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 import shlex
 
-from typer._click import Context
-from typer._click.exceptions import NoSuchOption, UsageError
+from typer import Context
 from typer.core import TyperCommand
+
+from memvault.cli.click_private import NoSuchOption, UsageError
 
 _OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?", re.S)
 

@@ -18,7 +18,6 @@ from memvault.cli.output import (
     root_vault,
 )
 from memvault.errors import ExitCode
-from memvault.storage.lock import held_by
 
 _MARKS = {"ok": "ok   ", "warn": "warn ", "fail": "FAIL ", "fixed": "fixed"}
 
@@ -71,7 +70,9 @@ def status(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
         echo(f"remote      {remote['url']}: never synced")
     lock = state["lock"]
     if lock:
-        echo(f"lock        {held_by(lock)}")
+        from memvault.vault import Vault
+
+        echo(f"lock        {Vault.held_by(lock)}")
     if state["git"]["uncommitted"]:
         echo(f"git         {state['git']['uncommitted']} uncommitted change(s) (see `memvault doctor`)")
 

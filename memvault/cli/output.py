@@ -19,6 +19,8 @@ from typing import Annotated, Any
 
 import typer
 
+from memvault.errors import MemvaultError, Terminated, error_json
+
 VaultOption = Annotated[
     Path | None,
     typer.Option("--vault", show_default=False,
@@ -58,6 +60,11 @@ def score_style(cell: str) -> str:
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def emit_error(error: MemvaultError | Terminated) -> None:
+    """A failure with --json: `{"error": ...}` on stderr (stdout keeps the result, if any)."""
+    sys.stderr.write(json.dumps(error_json(error)) + "\n")
 
 
 def emit_jsonl(data: Any) -> None:
@@ -244,7 +251,7 @@ def open_vault(path: Path | None):
 
 def root_vault() -> Path | None:
     """The --vault given before the command (`memvault --vault PATH add ...`), if any."""
-    from typer._click.globals import get_current_context
+    from memvault.cli.click_private import get_current_context
 
     ctx = get_current_context(silent=True)
     return (ctx.find_root().obj or {}).get("vault") if ctx is not None else None

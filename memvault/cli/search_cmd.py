@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memvault import jsonline
+from memvault.base import jsonline
 from memvault.cli.output import (
     CATEGORY,
     ID,
@@ -32,8 +32,8 @@ from memvault.cli.output import (
     table,
     terminal,
 )
-from memvault.errors import ExitCode, InvalidInput, MemvaultError, one_line
-from memvault.facts import BOM
+from memvault.errors import ExitCode, InvalidInput, MemvaultError, error_detail
+from memvault.formats.facts import BOM
 
 # Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
 _STDIN_KEYS = {
@@ -121,7 +121,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
                 hits = vault.search(search_query, progress=progress)
         except MemvaultError as e:
             failed += 1
-            error = {"type": e.kind, "message": one_line(f"line {number}: {e}"), "exit_code": int(e.exit_code)}
+            error = error_detail(e, f"line {number}: {e}")
             if as_json:
                 emit_jsonl({"query": query, "error": error})
             else:

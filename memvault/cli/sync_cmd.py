@@ -89,7 +89,7 @@ def sync(json_: JsonOption = False, vault_path: VaultOption = None) -> None:
     if report.received:
         echo(f"received {report.received} commit(s) from {report.remote}/{report.branch} ({how}, "
              f"{len(report.changed)} file(s) changed)")
-    from memvault.sync_checks import shown
+    from memvault.base.text import shown
 
     if report.edited:
         echo(f"took {len(report.edited)} fact(s) edited on the remote ({shown(report.edited, 10)}); "

@@ -5,6 +5,6 @@ pending days, batches sized by tokens), runner (what every job shares: the token
 model call, repair turns, failures, staleness, the commit), batch and scrub (the two kinds of
 job), budget (tokens a request may carry), prompt, llm (lazy litellm, errors by kind), schema
 and validate (the answer and its proof of work), memory_md, results, undo, status. The page format is
-memvault.pages, log.md's is memvault.dreamlog. Import modules directly: this package imports
+memvault.formats.pages, log.md's is memvault.formats.dreamlog. Import modules directly: this package imports
 nothing heavy.
 """

@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from memvault import dreamlog
-from memvault.citations import pages_holding_credentials, withheld_pages, without_lines_linking
-from memvault.credentials import find_credentials, kept_from_prompts
+from memvault.base.credentials import find_credentials, kept_from_prompts
 from memvault.dream.budget import Budget, Part, fit
 from memvault.dream.llm import ContextTooLong
 from memvault.dream.memory_md import parse_memory, render_memory
@@ -23,9 +21,12 @@ from memvault.dream.runner import Change, Job, Runner, subject_label
 from memvault.dream.schema import PAGE_MAX_BYTES, parse_answer
 from memvault.dream.validate import Proposal, build_proposal
 from memvault.errors import MemvaultError
-from memvault.pages import INBOX_ZONE, Page, list_pages, read_page, render_index, render_page, zone_of
-from memvault.storage.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats import dreamlog
+from memvault.formats.citations import without_lines_linking
+from memvault.formats.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats.pages import INBOX_ZONE, Page, render_index, render_page, zone_of
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, pages_holding_credentials, read_page, withheld_pages
 
 PROMPT_PAGES = 20  # related pages offered per batch, most relevant first; as many as fit are sent
 _WORD = re.compile(r"[^\W_]{4,}", re.UNICODE)
@@ -79,7 +80,7 @@ class DayBatch(Job):
         room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines))
         data: dict = {"batch": self.label, "facts": [
             fact_record(f, handles.short[f.id], late=f.id in late, max_tokens=max(64, room)) for f in self.facts]}
-        # pages citing a forgotten fact are withheld (memvault.citations): never shown to a model,
+        # pages citing a forgotten fact are withheld (memvault.storage.wiki): never shown to a model,
         # nor the MEMORY.md and index.md lines written from them; the scrub rewrites them first
         # and so are pages holding a credential (a hand edit put it there), which dream leaves alone
         self.closed = pages_holding_credentials(storage, self.runner.credential_pages)

@@ -1,6 +1,6 @@
 """How many tokens one dream request may carry, and fitting a prompt's parts into that.
 
-Prompts are counted with cl100k_base (memvault.tokens) times MARGIN, so a model whose tokenizer
+Prompts are counted with cl100k_base (memvault.base.tokens) times MARGIN, so a model whose tokenizer
 is up to 15% less efficient still gets a prompt that fits, plus PER_MESSAGE tokens per message for
 the chat template. Out of the window the budget reserves the answer (sent as max_tokens) and a
 repair turn: the previous answer and the list of its problems, asked in the same conversation.
@@ -13,8 +13,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memvault import tokens
-from memvault.config import LLMConfig
+from memvault.base import tokens
+from memvault.base.config import LLMConfig
 from memvault.dream.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT, Limits
 from memvault.errors import LLMError
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from memvault.pages import Page
+from memvault.formats.pages import Page
 
 HEADER = [
     "# MEMORY",

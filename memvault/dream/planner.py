@@ -14,12 +14,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 
-from memvault.citations import accounted_ids
 from memvault.dream.budget import Budget, compact, planning_limits, text_tokens
 from memvault.dream.prompt import base_tokens, fact_record
-from memvault.dreamlog import LATE_LABEL, SCRUB_LABEL, Entry, kept_ids
-from memvault.storage.layout import day_of_log
+from memvault.formats.dreamlog import LATE_LABEL, SCRUB_LABEL, Entry, kept_ids
+from memvault.formats.layout import day_of_log
 from memvault.storage.store import Storage
+from memvault.storage.wiki import accounted_ids
 
 
 @dataclass

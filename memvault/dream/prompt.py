@@ -12,9 +12,9 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 
-from memvault import tokens
+from memvault.base import tokens
 from memvault.dream.budget import MARGIN, REPAIR_ROOM, compact, prompt_tokens, text_tokens
-from memvault.pages import CITATION, CONFLICTS_PAGE, Page
+from memvault.formats.pages import CITATION, CONFLICTS_PAGE, Page
 
 SYSTEM = """\
 You maintain a personal knowledge wiki built from dated facts. You receive one batch of new facts{given}.

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memvault import dreamlog
 from memvault.dream.budget import Budget, prompt_tokens
 from memvault.dream.llm import (
     AnswerTruncated,
@@ -41,9 +40,11 @@ from memvault.dream.prompt import Handles, repair_messages
 from memvault.dream.results import BatchResult
 from memvault.dream.schema import AnswerRejected, answer_schema
 from memvault.dream.validate import Proposal
-from memvault.pages import Page, cited_ids, list_pages
-from memvault.storage.layout import DREAM_LOG
+from memvault.formats import dreamlog
+from memvault.formats.layout import DREAM_LOG
+from memvault.formats.pages import Page, cited_ids
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages
 
 STALE_REDO = 2    # re-asks when a fact is forgotten or a page edited mid-dream
 REPAIR_TURNS = 2  # corrections asked for in the same conversation before the attempt fails

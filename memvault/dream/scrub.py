@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from memvault import dreamlog
-from memvault.citations import pages_citing, pages_holding_credentials, strip_forgotten_statements
-from memvault.credentials import kept_from_prompts
+from memvault.base.credentials import kept_from_prompts
 from memvault.dream.batch import memory_pairs, safe_json
 from memvault.dream.budget import Budget, fit
 from memvault.dream.memory_md import render_memory
@@ -25,19 +23,12 @@ from memvault.dream.results import BatchResult
 from memvault.dream.runner import Change, Job, Runner
 from memvault.dream.schema import AnswerRejected, parse_answer
 from memvault.dream.validate import Proposal, build_proposal
-from memvault.pages import (
-    INBOX_ZONE,
-    Page,
-    cited_ids,
-    list_pages,
-    page_slug,
-    read_page,
-    render_index,
-    render_page,
-    zone_of,
-)
-from memvault.storage.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats import dreamlog
+from memvault.formats.citations import strip_forgotten_statements
+from memvault.formats.layout import INDEX_FILE, MEMORY_FILE
+from memvault.formats.pages import INBOX_ZONE, Page, cited_ids, page_slug, render_index, render_page, zone_of
 from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, pages_citing, pages_holding_credentials, read_page
 
 SCRUB_LABEL = dreamlog.SCRUB_LABEL
 NEUTRAL_TITLE = "Notes rewritten after a forget"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from memvault.citations import pages_citing
 from memvault.dream.planner import make_plan
-from memvault.dreamlog import failed_attempts, failing
+from memvault.formats.dreamlog import failed_attempts, failing
 from memvault.storage.store import Storage
+from memvault.storage.wiki import pages_citing
 
 
 def dream_status(storage: Storage, *, today=None) -> dict:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memvault.dreamlog import SCRUB_LABEL, parse_journal
 from memvault.errors import MemvaultError, NotFound
+from memvault.formats.dreamlog import SCRUB_LABEL, parse_journal
+from memvault.formats.layout import DREAM_LOG
 from memvault.storage.files import atomic_write
 from memvault.storage.journal import REPLACE
-from memvault.storage.layout import DREAM_LOG
 from memvault.storage.store import Storage
 
 UNDO_PREFIX = "dream: undo "

@@ -16,20 +16,18 @@ from pathlib import Path
 
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, DreamAnswer
 from memvault.errors import UnsafePath
-from memvault.pages import (
+from memvault.formats.pages import (
     CONFLICTS_PAGE,
     INBOX_ZONE,
     Page,
     PagePathError,
-    check_page_path,
     cited_ids,
     clean_body,
     has_control,
-    list_pages,
-    read_page,
     replace_section,
     zone_of,
 )
+from memvault.storage.wiki import check_page_path, list_pages, read_page
 
 UNCITED_SHOWN = 3
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")

@@ -7,12 +7,12 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from memvault.citations import page_citations
-from memvault.facts import parse_log
+from memvault.formats.citations import page_citations
+from memvault.formats.facts import parse_log
+from memvault.formats.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
+from memvault.formats.tombstones import Tombstone
 from memvault.index.documents import Document, fact_documents, page_documents
-from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
 from memvault.storage.store import Storage
-from memvault.tombstones import Tombstone
 
 
 def _entries(path: str) -> Iterator[os.DirEntry]:

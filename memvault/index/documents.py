@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from memvault.pages import CITATION, FOOTNOTE_DEF, page_tags, split_frontmatter
+from memvault.formats.pages import CITATION, FOOTNOTE_DEF, page_tags, split_frontmatter
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^(```|~~~)")
@@ -61,7 +61,7 @@ def _strip_citations(text: str) -> str:
 
 
 def fact_document(fact: Any, prev: Any = None) -> Document:
-    """A fact (memvault.facts.Fact) as an index document; `prev` is the fact before it in its thread."""
+    """A fact (memvault.formats.facts.Fact) as an index document; `prev` is the fact before it in its thread."""
     return Document(
         key=fact.id,
         kind="fact",

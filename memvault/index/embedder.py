@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memvault.config import DEFAULT_EMBED_MODEL
+from memvault.base.config import DEFAULT_EMBED_MODEL
 
 if TYPE_CHECKING:
     import numpy as np

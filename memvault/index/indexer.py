@@ -22,15 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memvault.errors import INDEX_FILES, VaultBusy, VaultUnwritable, no_room, unwritable
-from memvault.facts import stored_id
-from memvault.index import location
-from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
-from memvault.index.corpus import Corpus
-from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable, is_damage
-from memvault.index.lexical import LexicalIndex
-from memvault.index.vectors import VectorFile, VectorsDamaged
-from memvault.index.watch import FolderWatch, open_watch
-from memvault.storage.layout import (
+from memvault.formats.facts import stored_id
+from memvault.formats.layout import (
     INDEX_DIR,
     INDEX_LOCK,
     LOGS_DIR,
@@ -39,9 +32,16 @@ from memvault.storage.layout import (
     STATE_LOCKS,
     TOMBSTONES_FILE,
     WIKI_DIR,
-    inside,
 )
+from memvault.index import location
+from memvault.index.catalog import SCHEMA_CHANGED, Catalog, FileState, doc_hash
+from memvault.index.corpus import Corpus
+from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable, is_damage
+from memvault.index.lexical import LexicalIndex
+from memvault.index.vectors import VectorFile, VectorsDamaged
+from memvault.index.watch import FolderWatch, open_watch
 from memvault.storage.owner import Owner
+from memvault.storage.paths import inside
 
 Progress = Callable[[str, int, int], None]
 Notify = Callable[[str], None]

@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from memvault.storage.layout import STATE_CACHE, STATE_DIR, STATE_INDEX, STATE_LOCKS
+from memvault.formats.layout import STATE_CACHE, STATE_DIR, STATE_INDEX, STATE_LOCKS
 
 COPY_NOTE = "vault.json"
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
 
-from memvault.citations import accounted_ids, withheld_pages
-from memvault.dates import log_days
-from memvault.facts import validate_category
+from memvault.base.dates import log_days
+from memvault.formats.facts import validate_category
+from memvault.formats.layout import DREAM_LOG
 from memvault.index import location
 from memvault.index.corpus import Corpus
 from memvault.index.embedder import ModelSpec, ModelUnavailable
@@ -22,8 +22,8 @@ from memvault.index.lexical import Filters
 from memvault.index.query import SearchQuery
 from memvault.index.ranking import DEFAULT_WEIGHTS, MIN_SCORE, Weights, fuse, newest_first
 from memvault.index.vectors import VectorsDamaged
-from memvault.storage.layout import DREAM_LOG
 from memvault.storage.store import Storage
+from memvault.storage.wiki import accounted_ids, withheld_pages
 
 # Each list contributes this many candidates per requested hit (at least CANDIDATES_MIN) to fusion.
 CANDIDATES_PER_HIT = 5
@@ -254,7 +254,7 @@ def _similarity(generation, candidates, keys: list[str]):
 def _unconsolidated(storage: Storage, generation, watermark: int) -> frozenset[str]:
     """Facts up to the watermark that no page carries (skipped batches, late facts): still in scope.
 
-    Dream's rule for accounted facts (memvault.citations.accounted_ids: cited by a page, or
+    Dream's rule for accounted facts (memvault.storage.wiki.accounted_ids: cited by a page, or
     settled in log.md), with the facts taken from the index rather than from parsing every log;
     the answer is kept until the index or log.md changes.
     """

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memvault.storage.layout import LOGS_DIR, WIKI_DIR
+from memvault.formats.layout import LOGS_DIR, WIKI_DIR
 
 # Not CLOSE_WRITE or ACCESS: every write that changes a file also raises MODIFY (or a rename).
 _CHANGES = ("MODIFY", "ATTRIB", "CREATE", "DELETE", "MOVED_FROM", "MOVED_TO", "DELETE_SELF", "MOVE_SELF")

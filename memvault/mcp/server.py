@@ -28,12 +28,20 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memvault import __version__
-from memvault.context import memory_for_prompts
-from memvault.errors import ExitCode, InvalidInput, MemvaultError, NotFound, Terminated, one_line, unwritable_in
-from memvault.gitstore import failure_detail
-from memvault.index import vectors
+from memvault.errors import (
+    ExitCode,
+    InternalError,
+    InvalidInput,
+    MemvaultError,
+    Terminated,
+    error_json,
+    unwritable_in,
+)
 from memvault.mcp import schemas
 from memvault.mcp.worker import VaultWorker
+from memvault.recall.context import memory_for_prompts
+from memvault.storage.gitstore import failure_detail
+from memvault.vault import Vault
 
 HOST = "127.0.0.1"  # no authentication: never listen beyond this machine
 MEMORY_URI = "memvault://vault/MEMORY.md"
@@ -136,17 +144,13 @@ def error_result(error: Exception) -> CallToolResult:
     # the file, exit 9, as the CLI says it (sqlite's "database or disk is full" was an internal error).
     if not isinstance(error, MemvaultError):
         error = unwritable_in(error) or error
-    if isinstance(error, MemvaultError):
-        kind, message, code = error.kind, str(error), int(error.exit_code)
-    else:
+    if not isinstance(error, MemvaultError):
         if os.environ.get("MEMVAULT_DEBUG"):
             traceback.print_exception(error, file=sys.stderr)
-        kind, code = "InternalError", int(ExitCode.ERROR)
-        message = f"unexpected error: {failure_detail(error)} (set MEMVAULT_DEBUG=1 for details)"
-    message = one_line(message)
-    return CallToolResult(content=[TextContent(type="text", text=message)],
-                          structured_content={"error": {"type": kind, "message": message, "exit_code": code}},
-                          is_error=True)
+        error = InternalError(f"unexpected error: {failure_detail(error)} (set MEMVAULT_DEBUG=1 for details)")
+    envelope = error_json(error)
+    return CallToolResult(content=[TextContent(type="text", text=envelope["error"]["message"])],
+                          structured_content=envelope, is_error=True)
 
 
 def build_server(worker: VaultWorker) -> MemvaultServer:
@@ -241,11 +245,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
     async def show(id: Id) -> Annotated[CallToolResult, schemas.Fact]:
         """Show one fact with all its fields. A forgotten fact is an error that says when and why."""
         def run(vault):
-            view = vault.show(id)
-            if view.forgotten:
-                t = view.forgotten
-                raise NotFound(f"fact {t.id} was forgotten at {t.at}" + (f" ({t.reason})" if t.reason else ""))
-            return view.fact.to_dict()
+            return vault.show(id).live().to_dict()
 
         return await answer(run)
 
@@ -284,7 +284,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
                      description="The vault's bounded summary for prompts, rewritten by the nightly dream.")
     async def memory() -> str:
         try:
-            # what a prompt may read of it: memvault.context leaves out the lines it must not show
+            # what a prompt may read of it: memvault.recall.context leaves out the lines it must not show
             text, _ = await worker.run(lambda vault: memory_for_prompts(vault.storage) or "")
         except MemvaultError as e:
             # The reason, in the one line the CLI would print; anything else the SDK reports as a crash.
@@ -321,7 +321,7 @@ async def _stdout_is_stderr(_server):
 
 def serve(worker: VaultWorker, port: int | None = None) -> None:
     """Run the server until the client goes away: stdio, or streamable HTTP on 127.0.0.1:`port`."""
-    vectors.products_on_one_thread()  # a steady search beside the client, rather than a pool's bursts
+    Vault.search_on_one_thread()  # a steady search beside the client, rather than a pool's bursts
     server = build_server(worker)
     try:
         if port is None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from memvault.errors import NotAVault
-from memvault.storage.layout import CONFIG_FILE
+from memvault.formats.layout import CONFIG_FILE
 from memvault.vault import Vault, explained_if_broken
 
 T = TypeVar("T")

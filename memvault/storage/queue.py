@@ -18,7 +18,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvault.facts import Fact, format_item
+from memvault.formats.facts import Fact, format_item
 from memvault.storage.owner import Owner
 
 PENDING = ".req"
@@ -34,7 +34,7 @@ class QueuedFact:
     path: str     # the daily log it goes to
     id: str
     words: str    # its first words, for the commit message
-    item: str     # the log item, exactly as memvault.facts formats it
+    item: str     # the log item, exactly as memvault.formats.facts formats it
 
 
 @dataclass(frozen=True)

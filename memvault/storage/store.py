@@ -21,8 +21,7 @@ from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
 
-from memvault import dreamlog
-from memvault.config import Config, load_config
+from memvault.base.config import Config, load_config
 from memvault.errors import (
     DreamRunning,
     InvalidInput,
@@ -33,21 +32,9 @@ from memvault.errors import (
     VaultUnwritable,
     unwritable,
 )
-from memvault.facts import Fact, ParseProblem, id_length_hint, log_header, normalize_id, parse_log, stored_id
-from memvault.storage import lock, reserve
-from memvault.storage.files import (
-    atomic_write,
-    cut_back,
-    ends_mid_line,
-    fsync_append,
-    read_bytes,
-    read_text,
-    remove_temp_files,
-    size_of,
-    writing,
-)
-from memvault.storage.journal import APPEND, MERGE, REPLACE, Entry, Journal
-from memvault.storage.layout import (
+from memvault.formats import dreamlog
+from memvault.formats.facts import Fact, ParseProblem, id_length_hint, log_header, normalize_id, parse_log, stored_id
+from memvault.formats.layout import (
     CONFIG_FILE,
     DREAM_LOCK,
     DREAM_LOG,
@@ -62,14 +49,27 @@ from memvault.storage.layout import (
     WRITE_LOCK,
     day_of_log,
     in_work_tree,
-    inside,
     is_log_name,
     is_temp_file,
     is_vault_file,
     log_relpath,
 )
+from memvault.formats.tombstones import Tombstone, parse_tombstones, text_hash
+from memvault.storage import lock, reserve
+from memvault.storage.files import (
+    atomic_write,
+    cut_back,
+    ends_mid_line,
+    fsync_append,
+    read_bytes,
+    read_text,
+    remove_temp_files,
+    size_of,
+    writing,
+)
+from memvault.storage.journal import APPEND, MERGE, REPLACE, Entry, Journal
+from memvault.storage.paths import inside
 from memvault.storage.queue import CLAIMED, DONE, PENDING, REJECTED, Queue, Request, commit_message
-from memvault.tombstones import Tombstone, parse_tombstones, text_hash
 
 Notify = Callable[[str], None]
 _log = logging.getLogger("memvault")
@@ -114,8 +114,8 @@ class Storage:
 
     @cached_property
     def git(self):
-        """The vault's git repository (memvault.gitstore.GitStore; GitPython loads on first use)."""
-        from memvault.gitstore import GitStore
+        """The vault's git repository (memvault.storage.gitstore.GitStore; GitPython loads on first use)."""
+        from memvault.storage.gitstore import GitStore
 
         return GitStore(self.root)
 

@@ -12,16 +12,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault import tokens
-from memvault.citations import withheld_pages, without_lines_linking
-from memvault.credentials import find_credentials, kept_from_prompts
+from memvault.base import tokens
+from memvault.base.credentials import find_credentials, kept_from_prompts
 from memvault.errors import InvalidInput
+from memvault.formats.citations import without_lines_linking
+from memvault.formats.layout import MEMORY_FILE
+from memvault.formats.pages import cited_ids, clean_body
 from memvault.index.query import MAX_LIMIT, MAX_QUERY_CHARS, SearchQuery
 from memvault.index.search import search
-from memvault.pages import cited_ids, clean_body
-from memvault.storage.layout import MEMORY_FILE
+from memvault.recall.timeline import RecentQuery
+from memvault.recall.timeline import recent as recent_facts
 from memvault.storage.store import Storage
-from memvault.timeline import recent as recent_facts
+from memvault.storage.wiki import withheld_pages
 
 DEFAULT_BUDGET = 2000
 MAX_BUDGET = 1_000_000
@@ -111,7 +113,7 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
     facts = [h for h in hits if h.kind == "fact"]
     held = kept_from_prompts(facts)
     found = [_fact_item(h, "relevant") for h in facts if h.id not in held]
-    newest = recent_facts(storage, recent) if recent else []
+    newest = recent_facts(storage, RecentQuery(recent)) if recent else []
     held = kept_from_prompts(newest)
     latest = [_fact_item(f, "recent") for f in newest if f.id not in held]
 

@@ -7,7 +7,7 @@ all (a credential, someone else's private data). Under the write lock and the dr
    commit the purged facts' log items go, their tombstone lines lose the text's hash, page
    statements citing them go, a line that is a copy of the text goes, and the text anywhere else
    (inside another fact or its labels, a page, a forget reason) becomes "[purged]"; commit
-   messages keep the id but lose the words (memvault.purge_filter). Configuration files, ids and
+   messages keep the id but lose the words (memvault.remote.purge_filter). Configuration files, ids and
    the structure of logs, tombstones and log.md are never edited. Commits left empty are dropped.
 2. tombstones.jsonl gets a purge record (id, time, "purged": true; no text, no hash) in one commit.
 3. Reflogs are expired and unreachable objects pruned (`git gc --prune=now`), so the old commits
@@ -16,7 +16,7 @@ all (a credential, someone else's private data). Under the write lock and the dr
 4. The search index is deleted and rebuilt, and the texts' vectors leave the embedding cache.
 
 The remote still holds the old history until `memvault sync` pushes the new one (with a lease:
-memvault.sync); other clones adopt it on their next sync (`adopt_purges`).
+memvault.remote.sync); other clones adopt it on their next sync (`adopt_purges`).
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from memvault.citations import pages_citing
 from memvault.errors import InvalidInput, MemvaultError, NotFound, SyncConflict, no_room, unwritable, worded
-from memvault.facts import Fact, id_length_hint, normalize_id, parse_log, stored_id
-from memvault.purge_filter import needles_of
+from memvault.formats.facts import Fact, id_length_hint, normalize_id, parse_log, stored_id
+from memvault.formats.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
+from memvault.formats.tombstones import Tombstone, parse_tombstones
+from memvault.remote.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
-from memvault.storage.layout import EMBEDDING_CACHE, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
 from memvault.storage.store import Storage
-from memvault.tombstones import Tombstone, parse_tombstones
+from memvault.storage.wiki import pages_citing
 
 REMOTE = "origin"
 WORDS = 8
@@ -272,7 +272,7 @@ def rewrite_history(storage: Storage, ids: list[str], texts: list[str]) -> int:
         env.pop(name, None)  # filter-repo works in its current directory (GIT_CEILING_DIRECTORIES stays)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     with writing(".git", "the history may be partly rewritten; run the purge again"):
-        done = subprocess.run([sys.executable, "-m", "memvault.purge_filter"], cwd=storage.root, env=env,
+        done = subprocess.run([sys.executable, "-m", "memvault.remote.purge_filter"], cwd=storage.root, env=env,
                               input=spec.encode("utf-8"), capture_output=True, preexec_fn=_die_with_parent)
     try:
         if done.returncode != 0:
@@ -347,7 +347,7 @@ def _write_tombstones(storage: Storage, ids: list[str]) -> list[Tombstone]:
 
 
 def purge_subject(count: int) -> str:
-    from memvault.purge_filter import PURGE_SUBJECT
+    from memvault.remote.purge_filter import PURGE_SUBJECT
 
     return f"{PURGE_SUBJECT}{count} fact{'s' if count != 1 else ''} removed from the history"
 
@@ -419,7 +419,7 @@ def pushed(storage: Storage) -> None:
         atomic_write(storage.root / PURGE_STATE, json.dumps(state, indent=1) + "\n")
 
 
-# -- adopting a purge made elsewhere (memvault.sync) ---------------------------------------------
+# -- adopting a purge made elsewhere (memvault.remote.sync) ---------------------------------------------
 
 def purged_ids_at(storage: Storage, ref: str | None) -> set[str]:
     """The purged ids in tombstones.jsonl of the working tree (ref None) or of a commit."""

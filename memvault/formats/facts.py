@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from memvault import jsonline
-from memvault.dates import parse_at
+from memvault.base import jsonline
+from memvault.base.dates import parse_at
 from memvault.errors import InvalidInput
-from memvault.storage.layout import log_relpath
+from memvault.formats.layout import log_relpath
 
 META_OPEN = " <!-- mv "
 META_CLOSE = " -->"

@@ -1,8 +1,10 @@
-"""Which wiki pages cite which facts, and what is withheld until dream rewrites a page.
+"""Reading the wiki: its pages, one page, whether a page path is safe to write, and which pages
+cite which facts.
 
-One place for the lookups that `forget` (its notice), `doctor` (its check), dream (its scrub and
-its plan), search (its default scope) and context rely on. Page frontmatter is parsed only when
-a page mentions a wanted id.
+The page format itself (frontmatter, citations, sections) is memvault.formats.pages; this module
+is where it meets the files. The citation lookups are the ones `forget` (its notice), `doctor`
+(its check), dream (its scrub and its plan), search (its default scope) and context rely on;
+page frontmatter is parsed only when a page mentions a wanted id.
 
 A page that cites a forgotten fact (in its body or its `sources`) is *withheld* until the scrub
 rewrites it: not only its statements but its title, its slug and the MEMORY.md and index.md lines
@@ -12,16 +14,87 @@ shown it, and the live facts it drew from count as not consolidated meanwhile.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
-from memvault import dreamlog
-from memvault.credentials import find_credentials
-from memvault.pages import CITATION, FOOTNOTE_DEF, cited_ids, clean_body, list_pages, read_page, split_frontmatter
+from memvault.base.credentials import find_credentials
+from memvault.formats import dreamlog
+from memvault.formats.citations import mentions_any, page_citations
+from memvault.formats.layout import WIKI_DIR
+from memvault.formats.pages import (
+    INBOX_ZONE,
+    SLUG,
+    ZONE,
+    Page,
+    PagePathError,
+    cited_ids,
+    clean_body,
+    has_control,
+    page_tags,
+    split_frontmatter,
+    zone_of,
+)
+from memvault.storage.paths import inside
 from memvault.storage.store import Storage
 
-_TOKEN = re.compile(r"[0-9a-z]{6,40}")
-_LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+
+def check_page_path(path: str, root: Path, zones: Sequence[str], *, allow_inbox: bool = False) -> str:
+    """Return the path if it is wiki/<zone>/<slug>.md inside the vault, else raise PagePathError."""
+    shown = repr(path)[:80]
+    if has_control(path) or "\\" in path or ":" in path:
+        raise PagePathError(f"page path {shown} contains forbidden characters")
+    if path.startswith("/"):
+        raise PagePathError(f"page path {shown} is absolute")
+    parts = path.split("/")
+    if any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        raise PagePathError(f"page path {shown} escapes wiki/ or names a hidden path")
+    if len(parts) != 3 or parts[0] != WIKI_DIR or not parts[2].endswith(".md"):
+        raise PagePathError(f"page path {shown} is not wiki/<zone>/<slug>.md")
+    zone, slug = parts[1], parts[2][:-3]
+    if zone == INBOX_ZONE and not allow_inbox:
+        raise PagePathError(f"page path {shown}: {INBOX_ZONE} is written by the runner only")
+    if zone != INBOX_ZONE and (not ZONE.match(zone) or (zones and zone not in zones)):
+        raise PagePathError(f"page path {shown}: unknown zone {zone!r} (zones: {', '.join(zones)})")
+    if not SLUG.match(slug):
+        raise PagePathError(f"page path {shown}: slug must be lowercase letters, digits and '-'")
+    # a symlink anywhere on the way could point the write outside the vault
+    probe = root
+    for part in parts:
+        probe = probe / part
+        if probe.is_symlink():
+            raise PagePathError(f"page path {shown} goes through a symlink")
+    return path
+
+
+def read_page(root: Path, path: str) -> Page | None:
+    file = inside(root, path)  # UnsafePath if the page or its zone folder is a symlink
+    if not file.is_file():
+        return None
+    meta, rest = split_frontmatter(file.read_text(encoding="utf-8"))
+    sources = meta.get("sources") or []
+    return Page(
+        path=path,
+        title=str(meta.get("title") or Path(path).stem),
+        zone=str(meta.get("zone") or zone_of(path)),
+        tags=page_tags(meta.get("tags")),
+        created=str(meta.get("created") or ""),
+        updated=str(meta.get("updated") or ""),
+        sources=[str(s) for s in sources] if isinstance(sources, list) else [],
+        body=clean_body(rest),
+    )
+
+
+def list_pages(root: Path) -> list[str]:
+    """Vault-relative paths of all wiki pages, sorted; symlinks and hidden files are ignored."""
+    wiki = root / WIKI_DIR
+    if not wiki.is_dir() or wiki.is_symlink():
+        return []
+    found = []
+    for file in wiki.glob("*/*.md"):
+        if file.is_symlink() or file.parent.is_symlink() or file.name.startswith("."):
+            continue
+        found.append(file.relative_to(root).as_posix())
+    return sorted(found)
 
 
 def accounted_ids(storage: Storage, entries: list[dreamlog.Entry], *,
@@ -56,7 +129,7 @@ def pages_citing(storage: Storage, ids: Iterable[str] | None = None) -> dict[str
             text = (storage.root / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if wanted.isdisjoint(_TOKEN.findall(text)):
+        if not mentions_any(text, wanted):
             continue
         hits = [fid for fid in page_citations(text) if fid in wanted]
         if hits:
@@ -96,65 +169,3 @@ def pages_holding_credentials(storage: Storage, memo: dict | None = None) -> set
 def withheld_pages(storage: Storage) -> set[str]:
     """Pages citing a forgotten fact: left out of search, context and prompts until the scrub."""
     return set(pages_citing(storage))
-
-
-def without_lines_linking(text: str, paths: Iterable[str]) -> str:
-    """MEMORY.md or index.md without the lines that link to any of `paths` (markdown `](path)`)."""
-    links = tuple(f"]({path})" for path in paths)
-    if not links:
-        return text
-    return "".join(line for line in text.splitlines(keepends=True) if not any(link in line for link in links))
-
-
-def page_citations(text: str) -> list[str]:
-    """Every fact id a page file draws from: body citations first, then frontmatter `sources`."""
-    meta, rest = split_frontmatter(text)
-    sources = meta.get("sources") or []
-    listed = [str(s) for s in sources] if isinstance(sources, list) else []
-    return list(dict.fromkeys(cited_ids(clean_body(rest)) + listed))
-
-
-def strip_forgotten_statements(text: str, forgotten_ids: Iterable[str]) -> str:
-    """The text without the lines and list items whose citations include a forgotten id.
-
-    A dropped list item takes its continuation lines and nested items with it; footnote
-    definitions of forgotten ids go too. Everything else is returned unchanged, so text citing
-    no forgotten id comes back identical.
-    """
-    forgotten = set(forgotten_ids)
-    if not forgotten or forgotten.isdisjoint(_TOKEN.findall(text)):
-        return text
-    lines = text.split("\n")
-    out: list[str] = []
-    dropped = False
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        item = _LIST_ITEM.match(line)
-        end = i + 1
-        if item:
-            # the item's own continuation lines (indented, not a new item) belong to its statement
-            indent = _width(item.group(1))
-            while end < len(lines) and lines[end].strip() and _width(lines[end]) > indent \
-                    and not _LIST_ITEM.match(lines[end]):
-                end += 1
-        block = lines[i:end]
-        definition = FOOTNOTE_DEF.match(line)
-        if forgotten.isdisjoint(CITATION.findall("\n".join(block))) and not (
-                definition and definition.group(1) in forgotten):
-            out.extend(block)
-            i = end
-            continue
-        dropped = True
-        if item:  # nested items under a dropped item lose their context: drop them too
-            while end < len(lines) and lines[end].strip() and _width(lines[end]) > indent:
-                end += 1
-        i = end
-    if not dropped:
-        return text
-    result = re.sub(r"\n{3,}", "\n\n", "\n".join(out))
-    return result.strip("\n") + ("\n" if text.endswith("\n") else "")
-
-
-def _width(prefix: str) -> int:
-    return len(prefix.expandtabs(4)) - len(prefix.expandtabs(4).lstrip())

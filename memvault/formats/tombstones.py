@@ -1,6 +1,6 @@
 """The tombstone format: one JSON object a line in tombstones.jsonl, appended and committed.
 
-A forget appends {"id", "at", "reason", "hash"}; a purge (memvault.purge) leaves
+A forget appends {"id", "at", "reason", "hash"}; a purge (memvault.remote.purge) leaves
 {"id", "at", "reason", "hash": "", "purged": true}: no text and no hash of it, and it replaces
 the fact's earlier forget line, the one edit this file ever gets (history is rewritten anyway).
 """

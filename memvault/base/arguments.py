@@ -124,7 +124,7 @@ def describe(hint: Any) -> str:
             names.append(name)
     if "a path" in names and "a string" in names:  # a path is given as text or as a Path alike
         names.remove("a string")
-    if "a date" in names and "a string" in names:  # memvault.dates reads the text
+    if "a date" in names and "a string" in names:  # memvault.base.dates reads the text
         names = [n for n in names if n not in ("a string", "a datetime")]
         names[names.index("a date")] = "a date (a date or datetime, or text: 2026-11-01, yesterday, 7d)"
     return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]

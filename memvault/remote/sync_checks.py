@@ -45,11 +45,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 
-from memvault.config import DEFAULT_ZONES, parse_config, resolve_timezone
+from memvault.base.config import DEFAULT_ZONES, parse_config, resolve_timezone
+from memvault.base.text import shown
 from memvault.errors import InvalidInput
-from memvault.facts import item_id, parse_log, split_log, stored_id
-from memvault.gitstore import GitStore, execute
-from memvault.storage.layout import (
+from memvault.formats.facts import item_id, parse_log, split_log, stored_id
+from memvault.formats.layout import (
     CONFIG_FILE,
     GITATTRIBUTES,
     GITIGNORE,
@@ -62,10 +62,10 @@ from memvault.storage.layout import (
     is_vault_file,
     log_relpath,
 )
-from memvault.tombstones import parse_tombstones
-from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS
+from memvault.formats.tombstones import parse_tombstones
+from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS
+from memvault.storage.gitstore import GitStore, execute
 
-SHOWN = 5
 LLM_ENDPOINT_KEYS = ("model", "api_base")
 
 
@@ -316,7 +316,7 @@ def _edit(base_raw, ours_raw, theirs_raw, base, ours, theirs) -> str | None:
     the merge driver keeps it, and the remote's different text or fields would leave the tree),
     or None (nothing a reader would see changes, or this side already says the same).
 
-    The driver compares the stored items byte for byte (memvault.union_merge), so that is what
+    The driver compares the stored items byte for byte (memvault.remote.union_merge), so that is what
     decides which side it keeps; whether the result differs is judged on the parsed fact, so that
     line ends or key order (a log saved with CRLF) are no edit.
     """
@@ -459,6 +459,3 @@ def merge_base(store: GitStore, head: str, rev: str) -> str | None:
         return None
 
 
-def shown(items: list[str], limit: int = SHOWN) -> str:
-    """The first few of a list of ids or paths for a one-line message, and how many more."""
-    return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")

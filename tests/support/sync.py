@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import git, is_clean, run_memvault
-
 from memvault.errors import ExitCode
+from support.cli import run_memvault
+from support.git import git, is_clean
 
 HOSTILE = ("-c", "user.name=h", "-c", "user.email=h@example.test")
 

@@ -18,10 +18,8 @@ from pathlib import Path
 ENCODING = "cl100k_base"
 ESTIMATE = "estimate"
 _URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
-# Every cl100k_base token is at least one UTF-8 byte, so counting bytes can never under-count.
-# Measured on the LoCoMo dev texts: 4.3 bytes per token on average, but base64 and URLs go down to
-# 1.4, so no cheaper ratio is safe. The estimate over-counts English about 4x: a smaller bundle,
-# never a too-large one. (It is only used when no encoding file is on disk.)
+# Every cl100k_base token is at least one UTF-8 byte, so a byte count never under-counts (base64
+# and URLs go down to 1.4 bytes a token); used only when no encoding file is on disk.
 _ESTIMATE_BYTES_PER_TOKEN = 1
 
 

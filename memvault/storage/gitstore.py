@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memvault.errors import MemvaultError, VaultBusy, no_room, unwritable
-from memvault.storage.layout import GIT_LOCKS_LOCK, LOCKS_DIR, STATE_DIR, is_vault_file
+from memvault.formats.layout import GIT_LOCKS_LOCK, LOCKS_DIR, STATE_DIR, is_vault_file
 
 FALLBACK_NAME = "memvault"
 _LEAKY_VARS = (
@@ -35,14 +35,8 @@ _LEAKY_VARS = (
     "GIT_CONFIG",
     "GIT_CONFIG_PARAMETERS",
 )
-# The user's git settings memvault's own git calls must not follow, overridden for each call (never
-# written to any config): a global `core.hooksPath` whose hooks fail or print (prepare-commit-msg,
-# reference-transaction and pre-push run despite --no-verify; a failing one broke init, every add
-# and every sync), and signing (`commit.gpgSign` set globally reached a vault made by `git clone`,
-# whose own config never turned it off: every add failed without a key or a pinentry; a signed
-# push fails on a remote that takes none), and encodings: memvault's messages are UTF-8 and it reads
-# git's output as UTF-8 (i18n.commitEncoding = ISO-8859-1 labelled them Latin-1 for good, and every
-# `git log` then showed them garbled).
+# The user's git settings memvault's own git calls must not follow (hooks, signing, encodings),
+# overridden for each call, never written: docs/sync.md, "Your git config", says why each.
 OWN_SETTINGS = (
     ("core.hooksPath", os.devnull),
     ("commit.gpgSign", "false"),

@@ -15,34 +15,23 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# detect-secrets costs a tenth of a second to import and about a millisecond a line: only texts
-# that could hold a credential reach it (1.4% of the LoCoMo dev texts). This gate only decides
-# what to scan; what counts as a credential is detect-secrets' call. It lets through what its
-# plugins match: the words provider tokens come with; its keyword list (plugins/keyword.py
-# DENYLIST) anywhere in a word, as in DB_PASSWORD=; runs of 20 token characters (provider keys);
-# private key blocks; and a URL's user:password@ (Basic Auth). Not scanned: a high-entropy
-# string under 20 characters with none of these words (detect-secrets flags a quoted 10-digit hex
-# id), which is a short commit hash far more often than a secret.
+# detect-secrets is slow to import and to run: only texts that could hold a credential reach it.
+# The gate decides what to scan, never what counts (docs/faults.md, "The credential pre-filter").
 _WORTH_SCANNING_WORDS = re.compile(
     r"(?i)\b(?:api|key|token|auth|bearer|credential|private)"
     r"|(?:api|auth|service|account|db|database|priv|private|client)_?key|(?:db|database|key)_?pass"
     r"|passw|pass(?:code|phrase)|pwd|secret|contrase[ñn]a"
 )
 _WORTH_SCANNING_SHAPES = re.compile(r"(?i)-----BEGIN|[A-Za-z0-9+/_\-]{20,}|://[^\s/?#@]+:[^\s/?#@]+@")
-# Every word the pattern above starts from, as plain lowercase pieces: a case-insensitive
-# alternation tried at every position cost 2.9 s over 100k facts (doctor, a dream's pages); a
-# case-folded copy searched for each piece first, and the patterns, cost a third of that.
+# Every word the pattern above starts from, as plain lowercase pieces: looked for in a case-folded
+# copy first, a third of the cost of the case-insensitive pattern tried at every position.
 _WORD_PIECES = ("api", "key", "token", "auth", "bearer", "credential", "priv", "pass", "pwd", "secret", "contrase")
-# A wiki page's path, as MEMORY.md, index.md and pages link it (`[title](wiki/people/alice-smith.md)`),
-# is a run of 20 token characters to the pattern for provider keys: every such line went to the
-# detector (about a millisecond each, on every `context` and dream batch). It is not looked at.
+# A wiki page's path (`[title](wiki/people/alice-smith.md)`) looks like a provider key's run of
+# 20 characters to the gate; it is no credential, so it is not looked at.
 _PAGE_PATH = re.compile(r"wiki/[^\s()\[\]]*\.md")
 
-# A label (source, session, tag) is a short name, checked on every add: only what could be a
-# credential in one reaches detect-secrets — a keyword given a value (`password=…`), a run of 20
-# token characters without a dash (a provider key is one run; a UUID session or
-# `session-2025-11-23-morning` is not, and cost `add` the import and a scan: 1.6 times as long,
-# a bulk add a quarter the speed), a URL's user:password@, a key block.
+# A label (source, session, tag) is a short name checked on every add: a keyword given a value, a
+# run of 20 token characters without a dash (a UUID session is not one), a URL's password, a key.
 _LABEL_WORTH_SCANNING = re.compile(
     r"(?i)(?:api|key|token|auth|bearer|credential|private|pass|pwd|secret|contrase[ñn]a)[^\s:=]*\s*[:=]"
     r"|[A-Za-z0-9+/_]{20,}|-----BEGIN|://[^\s/?#@]+:[^\s/?#@]+@"

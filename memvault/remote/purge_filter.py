@@ -1,10 +1,10 @@
-"""What a purge removes from every blob and commit message of the history (memvault.purge).
+"""What a purge removes from every blob and commit message of the history (memvault.remote.purge).
 
 The functions here are pure (bytes in, bytes out) and deterministic in the purged ids and texts
 alone, so two clones that rewrite the same old commits get the same new commits: that is what
-lets another clone adopt a purged history by rewriting its own copy and merging (memvault.sync).
+lets another clone adopt a purged history by rewriting its own copy and merging (memvault.remote.sync).
 
-`main` is the program memvault.purge runs as `python -m memvault.purge_filter` in the vault (a
+`main` is the program memvault.remote.purge runs as `python -m memvault.remote.purge_filter` in the vault (a
 child process: git-filter-repo works in its current directory and writes progress to stdout). It
 reads {"ids": [...], "needles": [...]} as JSON on stdin, so the texts being purged are never on a
 command line or in a file.
@@ -17,10 +17,10 @@ import re
 import sys
 from collections.abc import Iterable
 
-from memvault.citations import strip_forgotten_statements
-from memvault.dreamlog import free_text_start
-from memvault.facts import META_CLOSE, META_OPEN, comment_json, item_id, split_log
-from memvault.storage.layout import CONFIG_FILE, DREAM_LOG, GITATTRIBUTES, GITIGNORE, LOGS_DIR, TOMBSTONES_FILE
+from memvault.formats.citations import strip_forgotten_statements
+from memvault.formats.dreamlog import free_text_start
+from memvault.formats.facts import META_CLOSE, META_OPEN, comment_json, item_id, split_log
+from memvault.formats.layout import CONFIG_FILE, DREAM_LOG, GITATTRIBUTES, GITIGNORE, LOGS_DIR, TOMBSTONES_FILE
 
 PURGED_MARK = "[purged]"
 _ID = r"[0-9a-hjkmnp-tv-z]{16}"

@@ -2,30 +2,59 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
-from memvault.dates import check_range, log_days
+from memvault.base.dates import Bound, check_range, log_days, parse_range
 from memvault.errors import check_count
-from memvault.facts import Fact, validate_category
+from memvault.formats.facts import Fact, validate_category
 from memvault.storage.store import Storage
 
 
-def recent(storage: Storage, limit: int | None = 20, *, since: datetime | None = None,
-           until: datetime | None = None, category: str | None = None, tag: str | None = None,
-           source: str | None = None, session: str | None = None,
-           oldest_first: bool | None = None) -> list[Fact]:
-    """The newest `limit` facts, forgotten ones left out.
+@dataclass(frozen=True)
+class RecentQuery:
+    """Which facts `recent` lists (and `sessions` counts). Dates are aware datetimes (see `parse`)."""
+
+    limit: int | None = 20         # None: every matching fact
+    since: datetime | None = None
+    until: datetime | None = None
+    category: str | None = None
+    tag: str | None = None
+    source: str | None = None
+    session: str | None = None
+    oldest_first: bool | None = None  # None: oldest first for one source's or session's thread
+
+    def __post_init__(self) -> None:
+        if self.limit is not None:
+            check_count("limit", self.limit, 1)
+        check_range(self.since, self.until)
+
+    @classmethod
+    def parse(cls, limit: int | None = 20, *, tz: tzinfo, categories: Iterable[str] | None = None,
+              since: Bound = None, until: Bound = None, **options) -> RecentQuery:
+        """Build a query from what a person or agent typed, as SearchQuery.parse does: dates as text
+        ("7d", "2026-11-01") or datetimes, read in the vault's time zone; the category checked
+        against the vault's."""
+        lower, upper = parse_range(since, until, tz)
+        query = cls(limit, since=lower, until=upper, **options)
+        if query.category is not None and categories is not None:
+            validate_category(query.category, categories)
+        return query
+
+
+def recent(storage: Storage, query: RecentQuery) -> list[Fact]:
+    """The newest `query.limit` facts, forgotten ones left out.
 
     Newest first, except that one source's or session's facts read as a thread, oldest first
     (`oldest_first` overrides either way).
     """
+    limit, since, until = query.limit, query.since, query.until
+    category, tag, source, session = query.category, query.tag, query.source, query.session
+    oldest_first = query.oldest_first
     if oldest_first is None:
         oldest_first = source is not None or session is not None
-    if limit is not None:
-        check_count("limit", limit, 1)
-    check_range(since, until)
     if category is not None:
         category = validate_category(category, storage.config.categories)
     forgotten = set(storage.tombstones())
@@ -72,11 +101,12 @@ class SessionSummary:
                 "first": self.first.isoformat(), "last": self.last.isoformat()}
 
 
-def list_sessions(storage: Storage, *, since: datetime | None = None, until: datetime | None = None,
-                  source: str | None = None) -> list[SessionSummary]:
-    """Most recently active first. Facts with neither a source nor a session are not listed."""
+def list_sessions(storage: Storage, query: RecentQuery) -> list[SessionSummary]:
+    """The sessions of the facts `query` finds (its since, until and source), most recently active
+    first. Facts with neither a source nor a session are not listed."""
     found: dict[tuple[str | None, str | None], SessionSummary] = {}
-    for fact in recent(storage, None, since=since, until=until, source=source):
+    window = RecentQuery(None, since=query.since, until=query.until, source=query.source)
+    for fact in recent(storage, window):
         if fact.source is None and fact.session is None:
             continue
         key = (fact.source, fact.session)

@@ -23,6 +23,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 # What OpenAI-compatible servers answer for these statuses (the message is what litellm reads).
 ERRORS = {
     400: ("Invalid value for 'temperature'.", "invalid_request_error", None),
@@ -236,3 +238,20 @@ def _exists(data: dict, path: str) -> bool:
 def _merge_section(body: str, lines: list[str]) -> str:
     old = [line for line in body.splitlines() if line.startswith("- ")]
     return "\n".join(old + lines)
+
+
+@pytest.fixture(name="fake")
+def fake_llm():
+    """`fake`: a FakeLLM for one test; support.dream.settings points a dream at it."""
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(name="fake")
+def fake_llm_in_env(monkeypatch):
+    """`fake`: a FakeLLM that MEMVAULT_MODEL and MEMVAULT_API_BASE name, as a user's shell would."""
+    with FakeLLM() as server:
+        monkeypatch.setenv("MEMVAULT_MODEL", "openai/fake-dream")
+        monkeypatch.setenv("MEMVAULT_API_BASE", server.api_base)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        yield server

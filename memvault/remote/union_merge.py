@@ -8,15 +8,15 @@ vault's git config (a configured driver takes precedence over git's built-in of 
 it merges whole items, keyed by fact id, and never drops one. Without that config entry (a plain
 `git clone`), git's built-in union still applies.
 
-git runs it as `python -m memvault.union_merge %O %A %B %P`; the result replaces %A.
+git runs it as `python -m memvault.remote.union_merge %O %A %B %P`; the result replaces %A.
 """
 
 from __future__ import annotations
 
 import sys
 
-from memvault.facts import item_id, split_log
-from memvault.storage.layout import LOGS_DIR, TOMBSTONES_FILE
+from memvault.formats.facts import item_id, split_log
+from memvault.formats.layout import LOGS_DIR, TOMBSTONES_FILE
 
 # A driver configured under git's built-in name takes precedence over the built-in, so vaults
 # without the config entry (a plain `git clone`) still get git's line union, never markers.
@@ -84,7 +84,7 @@ def merge(base: str, ours: str, theirs: str, path: str) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 4:
-        sys.stderr.write("usage: python -m memvault.union_merge BASE OURS THEIRS PATH\n")
+        sys.stderr.write("usage: python -m memvault.remote.union_merge BASE OURS THEIRS PATH\n")
         return 2
     base_path, ours_path, theirs_path, path = argv
 
@@ -100,7 +100,8 @@ def main(argv: list[str]) -> int:
             f.truncate()
             f.write(result)
     except FileNotFoundError:
-        sys.stderr.write(f"memvault.union_merge: {ours_path} is gone (the merge was given up); nothing written\n")
+        sys.stderr.write(f"memvault.remote.union_merge: {ours_path} is gone (the merge was given up); "
+                         "nothing written\n")
         return 1
     return 0
 

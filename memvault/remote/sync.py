@@ -1,10 +1,10 @@
 """Sync a vault with a git remote: fetch, merge (never rebase: pushed commits stay as they are), push.
 
-Daily logs and tombstones.jsonl merge item by item (memvault.union_merge), so two machines adding
+Daily logs and tombstones.jsonl merge item by item (memvault.remote.union_merge), so two machines adding
 facts on the same day both keep everything. Anything else changed on both sides (a wiki page two
 dreams rewrote) is a real conflict: the merge is aborted and the vault is left exactly as before.
 
-The one exception to "never rewritten" is a purge (memvault.purge). After fetching, a clone whose
+The one exception to "never rewritten" is a purge (memvault.remote.purge). After fetching, a clone whose
 history (or the fetched one) still holds a purged fact's text rewrites every ref with the same
 filter first: old commits become the very commits the purging clone made, so the fetched history
 merges as usual and unpushed facts are kept. When the remote still holds the old history, the
@@ -24,22 +24,22 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from memvault.base.text import shown
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
-from memvault.gitstore import GitStore, git_reason, require_git
-from memvault.storage import lock
-from memvault.storage.journal import MERGE
-from memvault.storage.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
-from memvault.storage.store import Storage
-from memvault.sync_checks import (
+from memvault.formats.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
+from memvault.remote.sync_checks import (
     FIX_AT_SOURCE,
     RemoteChanges,
     common_base,
     merge_base,
     remote_changes,
-    shown,
     tree_problem,
 )
-from memvault.union_merge import MERGE_DRIVER, UNION_PATTERNS
+from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS
+from memvault.storage import lock
+from memvault.storage.gitstore import GitStore, git_reason, require_git
+from memvault.storage.journal import MERGE
+from memvault.storage.store import Storage
 
 REMOTE = "origin"
 MERGE_DRIVER_NAME = "memvault: union of daily-log items and tombstone lines"
@@ -71,11 +71,16 @@ class SyncReport:
 # -- merge driver -------------------------------------------------------------------------------
 
 def driver_command() -> str:
-    return f"{shlex.quote(sys.executable)} -m memvault.union_merge %O %A %B %P"
+    return f"{shlex.quote(sys.executable)} -m memvault.remote.union_merge %O %A %B %P"
+
+
+# The driver's module before it moved into memvault/remote/: a vault set up then still names it.
+_FORMER_DRIVER = " -m memvault.union_merge "
 
 
 def ensure_merge_driver(storage: Storage) -> bool:
-    """Install the union driver in the vault's git config if missing; True if it was installed.
+    """Install the union driver in the vault's git config if missing or naming its former module;
+    True if it was installed.
 
     Runs on every open (a fresh clone has no such entry), so the usual path is one small read.
     """
@@ -83,7 +88,7 @@ def ensure_merge_driver(storage: Storage) -> bool:
         config = (storage.git.git_dir / "config").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
-    if f'[merge "{MERGE_DRIVER}"]' in config:
+    if f'[merge "{MERGE_DRIVER}"]' in config and _FORMER_DRIVER not in config:
         return False
     try:
         install_merge_driver(storage.git)
@@ -113,7 +118,7 @@ def merge_driver_problems(storage: Storage) -> list[str]:
             interpreter = shlex.split(driver)[0]
         except (ValueError, IndexError):
             interpreter = ""
-        if "memvault.union_merge" not in driver or not shutil.which(interpreter):
+        if "memvault.remote.union_merge" not in driver or not shutil.which(interpreter):
             problems.append(f"merge.{MERGE_DRIVER}.driver points to a missing program: {driver}")
     return problems
 
@@ -235,7 +240,7 @@ def _sync(storage: Storage, url: str) -> SyncReport:
         storage.recover_locked()
         _refuse_unfinished_purge(storage)
         _refuse_uncommitted(storage)
-    from memvault import purge  # (lazy: every Vault open imports this module for the merge driver)
+    from memvault.remote import purge  # (lazy: every Vault open imports this module for the merge driver)
 
     before = storage.git.head()
     owed = purge.push_owed(storage)
@@ -281,7 +286,7 @@ def _sha(storage: Storage, ref: str) -> str | None:
 
 def _adopt_purges(storage: Storage, branch: str) -> list[str]:
     """Rewrite this clone's history for purges it has not applied (see the module docstring)."""
-    from memvault import purge
+    from memvault.remote import purge
 
     tracking = f"refs/remotes/{REMOTE}/{branch}"
     tracking = tracking if _ref_exists(storage, tracking) else None
@@ -370,7 +375,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
 
 
 def _refuse_untrusted(storage: Storage, rev: str, name: str) -> RemoteChanges:
-    """Stop before merging what memvault never takes from a remote (memvault.sync_checks); else
+    """Stop before merging what memvault never takes from a remote (memvault.remote.sync_checks); else
     what the merge takes that a user should hear of: facts the remote edited, or forgot."""
     problem = tree_problem(storage.git, rev)  # first: nothing else of such a tree is read
     changes = remote_changes(storage.git, "HEAD", rev) if problem is None else RemoteChanges()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
-from pathlib import Path
 
-from fake_llm import FakeLLM, request_data  # noqa: F401  (re-exported for the tests)
+from support import ROOT
+from support.fake_llm import FakeLLM, request_data  # noqa: F401  (re-exported for the tests)
 
 TODAY = date(2026, 11, 22)
 MODEL = "openai/fake-dream"
@@ -42,7 +42,7 @@ def log_lines(vault) -> list[str]:
 
 # -- recorded requests and answers of a real model (tests/data/llm-transcripts) ------------------
 
-TRANSCRIPTS = Path(__file__).resolve().parent / "data" / "llm-transcripts" / "qwen2.5-coder-1.5b-q4km"
+TRANSCRIPTS = ROOT / "tests" / "data" / "llm-transcripts" / "qwen2.5-coder-1.5b-q4km"
 
 
 def transcript(n: int) -> dict:
@@ -63,7 +63,7 @@ def recorded_facts(n: int) -> list[dict]:
 def add_recorded_facts(vault, n: int) -> list:
     """Write the recorded batch's facts into the vault with their recorded ids (one commit), so the
     recorded answers, which name those ids, can be replayed."""
-    from memvault.facts import Fact
+    from memvault.formats.facts import Fact
 
     storage = vault.storage
     facts = []

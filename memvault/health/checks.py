@@ -1,0 +1,253 @@
+"""doctor's checks of the vault itself: its repository, locks, work tree, daily logs, citations and
+credentials. Each feature package brings its own (index.probes, dream.probes, remote.probes).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from memvault.base.credentials import find_credentials, unmarked_credentials
+from memvault.formats.layout import INDEX_FILE, LOGS_DIR, MEMORY_FILE, WRITE_LOCK, is_misdated_log
+from memvault.formats.pages import cited_ids
+from memvault.health.doctor import FAIL, OK, WARN, Check, Probe, process_of, shown_details
+from memvault.storage.lock import held_by, orphaned_holder
+from memvault.storage.paths import symlinks_in
+from memvault.storage.repository import repository_problem
+from memvault.storage.store import Storage
+from memvault.storage.wiki import list_pages, pages_citing, pages_holding_credentials, read_page
+
+REPOSITORY = "git repository"
+RECREATE = "re-create the repository from the vault's files in one commit, keeping a broken .git in .memvault/"
+
+
+def repository_check(root: Path) -> Check:
+    problem = repository_problem(root)
+    if problem is None:
+        return Check(REPOSITORY, OK, "HEAD and the index are readable")
+    return Check(REPOSITORY, FAIL, f"{problem}; the vault's files are intact but no command can commit",
+                 ["if the vault syncs with a remote, `memvault clone URL DIR` into a new directory brings "
+                  "the history back instead"], fix=RECREATE)
+
+
+def check_locks(storage: Storage) -> Check:
+    name = "locks"
+    details: list[str] = []
+    problems: list[str] = []
+    holder = storage.lock_holder()
+    stale_record = False
+    if holder:
+        details.append(f"write lock {held_by(holder)}")
+    else:
+        # harmless: the lock is free (the kernel let it go with the process); the next write removes it
+        stale_record = orphaned_holder(storage.lock_path(WRITE_LOCK)) is not None
+    if storage.journal.exists() and not holder:
+        problems.append(f"an interrupted command left a change half-done ({storage.relpath(storage.journal.path)})")
+    git_locks = storage.git.abandoned_locks()
+    if git_locks:
+        names = ", ".join(storage.relpath(p) for p in git_locks)
+        problems.append(f"stale git lock file(s) left by a killed git process: {names}")
+    if problems:
+        return Check(name, FAIL, "; ".join(problems), details,
+                     fix="finish or roll back the interrupted change and remove stale lock files")
+    if stale_record:
+        return Check(name, WARN, "a killed writer's record of holding the write lock is left; the lock itself "
+                     "is free, and the next write removes the record", details, fix="remove it now")
+    return Check(name, OK, details[0] if details else "no stale locks", details)
+
+
+def repair_locks(storage: Storage) -> list[str]:
+    done = list(storage.recover())
+    record = orphaned_holder(storage.lock_path(WRITE_LOCK))
+    if record is not None:
+        record.unlink(missing_ok=True)
+        done.append("removed the write lock's stale holder record")
+    return done
+
+
+def check_worktree(storage: Storage) -> Check:
+    name = "uncommitted changes"
+    if storage.git.merge_in_progress():
+        return Check(name, FAIL, "a git merge is in progress (a sync conflict being resolved by hand?): "
+                     "finish it with `git commit` or abandon it with `git merge --abort`")
+    ours, temp, foreign, writer = _uncommitted_at_rest(storage)
+    if not (ours or temp):
+        if foreign:
+            return Check(name, WARN, f"{len(foreign)} file(s) that are not part of the vault's layout are not "
+                         "committed; memvault leaves them alone (commit or remove them yourself)",
+                         shown_details(foreign))
+        if writer is not None:
+            return Check(name, OK, f"working tree clean but for a write under way{process_of(writer)}, committing "
+                         "its changes")
+        return Check(name, OK, "working tree clean")
+    problems = []
+    if ours:
+        problems.append(f"{len(ours)} uncommitted change(s) to the vault's files")
+    if temp:
+        problems.append(f"{len(temp)} temp file(s) left by a killed git or memvault process")
+    return Check(name, FAIL, "; ".join(problems), shown_details(ours + temp + foreign),
+                 fix="commit the vault's files as one commit (never other files) and delete the temp files")
+
+
+def _uncommitted_at_rest(storage: Storage, tries: int = 3) -> tuple[list[str], list[str], list[str], dict | None]:
+    """storage.uncommitted(), less what writes of other processes have under way: an add appends,
+    then commits, and a doctor looking in between (agents at work, doctor from cron) would call
+    its change uncommitted. The files a live writer's journal names are its own; a change seen
+    only while writers came and went (a write begun and done within one look, a temp file of
+    theirs) is gone when looked at again. Also returns the writer whose change was set aside."""
+    seen = None
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(0.05)
+        before, holder = storage.being_written()
+        ours, temp, foreign = storage.uncommitted()
+        after, later = storage.being_written()
+        busy = before | after
+        seen = seen or ((holder or later) if busy & set(ours) else None)
+        ours = [rel for rel in ours if rel not in busy]
+        if not (ours or temp):
+            break
+    return ours, temp, foreign, seen
+
+
+def repair_worktree(storage: Storage) -> list[str]:
+    if storage.git.merge_in_progress():
+        return []
+    done = []
+    with storage.write_lock():
+        ours, temp, _foreign = storage.uncommitted()
+        for rel in temp:
+            storage.path(rel).unlink(missing_ok=True)
+        if temp:
+            done.append(f"deleted {len(temp)} temp file(s): {', '.join(temp[:3])}" + (" …" if len(temp) > 3 else ""))
+        if ours:
+            storage.refuse_lost_facts(ours)
+            shown = ", ".join(ours[:3]) + (f" and {len(ours) - 3} more" if len(ours) > 3 else "")
+            sha = storage.git.commit(ours, f"doctor: commit leftover changes ({shown})")
+            if sha:
+                done.append(f"committed {len(ours)} leftover change(s) as {sha[:10]}")
+    return done
+
+
+def check_symlinks(storage: Storage) -> Check:
+    """Symlinks in the vault: a synced commit could aim one anywhere, so memvault never follows them."""
+    found = symlinks_in(storage.root)
+    tracked = [line.split("\t", 1)[1] for line in storage.git.run("ls-files", "-s").splitlines()
+               if line.startswith("120000 ")]
+    found = sorted(set(found) | set(tracked))
+    if found:
+        shown = [f"{rel} -> {os.readlink(storage.root / rel)}" if os.path.islink(storage.root / rel) else
+                 f"{rel} (a symlink in git)" for rel in found]
+        return Check("symlinks", FAIL, f"{len(found)} symlink(s) in the vault: memvault refuses to read or write "
+                     "through them; replace each with a regular file (or delete it) and commit", shown_details(shown))
+    return Check("symlinks", OK, "no symlinks in the vault")
+
+
+def check_identity(storage: Storage) -> Check:
+    identity = storage.git.identity()
+    who = f"{identity.name} <{identity.email}>"
+    if identity.fallback:
+        return Check("git identity", WARN, f"no git identity configured: commits are authored as {who}",
+                     [f"set one: git -C {storage.root} config user.name 'Your Name' && "
+                      f"git -C {storage.root} config user.email you@example.com"])
+    return Check("git identity", OK, who)
+
+
+def check_log_lines(storage: Storage) -> Check:
+    problems = storage.problems()
+    if problems:
+        return Check("daily logs", FAIL, f"{len(problems)} line(s) in the daily logs do not parse as facts; "
+                     "edit them back to `- text <!-- mv {...} -->`", shown_details([str(p) for p in problems]))
+    return Check("daily logs", OK, f"{len(storage.log_files())} daily log(s) parse cleanly")
+
+
+def check_log_names(storage: Storage) -> Check:
+    """Files named like a daily log for a day that does not exist (2026-02-30.md): no command reads
+    their facts, so they are named here rather than skipped in silence."""
+    found = [storage.relpath(path) for path in storage.path(LOGS_DIR).glob("*/*.md")]
+    misdated = sorted(rel for rel in found if is_misdated_log(rel))
+    if misdated:
+        return Check("log names", FAIL, f"{len(misdated)} file(s) in {LOGS_DIR}/ are named for a day that does "
+                     "not exist, so no command reads their facts; rename each to the real day its facts belong "
+                     "to (or move its items into that day's log) and commit", shown_details(misdated))
+    return Check("log names", OK, "every daily log is named for a real day")
+
+
+def check_fact_ids(storage: Storage) -> Check:
+    duplicates = storage.duplicate_ids()
+    if duplicates:
+        return Check("fact ids", FAIL, f"{len(duplicates)} fact(s) repeat the id of an earlier one (a hand edit or "
+                     "a merge without memvault's driver): search and dream count only the first copy; delete the "
+                     "repeated item, or re-add its text with `memvault add` if it is a different fact",
+                     shown_details([str(p) for p in duplicates]))
+    return Check("fact ids", OK, "every fact id is unique")
+
+
+def check_citations(storage: Storage) -> Check:
+    # A purged fact's item is gone but its purge record stays: a page citing it is withheld until
+    # the next dream rewrites it, as after a forget (check_forgotten_citations), not broken.
+    known = {fact.id for fact in storage.iter_facts(include_forgotten=True)} | set(storage.tombstones())
+    missing: list[str] = []
+    pages = list_pages(storage.root)
+    for rel in pages:
+        for fact_id in _cited(storage, rel):
+            if fact_id not in known:
+                missing.append(f"{rel} cites {fact_id}, which is in no daily log")
+    if missing:
+        return Check("citations", FAIL, f"{len(missing)} citation(s) point to facts that do not exist",
+                     shown_details(missing))
+    return Check("citations", OK, f"{len(pages)} page(s): every cited fact exists")
+
+
+def check_forgotten_citations(storage: Storage) -> Check:
+    """Pages still carrying what a forgotten fact said; the next dream's scrub rewrites them."""
+    name = "pages citing forgotten facts"
+    citing = pages_citing(storage)
+    if not citing:
+        return Check(name, OK, "no page cites a forgotten fact")
+    return Check(name, WARN, f"{len(citing)} page(s) cite forgotten facts: the next `memvault dream` "
+                 "rewrites them without what those facts said",
+                 shown_details([f"{path} cites {', '.join(ids)}" for path, ids in citing.items()]))
+
+
+def check_credentials(storage: Storage) -> Check:
+    """Credentials that reached the vault without `add` and its check (a hand edit, a plain git
+    commit, another tool): prompts already leave them out; the user decides whether they stay."""
+    name = "credentials"
+    facts = list(storage.iter_facts())
+    paths = {fact.id: fact.path for fact in facts}
+    found = [f"{fid} ({paths[fid]}): {', '.join(kinds)}" for fid, kinds in unmarked_credentials(facts).items()]
+    found += [f"{path}: no model is shown it, and dream leaves it as it is"
+              for path in sorted(pages_holding_credentials(storage))]
+    for summary in (MEMORY_FILE, INDEX_FILE):
+        lines = storage.read_text(summary).splitlines()
+        found += [f"{summary} line {i + 1}: {', '.join(k.kind for k in kinds)}"
+                  for i, kinds in find_credentials(lines).items()]
+    if found:
+        return Check(name, WARN, f"{len(found)} fact(s), page(s) or line(s) hold a credential that `add` never "
+                     "checked (a hand edit or another tool wrote it): dream and context keep them out of every "
+                     "prompt; `memvault purge ID` removes a fact from history, the others need a hand edit",
+                     shown_details(found))
+    marked = sum(f.secret for f in facts)
+    return Check(name, OK, f"none but the {marked} fact(s) stored with --allow-secret" if marked
+                 else "no fact or page holds a credential")
+
+
+def _cited(storage: Storage, rel: str) -> list[str]:
+    page = read_page(storage.root, rel)
+    if page is None:
+        return []
+    return list(dict.fromkeys([*page.sources, *cited_ids(page.body)]))
+
+
+LOCKS = Probe(check_locks, repair_locks)
+SYMLINKS = Probe(check_symlinks)
+WORKTREE = Probe(check_worktree, repair_worktree)
+IDENTITY = Probe(check_identity)
+LOG_LINES = Probe(check_log_lines)
+LOG_NAMES = Probe(check_log_names)
+FACT_IDS = Probe(check_fact_ids)
+CITATIONS = Probe(check_citations)
+FORGOTTEN_CITATIONS = Probe(check_forgotten_citations)
+CREDENTIALS = Probe(check_credentials)
