@@ -14,10 +14,11 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memvault.base.arguments import checked
 from memvault.base.dates import Bound
 from memvault.errors import (
     BrokenRepository,
@@ -32,14 +33,16 @@ from memvault.formats import dreamlog
 from memvault.formats.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
 from memvault.formats.layout import CONFIG_FILE
 from memvault.formats.tombstones import Tombstone
+from memvault.index.query import SearchQuery
+from memvault.recall.timeline import RecentQuery
 from memvault.storage.paths import template_root
 from memvault.storage.store import Storage
 
 if TYPE_CHECKING:
     from memvault.importers.run import ImportReport
-    from memvault.recall.timeline import RecentQuery
 
 Notify = Callable[[str], None]
+Progress = Callable[..., None]  # what each long task tells of its stages (see the task's docs)
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,7 @@ class Vault:
     """One vault. `notify` receives notices meant for a person (an index rebuilt, a repair done);
     without it they go to the `memvault` logger at INFO level. The library never prints."""
 
+    @checked
     def __init__(self, root: os.PathLike[str] | str, *, notify: Notify | None = None):
         root = Path(root).resolve()
         if not is_vault(root):
@@ -248,15 +252,17 @@ class Vault:
                 raise NotAVault(f"{root} is a file, not a vault directory")
             if (root / CONFIG_FILE).is_file():
                 raise BrokenRepository(root, "its git repository (.git) is missing")
+            if not root.exists():
+                raise NotAVault(f"{root} does not exist; create a vault there with `memvault init {root}`")
             try:
-                empty = not root.exists() or not any(root.iterdir())
+                empty = not any(root.iterdir())
             except OSError:  # not readable: no advice to init there either
                 empty = False
             # init makes a vault in a new or empty directory only: name it where it would work
             advice = (f"create one with `memvault init {root}`" if empty else
                       "point --vault (or MEMVAULT_VAULT) at your vault, or make a new one with "
                       "`memvault init PATH` in a new or empty directory")
-            raise NotAVault(f"{root} is not a memvault vault (no {CONFIG_FILE} and .git); {advice}")
+            raise NotAVault(f"{root} is not a memvault vault (it has no {CONFIG_FILE}); {advice}")
         problem = _git_dir_problem(root)
         if problem:
             raise BrokenRepository(root, problem)
@@ -298,6 +304,7 @@ class Vault:
     # -- finding and creating ---------------------------------------------------------------
 
     @classmethod
+    @checked
     def init(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Create a vault from the template, with its own git repository and a first commit."""
         from memvault.storage.gitstore import GitStore, require_git
@@ -336,6 +343,7 @@ class Vault:
         return vault
 
     @classmethod
+    @checked
     def open(cls, path: os.PathLike[str] | str | None = None, *, create_default: bool = True,
              notify: Notify | None = None) -> Vault:
         """Find the vault: explicit path > MEMVAULT_VAULT > enclosing vault of cwd > default vault."""
@@ -353,6 +361,7 @@ class Vault:
         return vault
 
     @classmethod
+    @checked
     def adopt(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Re-create the git repository of a vault whose .git is missing or broken, from its files, in
         one commit (`created` is then True). A vault with a healthy repository is left as it is."""
@@ -372,6 +381,7 @@ class Vault:
         return vault
 
     @classmethod
+    @checked
     def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False, llm: bool = False,
                  notify: Notify | None = None):
         """`doctor` for a vault that may not open: its git repository is checked first (re-created
@@ -395,6 +405,7 @@ class Vault:
         return report
 
     @classmethod
+    @checked
     def clone(cls, url: str, path: os.PathLike[str] | str | None = None, *,
               notify: Notify | None = None) -> Vault:
         """Set up a vault from a remote that holds one (default path: the default vault)."""
@@ -431,6 +442,7 @@ class Vault:
     def tombstones(self) -> dict[str, Tombstone]:
         return self.storage.tombstones()
 
+    @checked
     def iter_facts(self, include_forgotten: bool = False) -> Iterator[Fact]:
         """All facts, oldest day first (file order within a day)."""
         return self.storage.iter_facts(include_forgotten)
@@ -441,9 +453,10 @@ class Vault:
 
     # -- writing facts ------------------------------------------------------------------------
 
+    @checked
     def add(self, text: str, *, category: str = "fact", tags: Iterable[str] = (), source: str | None = None,
             session: str | None = None, importance: float | None = None,
-            at: datetime | str | None = None, allow_secret: bool = False, supersedes: str | None = None,
+            at: datetime | date | str | None = None, allow_secret: bool = False, supersedes: str | None = None,
             key: str | None = None) -> Fact:
         """Remember one fact: appended to its day's log and committed. `supersedes`: the id of an
         older live fact this one replaces (both stay; search lists this one first). A `key` already
@@ -455,6 +468,7 @@ class Vault:
         except InvalidItem as e:
             raise InvalidInput(e.reason) from None
 
+    @checked
     def add_many(self, drafts: Iterable[FactDraft | Mapping[str, Any] | str], *,
                  allow_secret: bool = False) -> list[Fact]:
         """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
@@ -576,6 +590,7 @@ class Vault:
                           progress=progress, check=lambda drafts: self._checked(drafts, allow_secret=allow_secret),
                           write=lambda facts, origin: self._write(facts, origin, looked_up=True)[0])
 
+    @checked
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
         """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""
         from memvault.storage.wiki import pages_citing
@@ -606,14 +621,17 @@ class Vault:
         tombstone, already = self.storage.add_tombstone(fact, reason)
         return Forgotten(tombstone, already, sorted(pages_citing(self.storage, [fact.id])))
 
-    def purge_plan(self, fact_ids: Iterable[str]):
+    @checked
+    def purge_plan(self, fact_ids: str | Iterable[str]):
         """What `purge` would remove (reads only): a memvault.remote.purge.PurgePlan with the facts' ids
         and first words, the commits to rewrite and the pages citing them."""
         from memvault.remote.purge import plan
 
         return plan(self.storage, _ids(fact_ids))
 
-    def purge(self, fact_ids: Iterable[str], *, confirm: Callable[[Any], bool] | None = None, progress=None):
+    @checked
+    def purge(self, fact_ids: str | Iterable[str], *, confirm: Callable[[Any], bool] | None = None,
+              progress: Progress | None = None):
         """Remove facts' text from the logs, every commit of the history, the pages citing them,
         the search index and the embedding cache, leaving a tombstone without text or hash;
         returns a memvault.remote.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
@@ -645,6 +663,7 @@ class Vault:
 
         return purged_tombstone(storage or self.storage, fact_id)
 
+    @checked
     def show(self, fact_id: str, *, as_of=None) -> FactView:
         """One fact (NotFound if there is none), its tombstone, and its chain of supersedes links."""
         from memvault.errors import NotFound
@@ -675,6 +694,7 @@ class Vault:
             return False
         return True
 
+    @checked
     def recent(self, limit: int | RecentQuery | None = 20, *, since: Bound = None, until: Bound = None,
                category: str | None = None, tag: str | None = None, source: str | None = None,
                session: str | None = None, oldest_first: bool | None = None, as_of=None) -> list[Fact]:
@@ -698,6 +718,7 @@ class Vault:
         with self._reading(as_of) as storage:
             return recent(storage, query)
 
+    @checked
     def sessions(self, *, since: Bound = None, until: Bound = None, source: str | None = None) -> list:
         """Sources/sessions with fact counts and first/last times, most recently active first
         (`since` and `until` as `recent` takes them)."""
@@ -706,6 +727,7 @@ class Vault:
         return list_sessions(self.storage, RecentQuery.parse(None, tz=self.tz, since=since, until=until,
                                                              source=source))
 
+    @checked
     def history(self, fact_id: str) -> list[dict[str, str]]:
         """The commits that touched a fact, oldest first: added, edited, superseded, consolidated, forgotten.
 
@@ -727,7 +749,9 @@ class Vault:
 
     # -- search (memvault.index) -------------------------------------------------------------
 
-    def search(self, query, *, progress=None, as_of=None, **options) -> list:
+    @checked
+    def search(self, query: str | SearchQuery, *, progress: Progress | None = None, as_of=None,
+               **options: Any) -> list:
         """Hybrid search: wiki pages plus facts after the watermark (`include_all` adds the rest).
 
         `query` is the text (options as keywords: limit, category, tag, source, session, since,
@@ -735,7 +759,6 @@ class Vault:
         Hits below the relevance floor (min_score, default 0.05) are left out: [] means no match.
         `as_of` (a date, a time or a commit) searches the vault as it stood then (see `as_of()`).
         """
-        from memvault.index.query import SearchQuery
         from memvault.index.search import search
 
         if not isinstance(query, SearchQuery):
@@ -745,7 +768,8 @@ class Vault:
         with self._reading(as_of) as storage:
             return search(storage, query, progress=progress)
 
-    def reindex(self, clear: bool = False, progress=None) -> dict:
+    @checked
+    def reindex(self, clear: bool = False, progress: Progress | None = None) -> dict:
         """Bring the search index up to date with the files (`clear`: rebuild it aside and swap)."""
         from memvault.index.search import reindex
 
@@ -780,6 +804,7 @@ class Vault:
         except ModelUnavailable as e:
             raise RemoteError(str(e)) from None
 
+    @checked
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
                 relevant: int = 20, as_of=None):
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
@@ -790,11 +815,15 @@ class Vault:
 
     # -- dream (memvault.dream) --------------------------------------------------------------
 
-    def dream(self, **options: Any):
+    @checked
+    def dream(self, *, dry_run: bool = False, max_batches: int | None = None, min_facts: int | None = None,
+              model: str | None = None, progress: Progress | None = None, llm: Any = None,
+              today: date | None = None):
         """Consolidate pending days into wiki pages; returns a DreamReport (see memvault.dream)."""
         from memvault.dream.consolidate import run_dream
 
-        return run_dream(self.storage, **options)
+        return run_dream(self.storage, dry_run=dry_run, max_batches=max_batches, min_facts=min_facts, model=model,
+                         progress=progress, llm=llm, today=today)
 
     def dream_undo(self) -> dict:
         """Revert the last dream commit with git revert, unless later commits touched its files."""
@@ -810,6 +839,7 @@ class Vault:
 
     # -- sync and health (memvault.remote.sync, memvault.health) ----------------------------------------
 
+    @checked
     def set_remote(self, url: str) -> dict:
         from memvault.remote.sync import set_remote
 
@@ -846,6 +876,7 @@ class Vault:
 
     # -- time travel (memvault.recall) -------------------------------------------------------
 
+    @checked
     def why(self, target: str):
         """Where a memory came from: for a MEMORY.md line (its number or words), a page section
         (`wiki/<zone>/<page>.md#<heading-slug>`) or a fact id, the page, the cited facts and each
@@ -872,6 +903,7 @@ class Vault:
         with past(self.storage, as_of) as storage:
             yield storage
 
+    @checked
     def doctor(self, fix: bool = False, llm: bool = False):
         """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
         returns a memvault.health.doctor.DoctorReport."""

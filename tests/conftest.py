@@ -49,6 +49,11 @@ def embedding_model(request, monkeypatch, tiny_model_path):
         monkeypatch.setenv(key, value)
 
 
+# What a developer's shell may set that would change what a test sees.
+HOST_SETTINGS = ("MEMVAULT_API_BASE", "MEMVAULT_LOCK_TIMEOUT", "MEMVAULT_WATCH", "MEMVAULT_TOKENIZER", "MEMVAULT_DEBUG",
+                 "NO_COLOR", "FORCE_COLOR")
+
+
 @pytest.fixture(autouse=True)
 def rerank_model(request, monkeypatch, embedding_model):
     """Tests search without the reranker unless marked `reranker`, which find the real one."""
@@ -74,6 +79,10 @@ def hermetic_env(tmp_path_factory, monkeypatch):
     empty = home / "gitconfig"
     empty.write_text("")
     monkeypatch.setenv("HOME", str(home))
+    # Every folder memvault, its libraries and git look up by XDG_* follows HOME (the cache in
+    # $HOME/.cache), whatever the machine running the tests sets; the data folder is moved aside.
+    for key in [key for key in os.environ if key.startswith("XDG_")] + list(HOST_SETTINGS):
+        monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")

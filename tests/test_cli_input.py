@@ -217,12 +217,12 @@ def test_search_stdin_json_past_the_parsers_limits_fails_that_line_only(vault_di
 
 @pytest.mark.parametrize(("args", "message"), [
     (["add", "bad \udcff byte"], "fact text is not valid UTF-8"),
-    (["add", "x", "--source", "a\udcffb"], "source is not valid UTF-8"),
-    (["add", "x", "--session", "a\udcffb"], "session is not valid UTF-8"),
-    (["add", "x", "--tag", "a\udcffb"], "tag is not valid UTF-8"),
-    (["add", "x", "--source", "\x1b[31mred"], "source holds a control character ('\\x1b'); give printable text"),
+    (["add", "x", "--source", "a\udcffb"], "--source is not valid UTF-8"),
+    (["add", "x", "--session", "a\udcffb"], "--session is not valid UTF-8"),
+    (["add", "x", "--tag", "a\udcffb"], "--tag is not valid UTF-8"),
+    (["add", "x", "--source", "\x1b[31mred"], "--source holds a control character ('\\x1b'); give printable text"),
     (["search", "a\udcffb", "--lexical"], "search query is not valid UTF-8"),
-    (["search", "x", "--tag", "a\udcffb", "--lexical"], "tag is not valid UTF-8"),
+    (["search", "x", "--tag", "a\udcffb", "--lexical"], "--tag is not valid UTF-8"),
 ])
 def test_bytes_that_are_not_utf8_and_control_characters_are_named(vault_dir, args, message):
     """Bad input tried: a byte 0xFF (not UTF-8) in the fact text, source, session, tag and search
@@ -280,13 +280,13 @@ def test_an_error_quoting_a_huge_value_stays_a_short_line(vault_dir):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["recent", "--limit", "0"], "limit must be a whole number of at least 1"),
-    (["recent", "-n", "-3"], "limit must be a whole number of at least 1"),
-    (["search", "tea", "--limit", "0"], "limit must be a whole number from 1 to 1000"),
-    (["search", "tea", "--limit", "1001"], "limit must be a whole number from 1 to 1000"),
-    (["context", "--budget", "0"], "budget must be a whole number of tokens from 1 to 1000000"),
-    (["context", "--recent", "-1"], "recent must be a whole number of at least 0"),
-    (["context", "--relevant", "-1"], "relevant must be a whole number of at least 0"),
+    (["recent", "--limit", "0"], "--limit must be a whole number of at least 1"),
+    (["recent", "-n", "-3"], "--limit must be a whole number of at least 1"),
+    (["search", "tea", "--limit", "0"], "--limit must be a whole number from 1 to 1000"),
+    (["search", "tea", "--limit", "1001"], "--limit must be a whole number from 1 to 1000"),
+    (["context", "--budget", "0"], "--budget must be a whole number of tokens from 1 to 1000000"),
+    (["context", "--recent", "-1"], "--recent must be a whole number of at least 0"),
+    (["context", "--relevant", "-1"], "--relevant must be a whole number of at least 0"),
     (["dream", "--max-batches", "-1"], "--max-batches must be a whole number of at least 0"),
     (["dream", "--min-facts", "-1"], "--min-facts must be a whole number of at least 0"),
 ])
@@ -336,7 +336,7 @@ def test_a_label_holding_a_line_break_is_refused_everywhere(cli, vault, vault_di
     one-line error, exit 2, nothing stored."""
     before = snapshot(vault_dir)
     label = f"chat{line_break}42"
-    for option, message in (("--source", "source must be one line"), ("--session", "session must be one line"),
+    for option, message in (("--source", "--source must be one line"), ("--session", "--session must be one line"),
                             ("--tag", "invalid tag")):
         result = cli("add", "a fact", option, label)
         assert result.exit_code == ExitCode.USAGE, (option, result.stdout)

@@ -120,11 +120,65 @@ def test_piped_output_is_plain_tab_separated_rows_with_nothing_cut(cli, facts, m
     assert rows[1][3:] == ["first line of notes …", "#notes"]
     assert rows[2][2:] == ["preference", "Alice prefers green tea", "#alice"]
     hit = cli("search", "green tea", "--lexical").stdout.splitlines()[0].split("\t")
-    assert float(hit[0]) > 0 and hit[2:] == ["preference", "Alice prefers green tea", facts["Alice"]]
+    assert float(hit[0]) > 0 and hit[2:] == ["preference", "Alice prefers green tea", facts["Alice"], "#alice"]
     # a tab in a text (bad input tried) is a space in its field: the tags stay in their column
     tabbed = cli("add", "tab\there", "--tag", "x").stdout.strip()
     row = next(row for row in (line.split("\t") for line in cli("recent").stdout.splitlines()) if row[1] == tabbed)
     assert row[3:] == ["tab here", "#x"]
+
+
+ANSWER_DEEP = ("Long story: after the move to Lyon in 2019 with her sister, two cats and far too many boxes of "
+               "books, Alice mostly drinks rooibos in the morning and coffee at night")
+
+
+def test_a_search_hit_shows_the_words_it_matched_not_only_its_start(cli, monkeypatch, terminal):
+    """Seen: long facts were cut to their first ~70 characters, which hid the answer to "what does
+    Alice drink". On a terminal the text starts a little before the matched words; piped, a
+    multi-line fact shows the line that matched."""
+    fact = cli("add", ANSWER_DEEP, "--tag", "alice").stdout.strip()
+    notes = cli("add", "Meeting notes\nBob runs the builds\nAlice said she drinks rooibos now\nmore later").stdout
+    row = next(line for line in visible(cli("search", "what does alice drink", "--lexical").stdout) if fact in line)
+    assert "Alice mostly drin" in row and "Long story" not in row and len(row) <= 80
+    shown = row[row.index("…"):].split()
+    assert shown[0][1:] in ANSWER_DEEP.split(), row  # from the start of a word
+    monkeypatch.delenv("FORCE_COLOR")
+    piped = cli("search", "rooibos drinks", "--lexical").stdout.splitlines()
+    assert [line.split("\t")[3] for line in piped if notes.strip() in line] == ["… Alice said she drinks rooibos now …"]
+
+
+def test_explain_wraps_the_signals_rather_than_cutting_them(cli, facts, monkeypatch, terminal):
+    """Seen: `--explain` was cut even at 120 columns."""
+    monkeypatch.setenv("COLUMNS", "120")
+    lines = visible(cli("search", "green tea", "--explain").stdout)
+    text = " ".join(lines)
+    assert all(len(line) <= 120 for line in lines)
+    for signal in ("lexical #1", "dense #", "recency +", "importance +", "(floor 0.05)"):
+        assert signal in text, (signal, lines)
+
+
+def test_the_relevance_floor_is_named_when_it_hides_hits(cli, facts, terminal):
+    """Seen: the floor the docs speak of was shown only with --explain."""
+    cli("reindex")  # so that the only notice left is the search's
+    empty = cli("search", "zebra crossing", "--lexical")
+    assert empty.stderr == "memvault: no matches (relevance floor 0.05; --min-score 0 shows every match)\n"
+    some = cli("search", "green tea", "--lexical")
+    assert "Alice prefers green tea" in some.stdout
+    assert "hits scoring under 0.05 (the relevance floor) are left out; --min-score 0 shows them" in some.stderr
+
+
+def test_a_column_left_out_for_want_of_width_is_named(cli, facts, monkeypatch, terminal):
+    """Seen: tags vanished at 80 columns without a sign."""
+    result = cli("search", "alice tea", "--lexical")
+    assert "memvault: tags left out at 80 columns: a wider terminal or --json shows them" in result.stderr
+    monkeypatch.setenv("COLUMNS", "160")
+    wide = cli("search", "alice tea", "--lexical")
+    assert "#alice" in wide.stdout and "tags left out" not in wide.stderr
+
+
+def test_a_search_of_an_empty_vault_says_the_vault_is_empty(cli):
+    result = cli("search", "what does alice drink")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == "memvault: no matches: the vault holds no facts yet (`memvault add` remembers one)\n"
 
 
 def test_json_is_unchanged_on_a_terminal(cli, facts, terminal):

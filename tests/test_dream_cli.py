@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from datetime import date, timedelta
 from pathlib import Path
@@ -105,7 +106,10 @@ def test_second_dream_refused_and_add_not_blocked_during_a_slow_dream(vault_dir,
     """Real processes: the first dream waits on a slow model while others use the vault."""
     run_memvault("add", "Sam climbs", "--at", DAY, "--vault", str(vault_dir)).check_returncode()
     slow = consolidate_everything("wiki/people/sam.md", "Sam")
-    fake.default = lambda body: {"delay": 8 if len(fake.requests) == 1 else 0, "content": slow(body)}
+    # The first answer waits until the others have used the vault: a fixed delay of 8 s ran out
+    # under load before the third process was done, and the late fact missed the dream.
+    answered = threading.Event()
+    fake.default = lambda body: (len(fake.requests) > 1 or answered.wait(120)) and {"content": slow(body)}
     first = subprocess.Popen([sys.executable, "-m", "memvault", "dream", "--json", "--vault", str(vault_dir)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -116,6 +120,7 @@ def test_second_dream_refused_and_add_not_blocked_during_a_slow_dream(vault_dir,
     added = run_memvault("add", "Sam bought new shoes", "--vault", str(vault_dir))
     backdated = run_memvault("add", "Sam climbed El Cap", "--at", DAY, "--vault", str(vault_dir))
     still_dreaming = first.poll() is None
+    answered.set()
     out, err = first.communicate(timeout=60)
 
     assert second.returncode == 6 and "already running" in second.stderr

@@ -11,13 +11,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support.cli import run_memvault
-from support.git import assert_fsck_clean, git, is_clean
+from support.cli import Cli, run_memvault
+from support.git import assert_fsck_clean, git, is_clean, snapshot
 from support.process import compiled_children  # noqa: F401  (fixture)
 
 from memvault import Vault
@@ -137,6 +138,48 @@ def test_a_full_disk_fails_forget_and_a_batch_whole(small_disk):
     filler.unlink()
     assert is_clean(vault_dir) and list((vault_dir / "logs").rglob("2025-*.md")) == []
     assert run_memvault("status", "--vault", str(vault_dir)).returncode == 0
+    assert_fsck_clean(vault_dir)
+
+
+def test_a_disk_filling_up_at_any_step_of_an_add_refuses_it_whole_and_reads_go_on(small_disk):
+    """Fault tried: the disk fills up at each step of an add in turn: the append, the journal,
+    git's index, its objects, the ref update. Seen at the ref update (add number 77 on a 2 MiB
+    disk): "unexpected error: git commit failed: fatal: cannot update ref 'refs/heads/main'",
+    exit 1, a journal left behind, and `status`, `doctor` and `search` exited 9 ("disk full while
+    writing .git/index.lock") until space was freed: the undo itself needed room for git's index."""
+    vault_dir = Vault.init(small_disk / "vault").root
+    cli = Cli(vault_dir)
+    assert cli("add", "Alice prefers green tea").exit_code == 0
+    assert cli("search", "tea", "--lexical").exit_code == 0  # the index exists
+    refused = set()
+    for blocks in range(24):
+        assert cli("add", "with room").exit_code == 0  # (which puts back the room kept for an undo)
+        filler = fill(small_disk, leave=blocks * 4096)
+        before = snapshot(vault_dir)
+        added = cli("add", f"fact number {blocks}")
+        if added.exit_code == 0:
+            filler.unlink()
+            continue
+        assert added.exit_code == ExitCode.UNWRITABLE, added.stderr
+        line = one_line(added.stderr)
+        assert re.fullmatch(r"memvault: disk full while writing \S+; nothing was added", line), line
+        refused.add(line)
+        # Nothing half done: files and history as before, no journal left (git's index below).
+        assert snapshot(vault_dir) == before, line
+        assert not (vault_dir / ".memvault" / "journal.json").exists(), line
+        # Reading goes on, on the full disk.
+        for args in (["recent"], ["status"], ["doctor"], ["history", "x" * 16], ["sessions"]):
+            read = cli(*args)
+            assert read.exit_code in (0, ExitCode.NOT_FOUND), (line, args, read.stderr)
+            assert "disk full" not in read.stderr, (line, args)
+        # Search needs some room to open its index (sqlite's shared memory): a refused write gives
+        # up the room memvault keeps for undoing one (.memvault/reserve), so it has it.
+        search = cli("search", "tea", "--lexical")
+        assert search.exit_code == 0 and "Alice" in search.stdout, (line, search.stderr)
+        filler.unlink()
+        assert is_clean(vault_dir), line  # (git status itself needs room to run)
+    assert len(refused) >= 3, refused  # several steps were hit, not one
+    assert cli("add", "with room again").exit_code == 0 and is_clean(vault_dir)
     assert_fsck_clean(vault_dir)
 
 

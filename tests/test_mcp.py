@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -94,6 +95,12 @@ def test_lists_its_tools_with_described_schemas_and_memory_md_as_a_resource(serv
     assert tools["add"].input_schema["required"] == ["text"]
     assert "preference" in tools["add"].input_schema["properties"]["category"]["description"]
     assert tools["search"].annotations.read_only_hint and tools["forget"].annotations.destructive_hint
+    # Seen: the descriptions carried the docstrings' indentation. Each paragraph is one line.
+    for tool in tools.values():
+        paragraphs = tool.description.split("\n\n")
+        assert all("\n" not in p and p == p.strip() and "  " not in p for p in paragraphs), tool.description
+    assert tools["forget"].description.startswith("Forget a fact: a committed tombstone hides it")
+    assert len(tools["forget"].description.split("\n\n")) == 2
 
     resources = server.portal.call(server.session.list_resources).resources
     assert [r.name for r in resources] == ["MEMORY.md"]
@@ -324,8 +331,15 @@ def test_a_git_repository_broken_while_serving_is_said_as_the_cli_says_it(server
     assert is_clean(server.vault)
 
 
+def as_argument(cli_line: str) -> str:
+    """A CLI error line as MCP words it: the CLI names an option (`--min-score`), MCP its argument."""
+    line = cli_line.strip().removeprefix("memvault: ")
+    return re.sub(r"^--([\w-]+)", lambda found: found.group(1).replace("-", "_"), line)
+
+
 def test_vault_errors_read_exactly_as_the_cli_says_them(server):
-    """The same bad input gives the same one-line message through MCP as on the command line."""
+    """The same bad input gives the same one-line message through MCP as on the command line, which
+    names the option where MCP names the argument (`--at` there, `at` here)."""
     for tool, arguments, cli_args in [
         ("add", {"text": "x", "category": "gossip"}, ["add", "x", "--category", "gossip"]),
         ("add", {"text": "x", "at": "next tuesday"}, ["add", "x", "--at", "next tuesday"]),
@@ -334,7 +348,7 @@ def test_vault_errors_read_exactly_as_the_cli_says_them(server):
     ]:
         cli = server.cli(*cli_args)
         assert cli.returncode != 0
-        assert server.call(tool, **arguments).content[0].text == cli.stderr.strip().removeprefix("memvault: ")
+        assert server.call(tool, **arguments).content[0].text == as_argument(cli.stderr)
 
 
 def test_memory_md_that_cannot_be_read_says_why_in_one_line(tmp_path, tiny_model_path):
@@ -557,7 +571,7 @@ def test_numbers_that_are_not_finite_are_refused_as_the_cli_refuses_them(server)
     min_score's worded as the CLI words `--min-score nan`, and nothing is written."""
     cli = server.cli("search", "tea", "--min-score", "nan")
     assert cli.returncode == 2
-    refused = cli.stderr.strip().removeprefix("memvault: ")
+    refused = as_argument(cli.stderr)
     before = commit_count(server.vault)
     process = subprocess.Popen([sys.executable, "-m", "memvault", "mcp", "--vault", str(server.vault)],
                                env=server.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

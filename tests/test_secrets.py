@@ -87,6 +87,37 @@ def test_everyday_words_about_keys_tokens_and_passwords_are_not_credentials(vaul
     assert [f.text for f in vault.add_many([{"text": t} for t in texts])] == texts
 
 
+@pytest.mark.parametrize("text", ["db password is Xk9#mQ2vLp7!", "Zeppelin vault password is hunter2",
+                                  "the wifi passcode was 'swordfish'", "Her password is now CorrectHorse"])
+def test_a_password_stated_in_words_is_refused(cli, vault_dir, text):
+    """Seen: the first two were stored (only `password:` and `password=` were refused), and the
+    second went to the model in a dream."""
+    before = commit_count(vault_dir)
+    result = cli("add", text)
+    assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1
+    assert "Stated Password (line 1)" in result.stderr and "--allow-secret" in result.stderr
+    assert commit_count(vault_dir) == before and list((vault_dir / "logs").rglob("*.md")) == []
+
+
+def test_sentences_about_passwords_that_state_none_are_stored(vault):
+    texts = ["My password is too short", "the password is the same as before", "The password is on the sticky note",
+             "his password was his dog's name", "password is 12 characters long", "Your password is weak",
+             "The password was reset on 2024-01-01", "the password is in 1Password", "A safe password is key.",
+             "the passcode is written on the box", "Her password was stolen in the 2019 breach"]
+    assert [f.text for f in vault.add_many(texts)] == texts
+
+
+def test_a_password_a_hand_edit_stated_in_a_fact_never_reaches_the_model(vault, vault_dir):
+    plain = vault.add("Alice prefers green tea", at="2026-11-01T10:00:00")
+    log = vault_dir / plain.path
+    log.write_text(log.read_text().replace("Alice prefers green tea", "Zeppelin vault password is hunter2"))
+    git(vault_dir, "commit", "-qam", "hand edit")
+    with FakeLLM(default=consolidate_everything()) as fake:
+        assert dream(vault, fake).ok
+    assert "hunter2" not in json.dumps(fake.requests)
+    assert plain.id in (vault_dir / "log.md").read_text()  # kept, accounted for
+
+
 def test_allow_secret_stores_it_marked_and_no_prompt_or_subject_carries_it(cli, vault_dir, vault):
     stored = cli("add", AWS, "--at", "2026-11-01T09:00:00", "--allow-secret", "--json")
     assert stored.exit_code == 0, stored.stderr

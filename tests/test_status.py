@@ -27,7 +27,7 @@ def test_status_counts_facts_days_pages_and_dream_progress(cli, vault):
     assert result.exit_code == 0, result.stderr
     state = json.loads(result.stdout)
     assert state["path"] == str(vault.root)
-    assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1}
+    assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1, "purged": 0}
     assert state["days"] == 3 and state["pages"] == 1
     assert state["watermark"] == "2026-11-01"
     # the forgotten fact is not pending, nor its day, which holds nothing else to consolidate
@@ -37,7 +37,7 @@ def test_status_counts_facts_days_pages_and_dream_progress(cli, vault):
     assert state["remote"] is None and state["lock"] is None
     assert state["git"]["uncommitted"] == 0
     text = cli("status").stdout
-    assert "2 (1 forgotten) in 3 daily log(s)" in text and "watermark   2026-11-01" in text
+    assert "2 (1 forgotten, 0 purged) in 3 daily log(s)" in text and "watermark   2026-11-01" in text
 
 
 def test_status_shows_the_lock_holder_and_ahead_behind(cli, vault, tmp_path):
@@ -132,3 +132,14 @@ def test_a_lock_holder_that_left_no_record_is_said_plainly(cli, vault):
     line = next(line for line in status.splitlines() if line.startswith("lock"))
     assert "None" not in line and "left no record" in line, line
     assert "pid None" not in doctor and "write lock held by a process that left no record" in doctor, doctor
+
+
+def test_status_counts_purged_facts(cli, vault):
+    """Seen: `facts 3 (0 forgotten)` after a purge, as if the purged fact had never been."""
+    keep = [vault.add(f"fact {n}") for n in range(3)]
+    gone = vault.add("the cellar code is 4471-OCELOT")
+    vault.forget(keep[0].id)
+    vault.purge([gone.id])
+    state = vault.status()
+    assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1, "purged": 1}
+    assert "facts       2 (1 forgotten, 1 purged) in 1 daily log(s)" in cli("status").stdout

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 _WORTH_SCANNING_WORDS = re.compile(
     r"(?i)\b(?:api|key|token|auth|bearer|credential|private)"
     r"|(?:api|auth|service|account|db|database|priv|private|client)_?key|(?:db|database|key)_?pass"
-    r"|passw|pwd|secret|contrase[ñn]a"
+    r"|passw|pass(?:code|phrase)|pwd|secret|contrase[ñn]a"
 )
 _WORTH_SCANNING_SHAPES = re.compile(r"(?i)-----BEGIN|[A-Za-z0-9+/_\-]{20,}|://[^\s/?#@]+:[^\s/?#@]+@")
 # Every word the pattern above starts from, as plain lowercase pieces: looked for in a case-folded
@@ -36,6 +36,23 @@ _LABEL_WORTH_SCANNING = re.compile(
     r"(?i)(?:api|key|token|auth|bearer|credential|private|pass|pwd|secret|contrase[ñn]a)[^\s:=]*\s*[:=]"
     r"|[A-Za-z0-9+/_]{20,}|-----BEGIN|://[^\s/?#@]+:[^\s/?#@]+@"
 )
+
+
+# A password stated in words, which detect-secrets' keyword plugin (assignments: `password: x`,
+# `password = "x"`) passes over: "db password is Xk9#mQ2vLp7!", "the wifi passcode was 'hunter2'".
+# The keyword, at most a few words naming what it opens, a verb, then the value.
+_STATED = re.compile(
+    r"(?i)\b(?:pass(?:word|code|phrase)|passwd|pwd)s?"
+    r"(?:\s+(?:for|of|to|on)\s+[^\s.,;:!?]+(?:\s+[^\s.,;:!?]+){0,3}?)?"
+    r"\s+(?:is\s+now|is\s+still|is\s+set\s+to|changed\s+to|became|is|was|=)\s*:?\s+"
+)
+_QUOTED = re.compile(r"[\"'`“‘]([^\"'`”’\n]{4,64})[\"'`”’]")
+_BARE = re.compile(r"(\S+?)([.,;:!?)\]}]*)(?=\s|$)")
+# What may follow a value that ends its clause without punctuation ("... is hunter2 and the pin
+# is ..."); any other word makes it a description ("is 12 characters long", "is 8 digits").
+_AFTER_VALUE = frozenset({"and", "but", "or", "so", "for", "if", "because", "now", "btw", "until", "since", "from",
+                          "on", "at", "in", "-", "–", "—"})
+STATED_PASSWORD = "Stated Password"
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,37 @@ def find_credentials(texts: Sequence[str], *, labels: bool = False) -> dict[int,
         if text not in first and gate(text):
             first[text] = i
     found = _scan(texts, list(first.values()))
+    for text, i in first.items() if not labels else ():
+        stated = [Finding(STATED_PASSWORD, line) for line in stated_passwords(text)]
+        if stated:
+            found[i] = sorted(set(found.get(i, [])) | set(stated), key=lambda f: (f.line, f.kind))
     return {i: found[first[text]] for i, text in enumerate(texts) if first.get(text) in found}
+
+
+def stated_passwords(text: str) -> list[int]:
+    """The lines (from 1) where a password is stated in words with a value that looks like one:
+    quoted, or holding a digit, a symbol or a capital inside a word ("hunter2", "Xk9#mQ2vLp7!",
+    "CorrectHorse"). A plain word ("is long", "is the same as before") is a description."""
+    lines = []
+    for stated in _STATED.finditer(text):
+        rest = text[stated.end():]
+        if _QUOTED.match(rest) or _bare_value(rest):
+            lines.append(text.count("\n", 0, stated.start()) + 1)
+    return sorted(set(lines))
+
+
+def _bare_value(rest: str) -> bool:
+    found = _BARE.match(rest)
+    if found is None:
+        return False
+    value, punctuation = found.groups()
+    if not 4 <= len(value) <= 64:
+        return False
+    following = rest[found.end():].split(maxsplit=1)
+    if following and not punctuation and following[0].casefold() not in _AFTER_VALUE:
+        return False
+    return (any(c.isdigit() for c in value) or any(not c.isalnum() and c not in "-'’" for c in value)
+            or re.search(r"[a-z][A-Z]", value) is not None)
 
 
 def _worth_scanning(text: str) -> bool:

@@ -20,10 +20,20 @@ _RELATIVE = re.compile(r"^(\d+)\s*(m|min|h|d|w)$")
 _UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
-def parse_at(value: str, tz: tzinfo, now: datetime | None = None) -> datetime:
+def parse_at(value: str | date, tz: tzinfo, now: datetime | None = None) -> datetime:
     """When a fact happened: an ISO date (midnight) or datetime, naive in the vault's zone; or
-    `now`, `today` (now), `yesterday` (this time yesterday), `3d`, `12h`, `2w` (that long ago)."""
+    `now`, `today` (now), `yesterday` (this time yesterday), `3d`, `12h`, `2w` (that long ago).
+    A datetime or date object is taken as its text would be."""
     now = now or datetime.now(tz)
+    if isinstance(value, date):
+        check_plausible(value, "at")
+        if not isinstance(value, datetime):
+            moment = datetime.combine(value, time.min, tz)
+        else:
+            moment = value.replace(tzinfo=tz) if value.tzinfo is None else _in_zone(value, tz)
+        return _not_future(moment, now, value.isoformat())
+    if not isinstance(value, str):
+        raise InvalidInput(f"at must be an ISO 8601 date or datetime, got {value!r}")
     text = value.strip().lower()
     match = _RELATIVE.match(text)
     if text in ("now", "today"):
@@ -32,10 +42,13 @@ def parse_at(value: str, tz: tzinfo, now: datetime | None = None) -> datetime:
         return now - timedelta(days=1)
     if match:
         return _ago(now, match, value, "at")
-    moment = _parse_iso(value, tz, option="at")
+    return _not_future(_parse_iso(value, tz, option="at"), now, value)
+
+
+def _not_future(moment: datetime, now: datetime, typed: str) -> datetime:
     # A small allowance for clock skew between machines; beyond it, a future date is a typo.
     if moment > now + timedelta(days=1):
-        raise InvalidInput(f"at {value!r} is in the future; facts record what already happened")
+        raise InvalidInput(f"at {typed!r} is in the future; facts record what already happened")
     return moment
 
 

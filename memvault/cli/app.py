@@ -20,12 +20,14 @@ from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
-from memvault.cli.click_private import ClickException, NoArgsIsHelpError, command_line
+from memvault.cli.click_private import ClickException, NoArgsIsHelpError, NoSuchOption, command_line
 from memvault.cli.click_private import UsageError as BadCommandLine
 from memvault.errors import (
     ExitCode,
     InternalError,
     Interrupted,
+    InvalidInput,
+    InvalidItem,
     MemvaultError,
     Terminated,
     UsageError,
@@ -49,10 +51,14 @@ class MemvaultGroup(TyperGroup):
         except NoArgsIsHelpError:
             raise
         except BadCommandLine as e:
-            _fail(UsageError(f"{e.format_message()} (see `memvault --help`)"), _asks_json(args))
+            message = e.format_message()
+            if isinstance(e, NoSuchOption):
+                message = _misplaced(self, e.option_name, args) or message
+            _fail(UsageError(f"{message} (see `memvault --help`)"), _asks_json(args))
 
     def invoke(self, ctx: Context) -> Any:
-        wants_json = _asks_json(command_line(ctx))
+        args = command_line(ctx)  # (the group's invoke empties them)
+        wants_json = _asks_json(args)
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
         previous = None
         hook = sys.unraisablehook
@@ -62,7 +68,7 @@ class MemvaultGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except MemvaultError as e:
-            _fail(e, wants_json)
+            _fail(_as_option(self, args, e), wants_json)
         except Terminated as e:
             _fail(e, wants_json)
         except BrokenPipeError:
@@ -95,6 +101,41 @@ class MemvaultGroup(TyperGroup):
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
                 sys.unraisablehook = hook
+
+
+def _misplaced(group: TyperGroup, option: str, args: list[str]) -> str | None:
+    """For `memvault --category x add ...`: the option is a command's, and goes after its name."""
+    owners = [name for name, command in group.commands.items() if option in _option_names(command)]
+    if not owners:
+        return None
+    named = next((arg for arg in args if arg in owners), owners[0])
+    return (f"{option} is an option of `memvault {named}`" + (f" (and of {', '.join(o for o in owners if o != named)})"
+                                                             if len(owners) > 1 else "")
+            + f": put it after the command name, as in `memvault {named} ... {option} ...`")
+
+
+def _option_names(command: Any) -> set[str]:
+    return {name for param in command.params for name in (*getattr(param, "opts", ()),
+                                                           *getattr(param, "secondary_opts", ()))}
+
+
+def _as_option(group: TyperGroup, args: list[str], error: MemvaultError) -> MemvaultError:
+    """The library names a bad value by its field ("at '2026-13-45' is not a date"); said to a
+    command line, by the option that gave it ("--at '2026-13-45' ...")."""
+    message = str(error)
+    if not isinstance(error, InvalidInput) or isinstance(error, InvalidItem):
+        return error
+    command: Any = group
+    for arg in args:  # down to the command run (`remote set` is two words)
+        found = getattr(command, "commands", {}).get(arg)
+        if found is None:
+            break
+        command = found
+    field, space, rest = message.partition(" ")
+    option = "--" + field.replace("_", "-")
+    if space and command is not group and option in _option_names(command):
+        error.args = (f"{option} {rest}",)
+    return error
 
 
 def end_past_litellm(code: int | str | None) -> None:

@@ -41,7 +41,8 @@ def status(as_of: AsOfOption = None, json_: JsonOption = False, vault_path: Vaul
     if as_of:
         past = state["as_of"]
         echo(f"as of       {past['asked']}: commit {past['commit'][:10]} of {past['at']} ({past['message']})")
-    echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten) in {state['days']} daily log(s)")
+    echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten, {facts['purged']} purged) "
+         f"in {state['days']} daily log(s)")
     echo(f"pages       {state['pages']}")
     echo(f"watermark   {state['watermark'] or 'none (nothing consolidated yet)'}")
     scrub = state["pending"].get("scrub_pages")

@@ -119,34 +119,65 @@ def terminal():
 
 def first_line(text: str) -> str:
     """A text's first line, with ` …` when more lines follow."""
-    first, _, rest = text.strip("\n").partition("\n")
-    return first + (" …" if rest.strip() else "")
+    return shown_line(text)[0]
+
+
+def shown_line(text: str, spans: Sequence[tuple[int, int]] = ()) -> tuple[str, int | None]:
+    """The line of a text a listing shows, with ` …` / `… ` where lines are left out: its first, or
+    the one holding the first of `spans` (what a search matched); and where in it that match starts."""
+    if not spans:
+        first, _, rest = text.strip("\n").partition("\n")
+        return first + (" …" if rest.strip() else ""), None
+    start = spans[0][0]
+    begin = text.rfind("\n", 0, start) + 1
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    before = "… " if text[:begin].strip() else ""
+    return before + text[begin:end] + (" …" if text[end:].strip() else ""), len(before) + start - begin
 
 
 def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, full: bool = False,
-          empty: str = NOTHING_TO_SHOW) -> None:
-    """Print rows under `columns`; an empty list prints `empty` on stderr instead."""
+          empty: str = NOTHING_TO_SHOW, focus: Sequence[Sequence[tuple[int, int]]] | None = None,
+          wrapped: frozenset[int] = frozenset()) -> None:
+    """Print rows under `columns`; an empty list prints `empty` on stderr instead.
+
+    `focus` gives each row the spans of its text to show when the text must be cut (a search's
+    matched words): the line holding the first, and on a terminal the part around it. The rows
+    numbered in `wrapped` wrap their text on a terminal rather than being cut.
+    """
     if not rows:
         nothing(empty)
         return
-    rows = [[cell if not column.text or full else first_line(cell) for column, cell in zip(columns, row, strict=True)]
-            for row in rows]
+    focus = focus or [()] * len(rows)
+    matches: list[int | None] = []
+    cut = []
+    for row, spans in zip(rows, focus, strict=True):
+        cells, at = [], None
+        for column, cell in zip(columns, row, strict=True):
+            if column.text and not full:
+                cell, at = shown_line(cell, spans)
+            cells.append(cell)
+        cut.append(cells)
+        matches.append(at)
     console = terminal()
     if console is None:
-        for row in rows:
+        for row in cut:
             # a tab inside a field (a fact's text may hold one) would shift the fields after it
             echo("\t".join(cell.replace("\t", " ") for cell in row).rstrip("\t"))
         return
-    _draw(console, list(columns), [[visible(cell) for cell in row] for row in rows], full)
+    _draw(console, list(columns), cut, full, matches, wrapped)
 
 
-def _draw(console, columns: list[Column], rows: list[list[str]], full: bool) -> None:
+def _draw(console, columns: list[Column], raw: list[list[str]], full: bool, matches: list[int | None],
+          wrapped: frozenset[int]) -> None:
     from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
     gap = 2
-    widths = [max(cell_len(column.header), *(cell_len(line) for row in rows for line in row[i].split("\n")))
+    rows = [[visible(cell) for cell in row] for row in raw]
+    widths = [max(cell_len(column.header), *(cell_len(line) for n, row in enumerate(rows) if n not in wrapped
+                                             for line in row[i].split("\n")))
               for i, column in enumerate(columns)]
     shown = list(range(len(columns)))
 
@@ -160,6 +191,14 @@ def _draw(console, columns: list[Column], rows: list[list[str]], full: bool) -> 
             break
         if columns[i].optional:
             shown.remove(i)
+    dropped = [columns[i].header for i in range(len(columns)) if i not in shown and any(row[i] for row in rows)]
+    if dropped:  # a sign, rather than tags that silently are not there
+        notice(f"{' and '.join(dropped)} left out at {console.width} columns: a wider terminal or --json shows them")
+    text = next((i for i in shown if columns[i].text), None)
+    if text is not None and not full:
+        for n, at in enumerate(matches):
+            if at is not None and n not in wrapped:
+                rows[n][text] = _around(rows[n][text], len(visible(raw[n][text][:at])), room())
     grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, gap, 0, 0), header_style="bold")
     for i in shown:
         column = columns[i]
@@ -168,9 +207,23 @@ def _draw(console, columns: list[Column], rows: list[list[str]], full: bool) -> 
                             max_width=max(room(), 8))
         else:
             grid.add_column(column.header, no_wrap=True, width=widths[i], justify=column.justify)  # type: ignore[arg-type]
-    for row in rows:
-        grid.add_row(*(Text(row[i], style=_style(columns[i].style, row[i])) for i in shown))
+    for n, row in enumerate(rows):
+        grid.add_row(*(Text(row[i], style=_style(columns[i].style, row[i]),
+                            **({"no_wrap": False, "overflow": "fold"} if n in wrapped else {}))
+                       for i in shown))
     console.print(grid)
+
+
+def _around(cell: str, at: int, room: int) -> str:
+    """A cell too long for `room` cut to start a little before position `at` (a search's match),
+    so the match shows; the table cuts the end."""
+    from rich.cells import cell_len
+
+    if cell_len(cell) <= room or cell_len(cell[:at]) < room * 2 // 3:
+        return cell
+    start = at - room // 4
+    space = cell.find(" ", start, at)  # from a word's start, not from inside one ("…rs at a bakery")
+    return "…" + cell[space + 1 if space >= 0 else start:]
 
 
 def _style(style: Style, cell: str) -> str:

@@ -13,6 +13,7 @@ from memvault.cli.output import (
     CATEGORY,
     ID,
     NO_MATCHES,
+    TAGS,
     WHEN,
     AsOfOption,
     Column,
@@ -29,6 +30,7 @@ from memvault.cli.output import (
     reader,
     score_style,
     table,
+    terminal,
 )
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, error_detail
 from memvault.formats.facts import BOM
@@ -97,7 +99,7 @@ def search(
         found = [hit.to_dict() for hit in hits]
         emit_json({"query": query, "hits": found, "as_of": memory.moment.to_dict()} if as_of else found)
     else:
-        _print_hits(hits, explain, full, request.min_score)
+        _print_hits(vault, request, hits, full)
 
 
 def _query(vault: Any, text: str, options: dict):
@@ -142,7 +144,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
             echo(f"# {query}")
             if past:
                 notice(past.describe())
-            _print_hits(hits, search_query.explain, full, search_query.min_score)
+            _print_hits(vault, search_query, hits, full)
             echo()
     return failed
 
@@ -168,24 +170,35 @@ def _parse_request(line: str) -> dict:
 
 
 HIT_COLUMNS = (Column("score", score_style, justify="right"), Column("date", WHEN), Column("category", CATEGORY, optional=True),
-               Column("text", text=True), Column("id", ID))
+               Column("text", text=True), Column("id", ID), Column("tags", TAGS, optional=True))
 SIGNALS = ("lexical", "dense", "thread", "date", "recency", "importance", "rerank", "newer_state", "current_state")
 
 
-def _print_hits(hits: list, explain: bool, full: bool = False, min_score: float | None = None) -> None:
-    if not hits and explain:
-        from memvault.index.ranking import MIN_SCORE
+def _print_hits(vault: Any, query: Any, hits: list, full: bool = False) -> None:
+    from memvault.index.lexical import matching_spans
+    from memvault.index.ranking import MIN_SCORE
 
-        floor = MIN_SCORE if min_score is None else min_score
-        nothing(f"{NO_MATCHES} (relevance floor {floor:g}; --min-score 0 shows every match)")
+    floor = MIN_SCORE if query.min_score is None else query.min_score
+    if not hits:
+        if not vault.index_status().get("documents"):
+            nothing(f"{NO_MATCHES}: the vault holds no facts yet (`memvault add` remembers one)")
+        else:
+            nothing(f"{NO_MATCHES} (relevance floor {floor:g}; --min-score 0 shows every match)")
         return
-    rows = []
+    rows, focus, wrapped = [], [], set()
     for hit in hits:
+        text = hit.text.strip()
         # A page section's id is <path>#<heading-slug>, the same as in --json.
-        rows.append([f"{hit.score:.3f}", (hit.at or "")[:10] or "-", hit.category or hit.kind, hit.text.strip(), hit.id])
-        if explain and hit.explain:
-            rows.append(["", "", "", _signals(hit.explain), ""])
-    table(HIT_COLUMNS, rows, full=full, empty=NO_MATCHES)
+        rows.append([f"{hit.score:.3f}", (hit.at or "")[:10] or "-", hit.category or hit.kind, text, hit.id,
+                     " ".join(f"#{tag}" for tag in hit.tags)])
+        focus.append(matching_spans(text, query.text))  # what matched shows, even deep in a long text
+        if query.explain and hit.explain:
+            wrapped.add(len(rows))
+            rows.append(["", "", "", _signals(hit.explain), "", ""])
+            focus.append(())
+    table(HIT_COLUMNS, rows, full=full, empty=NO_MATCHES, focus=focus, wrapped=frozenset(wrapped))
+    if len(hits) < query.limit and floor > 0 and not query.explain and terminal() is not None:
+        notice(f"hits scoring under {floor:g} (the relevance floor) are left out; --min-score 0 shows them")
 
 
 def _signals(explain: dict) -> str:

@@ -23,7 +23,7 @@ from datetime import date, datetime, tzinfo
 from typing import Any
 
 from memvault.base import jsonline
-from memvault.base.dates import check_plausible, parse_at
+from memvault.base.dates import parse_at
 from memvault.errors import InvalidInput
 from memvault.formats.layout import log_relpath
 
@@ -104,7 +104,7 @@ class FactDraft:
     source: str | None = None
     session: str | None = None
     importance: float | None = None
-    at: datetime | str | None = None
+    at: datetime | date | str | None = None
     supersedes: str | None = None
     key: str | None = None
 
@@ -143,16 +143,7 @@ def make_fact(draft: FactDraft | Mapping[str, Any] | str, *, tz: tzinfo, categor
     importance = validate_importance(draft.importance)
     supersedes = validate_supersedes(draft.supersedes)
     key = validate_label(draft.key, "key")
-    if draft.at is None:
-        at = now
-    elif isinstance(draft.at, datetime):
-        check_plausible(draft.at, "at")
-        at = draft.at.replace(tzinfo=tz) if draft.at.tzinfo is None else draft.at.astimezone(tz)
-    elif isinstance(draft.at, str):
-        at = parse_at(draft.at, tz, now)
-    else:
-        raise InvalidInput(f"at must be an ISO 8601 date or datetime, got {draft.at!r}")
-    at = at.replace(microsecond=0)
+    at = (now if draft.at is None else parse_at(draft.at, tz, now)).replace(microsecond=0)
     return Fact(id=new_fact_id(), text=text, at=at, category=category, tags=tags, source=source,
                 session=session, importance=importance, path=log_relpath(at.date()), supersedes=supersedes,
                 key=key)
@@ -195,6 +186,11 @@ def _fact_line(line: str, number: int) -> dict[str, Any]:
         return {"text": value}
     kind = {list: "a list", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
     raise InvalidInput(f"line {number}: JSON {kind} is not a fact; give plain text, a JSON object or a JSON string")
+
+
+def id_length_hint(typed: str) -> str:
+    """What to add to "no fact with id ..." when the id typed is not as long as memvault's are."""
+    return "" if len(typed) == 16 else f" (a fact id is 16 characters, as `add` printed it; this is {len(typed)})"
 
 
 def new_fact_id(now_ns: int | None = None) -> str:

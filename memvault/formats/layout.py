@@ -38,6 +38,7 @@ EMBEDDING_CACHE = f"{STATE_DIR}/{STATE_EMBEDDING_CACHE}"
 JOURNAL_FILE = f"{STATE_DIR}/journal.json"
 DREAM_RUN = f"{STATE_DIR}/dream-run.json"  # a running dream's progress (read only while it holds its lock)
 DREAM_LLM = f"{STATE_DIR}/dream-llm.json"  # what each model's server took as response_format
+RESERVE_FILE = f"{STATE_DIR}/reserve"   # spare bytes an undo on a full disk uses (storage/reserve.py)
 PURGE_STATE = f"{STATE_DIR}/purge.json"   # purged ids this clone is clean of; a purge under way; a push owed
 KEYS_DB = f"{STATE_DIR}/keys.sqlite"   # fact keys -> ids, derived from the logs (storage/keys.py)
 QUEUE_DIR = f"{STATE_DIR}/queue"   # facts of writers waiting for the write lock (storage/queue.py)

@@ -28,7 +28,9 @@ def contents(storage: Storage, dream: dict) -> dict:
     """What the vault's files say (facts, days, pages) and its dream progress (`dream`: what
     dream_status says): the part of `status` a past moment has too (memvault.recall.asof)."""
     return {
-        "facts": fact_counts(storage),
+        # a purged fact's text is gone from the logs: only its tombstone counts it
+        "facts": {**fact_counts(storage),
+                  "purged": sum(1 for tombstone in storage.tombstones().values() if tombstone.purged)},
         "days": len(storage.log_files()),
         "pages": len(list_pages(storage.root)),
         **_dream_state(dream),

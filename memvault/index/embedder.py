@@ -139,6 +139,11 @@ class Embedder:
         self._model = None
         self._error: str | None = None
 
+    @property
+    def loaded(self) -> bool:
+        """Whether `load` returns at once (this model is in memory already)."""
+        return self._model is not None or (self.spec.name, self.spec.path, self.threads) in _loaded
+
     def load(self):
         if self._model is not None:
             return self._model

@@ -52,6 +52,7 @@ NOT_A_DIRECTORY = f"{INDEX_DIR} is not a directory"
 BUILDING = "building"
 # Long enough for another process's incremental refresh, short enough that nobody hangs forever.
 LOCK_TIMEOUT = 120.0
+LOADING_MODEL = "loading the embedding model"  # a stage `progress` hears of, between reading and embedding
 
 
 def _pid_of(name: str) -> int:
@@ -294,7 +295,8 @@ class SearchIndex:
             elif self.corpus.files():
                 copy = location.is_users_copy(self.state)
                 where = f" in {self.state} (this user cannot write the vault)" if copy else ""
-                self.notify(f"search index missing; building it from the vault files{where}")
+                self.notify(f"building the search index from the vault files{where} (once: later searches "
+                            "keep it up to date)")
             self.rebuild(embed=embed)
         assert self.generation is not None
         return self.generation
@@ -614,6 +616,7 @@ class SearchIndex:
                     self.progress("embedding", done, len(missing))
 
             embedder = self.embedder if len(missing) > SMALL_BATCH else self.query_embedder
+            self._load(embedder)
             chunks = [missing[start : start + CACHE_EVERY] for start in range(0, len(missing), CACHE_EVERY)]
             batches = embedder.embed_ahead([[by_hash[h] for h in chunk] for chunk in chunks], progress=tick)
             # closing: a failed cache write stops the worker after the batch in flight, not later
@@ -668,11 +671,19 @@ class SearchIndex:
     def _model_usable(self) -> bool:
         """Load the model if needed; the first failure is told once, then search uses words only."""
         try:
-            self.query_embedder.load()
+            self._load(self.query_embedder)
         except ModelUnavailable as exc:
             self.model_unavailable(exc)
             return False
         return True
+
+    def _load(self, embedder) -> None:
+        """Load a model, a stage of its own for `progress`: it takes seconds, with nothing else moving."""
+        if self.progress and not embedder.loaded:
+            self.progress(LOADING_MODEL, 0, 1)
+            embedder.load()
+            self.progress(LOADING_MODEL, 1, 1)
+        embedder.load()
 
     def model_unavailable(self, exc: Exception) -> None:
         if not self._model_notice_given:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import time
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvault.errors import INDEX_FILES, no_room, unwritable
+from memvault.errors import INDEX_FILES, VaultBusy, no_room, unwritable
 from memvault.index.documents import Document
 
 ANALYZER = "memvault_en"
@@ -18,6 +20,9 @@ ANALYZER = "memvault_en"
 NO_ROOM_MARGIN = 4 * 1024 * 1024
 # Tantivy needs at least 15 MB of writer heap per thread; one thread keeps memory predictable.
 WRITER_HEAP = 64_000_000
+# How long a write waits for Tantivy's own writer lock, held by a process that does not take
+# memvault's index lock (another program on the index): as long as for memvault's own lock.
+WRITER_WAIT = 120.0
 # The Snowball English stop words, plus the pieces the tokenizer leaves of contractions (don't ->
 # don, t) and the words that only say "now" (read by memvault.index.intent instead). Question words
 # ("what", "did", "when") are among them: they say nothing about the topic, and Tantivy's own list
@@ -92,6 +97,32 @@ def _analyzer():
     )
 
 
+_WORD = re.compile(r"\w+")
+
+
+def matching_spans(text: str, query: str, most: int = 20) -> list[tuple[int, int]]:
+    """The (start, end) in `text` of its first `most` words a search for `query` matches by words,
+    read as the index reads them: folded, stemmed, stop words left out ("drinks" for "drink")."""
+    analyzer = _shared_analyzer()
+    wanted = set(analyzer.analyze(fold(query)))
+    spans: list[tuple[int, int]] = []
+    stems: dict[str, list[str]] = {}
+    for found in _WORD.finditer(text) if wanted else ():
+        word = found.group()
+        if word not in stems:
+            stems[word] = analyzer.analyze(fold(word))
+        if wanted.intersection(stems[word]):
+            spans.append(found.span())
+            if len(spans) >= most:
+                break
+    return spans
+
+
+@functools.cache
+def _shared_analyzer():
+    return _analyzer()
+
+
 def _schema():
     import tantivy
 
@@ -128,7 +159,7 @@ class LexicalIndex:
         """Delete then add documents in one Tantivy commit."""
         import tantivy
 
-        writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        writer = self._writer()
         try:
             for key in removed_keys:
                 writer.delete_documents_by_term("key", key)
@@ -162,6 +193,22 @@ class LexicalIndex:
                 raise unwritable(OSError(number, str(e)), INDEX_FILES) from e
             raise
         self.index.reload()
+
+    def _writer(self):
+        """Tantivy's index writer, waiting while another process holds its lock."""
+        deadline = time.monotonic() + WRITER_WAIT
+        pause = 0.02
+        while True:
+            try:
+                return self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+            except ValueError as e:
+                if "LockBusy" not in str(e):
+                    raise
+            if time.monotonic() >= deadline:
+                raise VaultBusy(f"search index busy: another process held Tantivy's writer lock "
+                                f"({self.path / '.tantivy-writer.lock'}) for over {WRITER_WAIT:g} s")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     def count(self) -> int:
         return self.index.searcher().num_docs

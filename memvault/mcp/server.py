@@ -9,6 +9,7 @@ never stops over a bad call.
 # No `from __future__ import annotations`: the SDK reads the tools' annotations at runtime, and
 # the tools are closures whose annotation names live in this module.
 
+import inspect
 import json
 import os
 import signal
@@ -329,6 +330,10 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
 
     for tool in server._tool_manager.list_tools():  # (the SDK offers no public way to reach them)
         tool.fn_metadata = _StringsAsSent.model_construct(**dict(tool.fn_metadata))
+        # The SDK sends the docstring as written, its source indentation included; a paragraph is
+        # one line, which the client wraps.
+        tool.description = "\n\n".join(" ".join(part.split()) for part in inspect.cleandoc(tool.description or "")
+                                        .split("\n\n"))
     return server
 
 
@@ -368,13 +373,17 @@ def serve(worker: VaultWorker, port: int | None = None) -> None:
             # for the stdin reader below.
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGINT, _interrupt)
+            if sys.stdin.isatty():  # typed in a terminal, where it would otherwise sit there silently
+                sys.stderr.write(f"memvault: serving {worker.vault.root} over MCP on stdin and stdout, for an MCP "
+                                 "client to start (see `memvault mcp --help`); Ctrl-C stops it\n")
+                sys.stderr.flush()
             try:
                 server.run("stdio")
             except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (memvault.errors.Terminated)
                 _exit_now(worker, stop)
         else:
             _check_port(port)
-            # stdio needs no word (its client started it); a server in a terminal says where it is
+            # a server in a terminal says where it is (one a client starts on a pipe needs no word)
             sys.stderr.write(f"memvault: serving {worker.vault.root} over MCP at http://{HOST}:{port}/mcp "
                              "(Ctrl-C stops it)\n")
             sys.stderr.flush()

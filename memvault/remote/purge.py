@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from memvault.errors import InvalidInput, MemvaultError, NotFound, SyncConflict, no_room, unwritable, worded
-from memvault.formats.facts import Fact, normalize_id, parse_log, stored_id
+from memvault.formats.facts import Fact, id_length_hint, normalize_id, parse_log, stored_id
 from memvault.formats.layout import EMBEDDING_CACHE, KEYS_DB, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
 from memvault.formats.tombstones import Tombstone, parse_tombstones
 from memvault.remote.purge_filter import needles_of
@@ -111,7 +111,7 @@ def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str
             if typed in unfinished:
                 fact = _unfinished(storage, typed)
             else:
-                raise NotFound(f"no fact with id {typed!r}; nothing was purged") from None
+                raise NotFound(f"no fact with id {typed!r}{id_length_hint(typed)}; nothing was purged") from None
         facts.setdefault(fact.id, fact)
     return list(facts.values()), list(dict.fromkeys(done))
 

@@ -92,9 +92,17 @@ def main(argv: list[str]) -> int:
         with open(name, encoding="utf-8", errors="surrogateescape", newline="") as f:
             return f.read()
 
-    result = merge(read(base_path), read(ours_path), read(theirs_path), path)
-    with open(ours_path, "w", encoding="utf-8", errors="surrogateescape", newline="") as f:
-        f.write(result)
+    try:
+        result = merge(read(base_path), read(ours_path), read(theirs_path), path)
+        # Into git's temp file as it is, never a new one: when git was killed (a sync given up on),
+        # this driver runs on alone, and a file it made would outlive the sync's clean-up.
+        with open(ours_path, "r+", encoding="utf-8", errors="surrogateescape", newline="") as f:
+            f.truncate()
+            f.write(result)
+    except FileNotFoundError:
+        sys.stderr.write(f"memvault.remote.union_merge: {ours_path} is gone (the merge was given up); "
+                         "nothing written\n")
+        return 1
     return 0
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvault.errors import MemvaultError, VaultBusy, unwritable
+from memvault.errors import MemvaultError, VaultBusy, no_room, unwritable
 from memvault.formats.layout import GIT_LOCKS_LOCK, LOCKS_DIR, STATE_DIR, is_vault_file
 
 FALLBACK_NAME = "memvault"
@@ -53,6 +53,12 @@ STALE_MARGIN_SECONDS = 0.05
 WRITER_ENV = "MEMVAULT_WRITER_PID"
 # git's message when one of its lock files exists: another git holds it, or a killed one left it.
 _HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+# A git failure on a file system with no more room than this is taken for a full disk.
+FULL_DISK_MARGIN = 64 * 1024
+# The git commands memvault runs that write the repository (a failure of any other, such as
+# `config --get` of a missing key, is an answer, whatever room the disk has).
+_WRITING = frozenset({"add", "commit", "reset", "checkout", "merge", "revert", "rm", "clean", "update-ref",
+                      "update-index", "read-tree", "write-tree", "commit-tree", "fetch", "pull", "init", "clone"})
 # git's words for an OSError, mapped back to the errno (see errors.UNWRITABLE_ERRNOS).
 _GIT_OS_ERRORS = {
     "No space left on device": errno.ENOSPC,
@@ -166,6 +172,12 @@ class GitStore:
                 if code == errno.EACCES and where is None:
                     continue
                 return unwritable(OSError(code, words), where or ".git")  # type: ignore[return-value]
+        # Some of git's failures on a full disk name no cause ("fatal: cannot update ref
+        # 'refs/heads/main'"): for a command that writes, a disk with next to no room left is it.
+        verb = next((arg for arg in command[1:] if not arg.startswith("-")), "")
+        full = no_room(self.root, margin=FULL_DISK_MARGIN) if verb in _WRITING else None
+        if full is not None:
+            return unwritable(OSError(full, os.strerror(full)), ".git")  # type: ignore[return-value]
         return command_error(command, status, err, out)
 
     def _named_path(self, line: str) -> str | None:

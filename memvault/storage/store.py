@@ -34,7 +34,7 @@ from memvault.errors import (
     unwritable,
 )
 from memvault.formats import dreamlog
-from memvault.formats.facts import Fact, ParseProblem, log_header, normalize_id, parse_log, stored_id
+from memvault.formats.facts import Fact, ParseProblem, id_length_hint, log_header, normalize_id, parse_log, stored_id
 from memvault.formats.layout import (
     CONFIG_FILE,
     DREAM_LOCK,
@@ -45,6 +45,7 @@ from memvault.formats.layout import (
     LOGS_DIR,
     PURGE_STATE,
     QUEUE_DIR,
+    RESERVE_FILE,
     STATE_DIR,
     TOMBSTONES_FILE,
     WRITE_LOCK,
@@ -56,7 +57,7 @@ from memvault.formats.layout import (
     log_relpath,
 )
 from memvault.formats.tombstones import Tombstone, parse_tombstones, text_hash
-from memvault.storage import lock
+from memvault.storage import lock, reserve
 from memvault.storage.files import (
     atomic_write,
     cut_back,
@@ -226,14 +227,15 @@ class Storage:
 
     @contextmanager
     def transaction(self, kind: str, paths: Iterable[str], message: str, *, claims: Iterable[str] = (),
-                    own: str | None = None) -> Iterator[None]:
+                    own: str | None = None, outcome: str = "nothing was changed") -> Iterator[None]:
         """Journal a write (call with the write lock held): it ends committed, or it is undone.
 
         kind "append": the files are cut back to their sizes before the write.
         kind "replace": `paths` are restored from HEAD (all-or-nothing multi-file writes).
         kind "merge": a git merge of `paths` (call it inside): aborted and restored from HEAD.
         `claims` are the queued requests the write commits; if it fails they go back to the queue,
-        except `own` (the caller's, reported failed to its owner), which is discarded.
+        except `own` (the caller's, reported failed to its owner), which is discarded. `outcome`
+        is what a refusal for want of room says became of the change.
         """
         paths = sorted(paths)
         self.refuse_during_merge()  # a merge in progress cannot take a commit of a few paths
@@ -244,11 +246,19 @@ class Storage:
         paths = in_work_tree(paths)  # a remote's tree entry `..` must not make the undo fail for good
         kept = self.git.untracked_present(paths) if kind == MERGE else []
         entry = Entry(kind, paths, message, self.git.head(), sizes, list(claims), writer=os.getpid(), kept=kept)
-        with writing(JOURNAL_FILE, "nothing was changed"):
-            self.journal.begin(entry)
+        try:
+            with writing(RESERVE_FILE, outcome):
+                reserve.ensure(self.root / RESERVE_FILE, self.git.git_dir / "index")
+            with writing(JOURNAL_FILE, outcome):
+                self.journal.begin(entry)
+        except VaultUnwritable:
+            reserve.release(self.root / RESERVE_FILE)  # room to go on reading (search opens its index)
+            raise
         try:
             yield
         except BaseException as failure:
+            if isinstance(failure, VaultUnwritable):
+                reserve.release(self.root / RESERVE_FILE)  # the room the undo needs
             # Undo now rather than at the next command; if even that fails (the disk is still
             # full), the journal stays and the next command finishes the job.
             try:
@@ -330,6 +340,11 @@ class Storage:
             return done + self.recover_locked()
         except VaultBusy as e:
             return [*done, str(e)]  # reading goes on; the next command settles the change
+        except VaultUnwritable as e:
+            # Reading goes on from the files, which the undo puts back first (a cut-back append
+            # needs no room); git's index waits for a command with room.
+            return [*done, f"the unfinished change of an interrupted command waits to be undone ({e}); "
+                           "reading goes on"]
         finally:
             write_lock.release()
 
@@ -340,7 +355,12 @@ class Storage:
             return [f"a leftover change waits in {JOURNAL_FILE} until the merge in progress is finished"]
         done: list[str] = []
         if entry is not None:
-            note = self._settle(entry)
+            try:
+                note = self._settle(entry)
+            except VaultUnwritable:
+                if not reserve.release(self.root / RESERVE_FILE):
+                    raise
+                note = self._settle(entry)  # again, with the room the reserve gave back
             if note:
                 done.append(note)
         # Claimed without a journal: their committer died before writing anything.
@@ -539,7 +559,7 @@ class Storage:
             found = self._find_exact(candidate)
             if found is not None:
                 return found
-        raise NotFound(f"no fact with id {typed!r}")
+        raise NotFound(f"no fact with id {typed!r}{id_length_hint(typed)}")
 
     def _find_exact(self, fact_id: str) -> Fact | None:
         needle = stored_id(fact_id)
@@ -675,7 +695,7 @@ class Storage:
             raise
         keyed = [fact for request in requests for fact in request.facts if fact.key is not None]
         before = {path: stamp(str(self.root / path)) for path in {fact.path for fact in keyed}}
-        with self.transaction(APPEND, by_path, message, claims=names, own=own_name):
+        with self.transaction(APPEND, by_path, message, claims=names, own=own_name, outcome="nothing was added"):
             self._append({rel: "".join(items) for rel, items in by_path.items()})
             with writing(".git", "nothing was added"):
                 self.git.commit(sorted(by_path), message)
@@ -743,7 +763,7 @@ class Storage:
             tombstone = Tombstone(id=fact.id, at=datetime.now(self.tz).replace(microsecond=0).isoformat(),
                                   reason=reason, hash=text_hash(fact.text))
             message = f"forget: {fact.id}" + (f" ({reason})" if reason else "")
-            with self.transaction(APPEND, [TOMBSTONES_FILE], message):
+            with self.transaction(APPEND, [TOMBSTONES_FILE], message, outcome="nothing was forgotten"):
                 path = inside(self.root, TOMBSTONES_FILE)
                 with writing(TOMBSTONES_FILE, "nothing was forgotten"):
                     fsync_append(path, ("\n" if ends_mid_line(path) else "") + tombstone.to_line())
