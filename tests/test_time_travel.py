@@ -64,8 +64,8 @@ def test_facts_count_from_their_commit_and_forgets_from_the_tombstones(vault, mo
     # which commit answered: the newest one made by then
     assert february.moment.commit.message == f"add: {months['bob'].id} Bob drinks strong coffee"
     assert april.moment.commit.message == f"forget: {months['bob'].id} (not Bob)"
-    assert february.status()["facts"] == {"total": 2, "live": 2, "forgotten": 0}
-    assert april.status()["facts"] == {"total": 2, "live": 1, "forgotten": 1}
+    assert february.status()["facts"] == {"total": 2, "live": 2, "forgotten": 0, "purged": 0}
+    assert april.status()["facts"] == {"total": 2, "live": 1, "forgotten": 1, "purged": 0}
 
 
 def test_since_and_until_still_filter_by_the_facts_own_time(vault, months):
@@ -206,7 +206,7 @@ def test_cli_says_which_commit_answered_in_text_and_json(cli, vault_dir, monkeyp
     listed = json.loads(cli("recent", "--as-of", sha[:12], "--json").stdout)
     assert listed["as_of"]["commit"] == sha and [f["text"] for f in listed["facts"]] == ["Alice lives in Paris"]
     status = cli("status", "--as-of", "2026-01-31")
-    assert "facts       1 (0 forgotten)" in status.stdout and f"commit {sha[:10]}" in status.stdout
+    assert "facts       1 (0 forgotten, 0 purged)" in status.stdout and f"commit {sha[:10]}" in status.stdout
     assert "index" not in status.stdout
     status_json = json.loads(cli("status", "--as-of", "2026-01-31", "--json").stdout)
     assert status_json["facts"]["live"] == 1 and "index" not in status_json and status_json["as_of"]["commit"] == sha

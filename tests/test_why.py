@@ -48,7 +48,7 @@ def test_a_memory_line_traces_to_its_page_facts_and_commits(vault, dreamed, cli)
     assert report["kind"] == "memory" and report["memory_line"] == {"number": number, "text": lines[number - 1],
                                                                      "page": PAGE}
     assert report["page"]["path"] == PAGE and report["page"]["written"]["commit"] == dreamed["dream"]
-    assert [s["id"] for s in report["sections"]] == [f"{PAGE}#entries"]
+    assert [s["id"] for s in report["sections"]] == [f"{PAGE}#notes"]
     assert report["sections"][0]["cites"] == [dreamed["tea"].id, dreamed["tap"].id]
     tea, tap = report["facts"]
     assert tea["text"] == "Alice drinks green tea" and tea["source"] == "chat-agent" and tea["session"] == "s-1"
@@ -60,10 +60,10 @@ def test_a_memory_line_traces_to_its_page_facts_and_commits(vault, dreamed, cli)
     assert tea["superseded_by"]["commit"]["at"] == "2026-03-01T10:00:00+00:00" and tea["forgotten"] is None
     assert tap["forgotten"]["reason"] == "wrong tap" and tap["forgotten"]["commit"]["at"] == "2026-04-01T10:00:00+00:00"
     # the same by words, and through the CLI
-    assert vault.why("journal entries").to_dict() == {**report, "target": "journal entries"}
+    assert vault.why("journal").to_dict() == {**report, "target": "journal"}
     text = cli("why", str(number))
     assert text.exit_code == 0, text.stderr
-    assert f"MEMORY.md:{number}" in text.stdout and f"section {PAGE}#entries" in text.stdout
+    assert f"MEMORY.md:{number}" in text.stdout and f"section {PAGE}#notes" in text.stdout
     assert "superseded by 2026-03-01T10:00:00+00:00" in text.stdout and f"by {dreamed['coffee'].id}" in text.stdout
     assert "forgotten     2026-04-01T10:00:00+00:00" in text.stdout
     assert json.loads(cli("why", str(number), "--json").stdout) == report
@@ -71,12 +71,12 @@ def test_a_memory_line_traces_to_its_page_facts_and_commits(vault, dreamed, cli)
 
 def test_a_section_id_and_a_fact_id_trace_back_too(vault, dreamed):
     # (the page cites a forgotten fact: search withholds it until the next dream; why still reads it)
-    section = vault.why(f"{PAGE}#entries").to_dict()
-    assert section["kind"] == "section" and [s["id"] for s in section["sections"]] == [f"{PAGE}#entries"]
+    section = vault.why(f"{PAGE}#notes").to_dict()
+    assert section["kind"] == "section" and [s["id"] for s in section["sections"]] == [f"{PAGE}#notes"]
     fact = vault.why(dreamed["coffee"].id).to_dict()
     assert fact["kind"] == "fact" and [f["id"] for f in fact["facts"]] == [dreamed["tea"].id, dreamed["coffee"].id]
     assert fact["facts"][1]["supersedes"] == dreamed["tea"].id and fact["facts"][1]["consolidated"] is None
-    assert [s["id"] for s in fact["sections"]] == [f"{PAGE}#entries"]   # cites the older of the chain
+    assert [s["id"] for s in fact["sections"]] == [f"{PAGE}#notes"]   # cites the older of the chain
     assert vault.why(PAGE).to_dict()["kind"] == "page"
 
 
@@ -90,7 +90,7 @@ def test_bad_targets_say_why_in_one_line_and_change_nothing(vault, vault_dir, dr
     before, commits = snapshot(vault_dir), commit_count(vault_dir)
     for target, code, words in (("1", 2, "line 1 of MEMORY.md links no page"),
                                 ("999", 3, "MEMORY.md has no line 999"),
-                                (f"{PAGE}#nope", 3, "has no section #nope; its sections: #entries"),
+                                (f"{PAGE}#nope", 3, "has no section #nope; its sections: #notes"),
                                 ("wiki/topics/none.md", 3, "no wiki page wiki/topics/none.md"),
                                 ("no such words anywhere", 3, "no line of MEMORY.md linking a page holds those words"),
                                 (" ", 2, "why needs a target")):
@@ -108,4 +108,4 @@ def test_words_on_several_memory_lines_ask_for_a_number(vault, dreamed):
     memory = vault.root / "MEMORY.md"
     memory.write_text(memory.read_text() + f"- more journal entries — [Journal]({PAGE})\n")
     with pytest.raises(InvalidInput, match="2 lines of MEMORY.md hold those words"):
-        vault.why("journal entries")
+        vault.why("journal")
