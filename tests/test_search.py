@@ -378,3 +378,15 @@ def test_a_search_writes_nothing_in_the_home_and_says_nothing_of_it_when_the_cac
     cache = tmp_path / "cache"
     assert run_memvault("search", "tea", "--vault", str(vault_dir), env={"XDG_CACHE_HOME": str(cache)}).returncode == 0
     assert not (cache / "Microsoft").exists()
+
+
+def test_a_word_every_fact_holds_is_still_found_after_a_forget(vault):
+    """Fault tried: 40 facts holding "tea", one forgotten. The index still counted the forgotten
+    fact for the word but not among the facts, so the word weighed less than nothing and every
+    match fell under the floor, until `reindex --clear`."""
+    added = vault.add_many([f"note {i}: Bob drinks tea in the morning" for i in range(40)])
+    assert len(vault.search("tea", lexical_only=True, limit=50)) == 40
+    vault.forget(added[0].id)
+    found = vault.search("tea", lexical_only=True, limit=50)
+    assert len(found) == 39 and added[0].id not in {hit.id for hit in found}
+    assert min(hit.score for hit in found) > 0.5

@@ -243,8 +243,11 @@ class LexicalIndex:
         ideal = 0.0
         for term in set(self.analyzer.analyze(query)):
             found = searcher.doc_freq("text", term)
+            # doc_freq still counts deleted documents until Tantivy merges their segment, as its
+            # BM25 does; num_docs does not: never let a word be in more documents than there are.
+            docs = max(total, found)
             # Tantivy's BM25 idf, so a fact holding every word once scores about `ideal`.
-            ideal += math.log(1 + (total - found + 0.5) / (found + 0.5))
+            ideal += math.log(1 + (docs - found + 0.5) / (found + 0.5))
         return ideal
 
     def _filter_queries(self, filters: Filters) -> list:
