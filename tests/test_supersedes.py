@@ -52,6 +52,9 @@ def test_search_and_context_put_the_newer_state_first_and_mark_the_older(vault, 
     assert [h.text for h in vault.search("Alice", lexical_only=True, until="2026-01-31")] == ["Alice lives in Paris"]
     text = cli("search", "Paris", "--lexical", "--explain").stdout
     assert "current_state" in text
+    shown = cli("search", "Paris", "--lexical").stdout  # the terminal's table marks it too
+    assert f"(superseded by {lyon['id']}) Alice lives in Paris" in shown
+    assert "(superseded" not in next(line for line in shown.splitlines() if "Alice moved to Lyon" in line)
     bundle = vault.context("Alice Paris")
     facts = [(item.id, item.superseded_by) for item in bundle.items if item.kind == "fact"]
     assert facts[:2] == [(lyon["id"], None), (paris.id, lyon["id"])]

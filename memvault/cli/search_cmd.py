@@ -188,6 +188,8 @@ def _print_hits(vault: Any, query: Any, hits: list, full: bool = False) -> None:
     rows, focus, wrapped = [], [], set()
     for hit in hits:
         text = hit.text.strip()
+        if getattr(hit, "superseded_by", None):  # marked as `context` marks it: the text stays whole
+            text = f"(superseded by {hit.superseded_by}) {text}"
         # A page section's id is <path>#<heading-slug>, the same as in --json.
         rows.append([f"{hit.score:.3f}", (hit.at or "")[:10] or "-", hit.category or hit.kind, text, hit.id,
                      " ".join(f"#{tag}" for tag in hit.tags)])
