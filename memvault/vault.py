@@ -577,6 +577,7 @@ class Vault:
                 taken.add(fact.key)
         return checked(self.storage, facts, skip=repeats)
 
+    @checked
     def import_source(self, source: os.PathLike[str] | str, *, format: str | None = None, dry_run: bool = False,
                       allow_secret: bool = False, skip_secrets: bool = False, progress=None) -> ImportReport:
         """Add the memories another tool kept (memvault.importers.FORMATS; `format` guessed from the

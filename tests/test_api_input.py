@@ -147,7 +147,7 @@ METHODS = {
     "add": {"text": (text, "Alice prefers green tea"), "category": (text, "preference"), "tags": (words, ["alice"]),
             "source": (maybe(text), "agent"), "session": (maybe(text), "chat-1"),
             "importance": (maybe(number), 0.5), "at": (maybe(moment), "yesterday"),
-            "allow_secret": (flag, False)},
+            "allow_secret": (flag, False), "supersedes": (maybe(text), None), "key": (maybe(text), None)},
     "add_many": {"drafts": (draft_list, ["Bob is on call"]), "allow_secret": (flag, False)},
     "forget": {"fact_id": (text, UNKNOWN_ID), "reason": (maybe(text), "wrong person")},
     "show": {"fact_id": (text, UNKNOWN_ID)},
@@ -163,7 +163,8 @@ METHODS = {
                "limit": (count, 5), "category": (maybe(text), None), "tag": (maybe(text), None),
                "source": (maybe(text), None), "session": (maybe(text), None), "since": (maybe(moment), None),
                "until": (maybe(moment), None), "include_all": (flag, False), "lexical_only": (flag, True),
-               "explain": (flag, False), "min_score": (maybe(number), None), "progress": (maybe(function), None)},
+               "explain": (flag, False), "min_score": (maybe(number), None), "rerank": (flag, True),
+               "progress": (maybe(function), None)},
     "context": {"query": (maybe(text), "green tea"), "budget": (count, 500), "recent": (count, 5),
                 "relevant": (count, 5)},
     "reindex": {"clear": (flag, False), "progress": (maybe(function), None)},
@@ -172,6 +173,9 @@ METHODS = {
     "set_remote": {"url": (text, "/nonexistent/remote.git")},  # (never called with good values only)
     "doctor": {"fix": (flag, False), "llm": (flag, False)},
     "iter_facts": {"include_forgotten": (flag, False)},
+    "why": {"target": (text, "1")},
+    "import_source": {"source": (path, "/nonexistent/notes.jsonl"), "format": (maybe(text), None),
+                      "dry_run": (flag, True), "allow_secret": (flag, False), "skip_secrets": (flag, False)},
 }
 # Finding and opening a vault; `{vault}` stands for the test's vault.
 OPENERS = {

@@ -40,8 +40,7 @@ def checked(function: Function) -> Function:
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
         if not hints:  # resolved once, at first use: the annotations are strings until then
-            hints.update(typing.get_type_hints(function))
-            hints.pop("return", None)
+            hints.update(_parameter_hints(function))
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as e:  # an unknown keyword, a missing or a surplus argument
@@ -142,3 +141,11 @@ def shown(value: Any) -> str:
         return "None"
     kind = _KINDS.get(type(value)) or type(value).__name__
     return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}: {text}"
+
+
+def _parameter_hints(function: Callable[..., Any]) -> dict[str, Any]:
+    """The parameters' annotations, resolved; the return annotation is left out, so a method may
+    return a type only imported for type checkers (a feature loaded when first used)."""
+    stub = types.FunctionType((lambda: None).__code__, function.__globals__)
+    stub.__annotations__ = {name: hint for name, hint in function.__annotations__.items() if name != "return"}
+    return typing.get_type_hints(stub)
