@@ -91,7 +91,7 @@ def why(storage: Storage, target: str) -> Why:
     if target.isdigit():
         return _from_memory(storage, target, int(target))
     try:
-        fact = storage.find_fact(target)
+        fact = storage.facts.find_fact(target)
     except NotFound:
         from memvault.remote.purge import purged_tombstone
 
@@ -182,7 +182,7 @@ def _report(storage: Storage, target: str, kind: str, path: str | None, sections
 def _sources(storage: Storage, ids: list[str]) -> list[Source]:
     known = links(storage)
     found, journal = trails(storage.git, ids)
-    tombstones = storage.tombstones()
+    tombstones = storage.tombstone_log.tombstones()
     citing: dict[str, list[str]] = {}
     for page, cited in pages_citing(storage, ids).items():
         for fact_id in cited:
@@ -206,7 +206,7 @@ def _sources(storage: Storage, ids: list[str]) -> list[Source]:
 
 def _fact(storage: Storage, fact_id: str) -> Fact | None:
     try:
-        return storage.find_fact(fact_id)
+        return storage.facts.find_fact(fact_id)
     except (NotFound, InvalidInput):
         return None
 

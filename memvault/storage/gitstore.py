@@ -413,8 +413,9 @@ def execute(command: list[str], env: dict[str, str], *, timeout: float | None = 
     """
     try:
         # Never the caller's stdin: `add --stdin` reads it, and git must not wait on a terminal.
-        stdin = {"input": input.encode("utf-8")} if input is not None else {"stdin": subprocess.DEVNULL}
-        done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, **stdin)
+        data = input.encode("utf-8") if input is not None else None
+        done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, input=data,
+                              stdin=subprocess.DEVNULL if data is None else None)
     except subprocess.TimeoutExpired as e:
         raise command_error(command, -9, f"Timeout: git ran for more than {timeout:g} seconds") from e
     except FileNotFoundError:
@@ -440,8 +441,8 @@ def git_reason(error: Exception) -> str:
             if listed:
                 said += " " + ", ".join(listed[:5]) + (f" (and {len(listed) - 5} more)" if len(listed) > 5 else "")
             return "; ".join(part.rstrip(".") for part in [*cause, said])
-    said = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
-    return said[0] if said else "git failed"
+    remaining = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
+    return remaining[0] if remaining else "git failed"
 
 
 def failure_detail(error: Exception) -> str:
