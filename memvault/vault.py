@@ -663,7 +663,7 @@ class Vault:
         """The purge record of a fact no log holds any more, if it was purged."""
         from memvault.remote.purge import purged_tombstone
 
-        return purged_tombstone(storage or self.storage, fact_id)
+        return purged_tombstone((storage or self.storage).tombstone_log, fact_id)
 
     @checked
     def show(self, fact_id: str, *, as_of=None) -> FactView:

@@ -138,7 +138,7 @@ def _target(storage: Storage, number: int, typed: str) -> Fact:
     try:
         return storage.facts.find_fact(typed)
     except NotFound:
-        gone = purged_tombstone(storage, typed)
+        gone = purged_tombstone(storage.tombstone_log, typed)
         if gone is not None:
             raise InvalidItem(number, f"supersedes {gone.id}: that fact was purged at {gone.at}") from None
         raise InvalidItem(number, f"supersedes {typed!r}: no fact with that id") from None

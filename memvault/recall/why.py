@@ -21,6 +21,7 @@ from memvault.formats.layout import MEMORY_FILE, WIKI_DIR
 from memvault.formats.pages import cited_ids, clean_body
 from memvault.index.documents import page_documents
 from memvault.recall.succession import links
+from memvault.storage.factlog import FactLog
 from memvault.storage.history import Commit, Trail, trails
 from memvault.storage.store import Storage
 from memvault.storage.wiki import list_pages, pages_citing
@@ -95,7 +96,7 @@ def why(storage: Storage, target: str) -> Why:
     except NotFound:
         from memvault.remote.purge import purged_tombstone
 
-        gone = purged_tombstone(storage, target)
+        gone = purged_tombstone(storage.tombstone_log, target)
         if gone is not None:  # its text is gone; its record and commits are not
             return _report(storage, target, "fact", None, [], first=[gone.id])
         return _from_memory(storage, target, None)
@@ -190,7 +191,7 @@ def _sources(storage: Storage, ids: list[str]) -> list[Source]:
     sources = []
     for fact_id in ids:
         trail = found.get(fact_id, Trail())
-        fact = _fact(storage, fact_id)
+        fact = _fact(storage.facts, fact_id)
         successor = known.successor(fact_id)
         by = next((c for new, c in trail.superseded if new == successor), None)
         tombstone = tombstones.get(fact_id)
@@ -204,9 +205,9 @@ def _sources(storage: Storage, ids: list[str]) -> list[Source]:
     return sources
 
 
-def _fact(storage: Storage, fact_id: str) -> Fact | None:
+def _fact(facts: FactLog, fact_id: str) -> Fact | None:
     try:
-        return storage.facts.find_fact(fact_id)
+        return facts.find_fact(fact_id)
     except (NotFound, InvalidInput):
         return None
 

@@ -38,6 +38,7 @@ from memvault.formats.tombstones import Tombstone, parse_tombstones
 from memvault.remote.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
 from memvault.storage.store import Storage
+from memvault.storage.tombstone_log import TombstoneLog
 from memvault.storage.wiki import pages_citing
 
 REMOTE = "origin"
@@ -104,7 +105,7 @@ def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str
         try:
             fact = storage.facts.find_fact(typed)
         except NotFound:
-            gone = purged_tombstone(storage, typed, tombstones)
+            gone = purged_tombstone(storage.tombstone_log, typed, tombstones)
             if gone is not None:
                 done.append(gone.id)
                 continue
@@ -128,9 +129,10 @@ def unfinished_purge(storage: Storage) -> list[str]:
     return storage.recovery.unfinished_purge()
 
 
-def purged_tombstone(storage: Storage, typed: str, tombstones: dict[str, Tombstone] | None = None) -> Tombstone | None:
+def purged_tombstone(tombstone_log: TombstoneLog, typed: str,
+                     tombstones: dict[str, Tombstone] | None = None) -> Tombstone | None:
     """The purge record of an id as typed (or read as Crockford), if it was purged."""
-    tombstones = storage.tombstone_log.tombstones() if tombstones is None else tombstones
+    tombstones = tombstone_log.tombstones() if tombstones is None else tombstones
     typed = typed.strip()
     for candidate in (typed, normalize_id(typed)):
         found = tombstones.get(candidate)
