@@ -280,9 +280,10 @@ def rewrite_history(storage: Storage, ids: list[str], texts: list[str]) -> int:
         if done.returncode != 0:
             lines = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
             reason = lines[-1] if lines else f"exit status {done.returncode}"
-            if _disk_full(storage, "\n".join(lines)):  # git fast-import died of it: a broken pipe, an OSError
-                raise unwritable(OSError(errno.ENOSPC, reason), ".git",
-                                 "the history may be partly rewritten; free some space and run the purge again")
+            full = unwritable(OSError(errno.ENOSPC, reason), ".git",
+                              "the history may be partly rewritten; free some space and run the purge again")
+            if full is not None and _disk_full(storage, "\n".join(lines)):  # fast-import died of it: a broken pipe
+                raise full
             raise MemvaultError(f"rewriting the history failed: {reason}")
         changed = 0
         with suppress(OSError):
