@@ -27,14 +27,9 @@ from pathlib import Path
 from memvault.base.text import shown
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
 from memvault.formats.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
-from memvault.remote.sync_checks import (
-    FIX_AT_SOURCE,
-    RemoteChanges,
-    common_base,
-    merge_base,
-    remote_changes,
-    tree_problem,
-)
+from memvault.remote.revisions import common_base, merge_base
+from memvault.remote.sync_checks import FIX_AT_SOURCE, RemoteChanges, remote_changes
+from memvault.remote.tree_checks import tree_problem
 from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS
 from memvault.storage import lock
 from memvault.storage.gitstore import GitStore, git_reason, require_git
@@ -288,8 +283,8 @@ def _adopt_purges(storage: Storage, branch: str) -> list[str]:
     """Rewrite this clone's history for purges it has not applied (see the module docstring)."""
     from memvault.remote import purge
 
-    tracking = f"refs/remotes/{REMOTE}/{branch}"
-    tracking = tracking if _ref_exists(storage, tracking) else None
+    ref = f"refs/remotes/{REMOTE}/{branch}"
+    tracking = ref if _ref_exists(storage, ref) else None
     if not purge.needs_scrub(storage, tracking):
         return []
     with storage.dream_lock(), storage.write_lock():
