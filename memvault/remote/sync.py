@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from memvault.base.text import shown
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
 from memvault.formats.layout import CONFIG_FILE, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
+from memvault.remote import purge_adoption, purge_history, purge_state
 from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE, config_get, current_branch, ref_exists
 from memvault.remote.revisions import common_base, merge_base
 from memvault.remote.sync_checks import FIX_AT_SOURCE, RemoteChanges, remote_changes
@@ -93,13 +94,11 @@ def _sync(storage: Storage, url: str) -> SyncReport:
         storage.recover_locked()
         _refuse_unfinished_purge(storage)
         _refuse_uncommitted(storage)
-    from memvault.remote import purge  # (lazy: every Vault open imports this module for the merge driver)
-
     before = storage.git.head()
-    owed = purge.push_owed(storage)
+    owed = purge_state.push_owed(storage)
     # This clone's own purges are applied to the fetched commits too (the remote still holds the
     # old history until the push): only the others are reported as adopted.
-    own = purge.purged_ids_at(storage, None)
+    own = purge_adoption.purged_ids_at(storage, None)
     adopted: set[str] = set()
     try:
         for attempt in range(1, PUSH_ATTEMPTS + 1):
@@ -120,14 +119,14 @@ def _sync(storage: Storage, url: str) -> SyncReport:
                         f"{url} kept receiving new commits while this vault pushed; run `memvault sync` again"
                     ) from None
         if owed or report.rewritten:
-            purge.pushed(storage)
+            purge_state.pushed(storage)
     finally:
         if owed or adopted or report.rewritten:
             # The fetch brought the old commits back (FETCH_HEAD, the tracking ref's reflog): prune them.
             with storage.write_lock():
-                purge.clean_repository(storage)
+                purge_history.clean_repository(storage)
                 if adopted:
-                    purge.adopted(storage)
+                    purge_state.adopted(storage)
     if storage.git.head() != before and report.changed:
         report.index = _catch_up_index(storage)
     return report
@@ -139,16 +138,14 @@ def _sha(storage: Storage, ref: str) -> str | None:
 
 def _adopt_purges(storage: Storage, branch: str) -> list[str]:
     """Rewrite this clone's history for purges it has not applied (see the module docstring)."""
-    from memvault.remote import purge
-
     ref = f"refs/remotes/{REMOTE}/{branch}"
     tracking = ref if ref_exists(storage, ref) else None
-    if not purge.needs_scrub(storage, tracking):
+    if not purge_adoption.needs_scrub(storage, tracking):
         return []
     with storage.dream_lock(), storage.write_lock():
         storage.recover_locked()
         storage.refuse_during_merge()
-        return purge.adopt_purges(storage, tracking)
+        return purge_adoption.adopt_purges(storage, tracking)
 
 
 def _refuse_unfinished_purge(storage: Storage) -> None:
