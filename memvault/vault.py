@@ -30,7 +30,8 @@ from memvault.errors import (
     unwritable,
 )
 from memvault.formats import dreamlog
-from memvault.formats.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
+from memvault.formats.drafts import FactDraft, check_one_line, make_fact
+from memvault.formats.facts import Fact, ParseProblem, stored_id
 from memvault.formats.layout import CONFIG_FILE
 from memvault.formats.tombstones import Tombstone
 from memvault.index.query import SearchQuery

@@ -10,7 +10,8 @@ from typing import Any
 
 from memvault.base.dates import Bound, check_range, log_days, parse_range
 from memvault.errors import check_count
-from memvault.formats.facts import Fact, validate_category
+from memvault.formats.drafts import validate_category
+from memvault.formats.facts import Fact
 from memvault.storage.store import Storage
 
 
