@@ -19,6 +19,11 @@ def config_get(storage: Storage, key: str) -> str | None:
         return None
 
 
+def remote_url(storage: Storage) -> str | None:
+    """The remote's URL, None when none is set."""
+    return config_get(storage, f"remote.{REMOTE}.url")
+
+
 def set_remote(storage: Storage, url: str) -> dict:
     """Point the vault at a remote (no network access); returns remote_info()."""
     url = (url or "").strip()
@@ -26,7 +31,7 @@ def set_remote(storage: Storage, url: str) -> dict:
         raise InvalidInput("remote URL is empty")
     if "\n" in url or url.startswith("-"):
         raise InvalidInput("remote URL must be one line and must not start with '-'")
-    previous = config_get(storage, f"remote.{REMOTE}.url")
+    previous = remote_url(storage)
     if previous is None:
         storage.git.run("remote", "add", REMOTE, url)
     elif previous != url:
@@ -40,7 +45,7 @@ def set_remote(storage: Storage, url: str) -> dict:
 
 def remote_info(storage: Storage) -> dict | None:
     """The remote and how far this vault is ahead/behind it, as of the last sync (no network)."""
-    url = config_get(storage, f"remote.{REMOTE}.url")
+    url = remote_url(storage)
     if url is None:
         return None
     branch = current_branch(storage)

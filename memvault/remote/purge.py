@@ -31,7 +31,7 @@ from memvault.errors import InvalidInput, NotFound
 from memvault.formats.facts import Fact, id_length_hint, normalize_id
 from memvault.formats.layout import EMBEDDING_CACHE, KEYS_DB, TOMBSTONES_FILE
 from memvault.formats.tombstones import Tombstone, parse_tombstones
-from memvault.remote.origin import REMOTE, config_get
+from memvault.remote.origin import remote_url
 from memvault.remote.purge_filter import needles_of
 from memvault.remote.purge_history import (
     clean_repository,
@@ -148,15 +148,6 @@ def _words(fact: Fact) -> str:
     return " ".join(words[:WORDS]) + (" …" if len(words) > WORDS else "")
 
 
-def _remote_url(storage: Storage) -> str | None:
-    import git
-
-    try:
-        return storage.git.run("config", "--get", f"remote.{REMOTE}.url") or None
-    except git.GitCommandError:
-        return None
-
-
 def commits_touching(storage: Storage, ids: Iterable[str], texts: Iterable[str] = ()) -> int:
     """How many commits a rewrite for these ids changes: those that add or remove a mention of
     them (or of a text), those whose message names one, and every descendant of those."""
@@ -199,7 +190,7 @@ def _plan(storage: Storage, facts: list[Fact], done: list[str]) -> PurgePlan:
         already_purged=done,
         commits=commits_touching(storage, ids, [f.text for f in facts]),
         pages=sorted(pages_citing(storage, ids)),
-        remote=config_get(storage, f"remote.{REMOTE}.url"),
+        remote=remote_url(storage),
         quoting=quoting,
     )
 
@@ -246,7 +237,7 @@ def _finish(storage: Storage, done: list[str], finishing: list[str], progress=No
     where it was done), the old objects may still be there."""
     refs = storage.git.run("for-each-ref", "--format=%(refname)").split()
     rewritten = rewrite_history(storage, finishing, list(texts_of(storage, set(finishing), refs).values()))
-    remote = config_get(storage, f"remote.{REMOTE}.url")
+    remote = remote_url(storage)
     # (killed before it noted these ids scrubbed and the push owed: the next sync must
     # push the rewritten history, not take the purge for another clone's)
     record(storage, finishing, push_owed=remote is not None)

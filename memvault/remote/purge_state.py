@@ -13,6 +13,7 @@ from memvault.storage.store import Storage
 
 
 def read_state(storage: Storage) -> dict:
+    """The file's content; empty when it is missing or unreadable (nothing known yet)."""
     try:
         data = json.loads(storage.read_text(PURGE_STATE) or "{}")
     except ValueError:
@@ -21,7 +22,8 @@ def read_state(storage: Storage) -> dict:
 
 
 def record(storage: Storage, ids: Iterable[str], *, push_owed: bool | None = None,
-            pending: list[str] | None = None, before: str | None = None) -> None:
+           pending: list[str] | None = None, before: str | None = None) -> None:
+    """Note `ids` as scrubbed here, and (when given) the purge pending and HEAD before it, or a push owed."""
     state = read_state(storage)
     state["clean"] = sorted(set(state.get("clean") or []) | set(ids))
     if pending is not None:

@@ -24,7 +24,7 @@ from memvault.base.text import shown
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
 from memvault.formats.layout import CONFIG_FILE, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
 from memvault.remote import purge_adoption, purge_history, purge_state
-from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE, config_get, current_branch, ref_exists
+from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE, current_branch, ref_exists, remote_url
 from memvault.remote.revisions import common_base, merge_base
 from memvault.remote.sync_checks import FIX_AT_SOURCE, RemoteChanges, remote_changes
 from memvault.remote.tree_checks import tree_problem
@@ -61,7 +61,7 @@ class SyncReport:
 def sync(storage: Storage) -> SyncReport:
     """Fetch, merge the remote branch into this one under the write lock, push; retry if raced."""
     require_git()
-    url = config_get(storage, f"remote.{REMOTE}.url")
+    url = remote_url(storage)
     if url is None:
         raise RemoteError("no remote set for this vault; run `memvault remote set URL` first")
     with _one_sync_at_a_time(storage):
