@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from memvault.base.dates import log_days
-from memvault.formats.facts import validate_category
+from memvault.formats.drafts import validate_category
 from memvault.formats.layout import DREAM_LOG, STATE_ASOF
 from memvault.index import location
 from memvault.index.corpus import Corpus
