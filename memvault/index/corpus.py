@@ -75,7 +75,7 @@ class Corpus:
             pass
         return found
 
-    def documents(self, rel: str, content: str, forgotten: set[str] = frozenset()) -> list[Document]:
+    def documents(self, rel: str, content: str, forgotten: frozenset[str] | set[str] = frozenset()) -> list[Document]:
         if rel.startswith(WIKI_DIR + "/"):
             # A page citing a fact forgotten since the last dream is withheld until the scrub
             # rewrites it: its statements, title and slug may all repeat what the fact said.

@@ -6,7 +6,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -161,11 +161,11 @@ class Embedder:
             # fastembed logs its own failures on stderr; memvault prints one notice instead.
             logger.disable("fastembed")
             kwargs: dict = {"local_files_only": True}
-            if self.spec.path:
-                onnx = self.spec.onnx_file
-                if not onnx.is_file():  # type: ignore[union-attr]
+            onnx = self.spec.onnx_file  # set exactly when the model is read from a path
+            if onnx is not None:
+                if not onnx.is_file():
                     raise ModelUnavailable(
-                        f"cannot load embedding model {self.spec.name}: no {onnx.name} in {self.spec.path}")  # type: ignore[union-attr]
+                        f"cannot load embedding model {self.spec.name}: no {onnx.name} in {self.spec.path}")
                 kwargs["specific_model_path"] = self.spec.path
             else:
                 kwargs["cache_dir"] = str(model_cache_dir())
@@ -206,7 +206,7 @@ class Embedder:
         return _normalize(out)
 
     def embed_ahead(self, batches: Sequence[Sequence[str]],
-                    progress: Callable[[int], None] | None = None) -> Iterator[np.ndarray]:
+                    progress: Callable[[int], None] | None = None) -> Generator[np.ndarray, None, None]:
         """Each batch's vectors in turn, the next batch embedding on a worker thread meanwhile.
 
         The model's run releases the GIL, so what the caller does with a batch (writing it to the

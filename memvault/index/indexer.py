@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memvault.errors import INDEX_FILES, VaultBusy, VaultUnwritable, no_room, unwritable
 from memvault.formats.facts import stored_id
@@ -43,6 +44,11 @@ from memvault.index.vectors import VectorFile, VectorsDamaged
 from memvault.index.watch import FolderWatch, open_watch
 from memvault.storage.owner import Owner
 from memvault.storage.paths import inside
+
+if TYPE_CHECKING:
+    from filelock import FileLock
+
+    from memvault.index.rerank import Reranker
 
 Progress = Callable[[str, int, int], None]
 Notify = Callable[[str], None]
@@ -238,8 +244,8 @@ class SearchIndex:
         self._watch: FolderWatch | None = None
         self._matched: str | None = None
         self._model_notice_given = False
-        self._lock = None
-        self.reranker = None  # search's rerank stage (memvault.index.rerank), made on first use
+        self._lock: FileLock | None = None
+        self.reranker: Reranker | None = None  # search's rerank stage (memvault.index.rerank), made on first use
 
     # -- locking ------------------------------------------------------------------------------
     @contextmanager

@@ -344,9 +344,10 @@ def _unconsolidated(storage: Storage, generation, watermark: int) -> frozenset[s
     return found
 
 
-def _sql_filters(filters: Filters) -> tuple[str, list]:
+def _sql_filters(filters: Filters) -> tuple[str, list[str | int]]:
     """The dense half's filters; lexical.LexicalIndex._filter_queries says the same to Tantivy."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[str | int] = []
     if filters.category is not None:
         clauses.append("category = ?")
         params.append(filters.category)
