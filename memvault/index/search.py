@@ -17,8 +17,9 @@ from memvault.index.corpus import Corpus
 from memvault.index.current import current_first
 from memvault.index.documents import model_text
 from memvault.index.embedder import ModelSpec, ModelUnavailable
+from memvault.index.generation import IndexDamaged
 from memvault.index.hits import Hit
-from memvault.index.indexer import IndexDamaged, Progress, SearchIndex
+from memvault.index.indexer import SearchIndex
 from memvault.index.intent import read_intent
 from memvault.index.lexical import Filters
 from memvault.index.query import SearchQuery
@@ -32,6 +33,7 @@ from memvault.index.ranking import (
     judged,
     newest_first,
 )
+from memvault.index.refresh import Progress
 from memvault.index.rerank import Reranker, RerankSpec
 from memvault.index.vectors import VectorsDamaged
 from memvault.storage.store import Storage
