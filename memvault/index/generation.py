@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memvault.errors import INDEX_FILES, no_room, unwritable
 from memvault.index.catalog import Catalog, FileState
-from memvault.index.embedder import is_damage
+from memvault.index.embedding_cache import is_damage
 from memvault.index.lexical import LexicalIndex
 from memvault.index.vectors import VectorFile
 from memvault.storage.owner import Owner

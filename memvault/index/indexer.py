@@ -23,7 +23,8 @@ from memvault.formats.layout import INDEX_DIR, INDEX_LOCK, STATE_EMBEDDING_CACHE
 from memvault.index import location, pending
 from memvault.index.catalog import SCHEMA_CHANGED
 from memvault.index.corpus import Corpus
-from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec, ModelUnavailable
+from memvault.index.embedder import Embedder, ModelSpec, ModelUnavailable
+from memvault.index.embedding_cache import EmbeddingCache
 from memvault.index.generation import (
     BUILDING,
     POINTER,

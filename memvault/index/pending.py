@@ -7,7 +7,8 @@ import contextlib
 from contextlib import AbstractContextManager, suppress
 from typing import Any, Protocol
 
-from memvault.index.embedder import Embedder, EmbeddingCache, ModelSpec
+from memvault.index.embedder import Embedder, ModelSpec
+from memvault.index.embedding_cache import EmbeddingCache
 from memvault.index.generation import Generation
 from memvault.index.refresh import Notify, Progress, RefreshReport
 from memvault.index.vectors import VectorsDamaged

@@ -14,7 +14,7 @@ from memvault.storage.store import Storage
 
 def check_embedding_cache(storage: Storage) -> Check:
     """sqlite's quick_check over the whole cache, and the length of every stored vector."""
-    from memvault.index.embedder import cache_problem
+    from memvault.index.embedding_cache import cache_problem
 
     name = "embedding cache"
     path = _embedding_cache(storage)
@@ -37,7 +37,7 @@ def _kept_elsewhere(storage: Storage) -> str:
 
 
 def repair_embedding_cache(storage: Storage) -> list[str]:
-    from memvault.index.embedder import cache_problem, delete_cache
+    from memvault.index.embedding_cache import cache_problem, delete_cache
 
     path = _embedding_cache(storage)
     if cache_problem(path) is None:
