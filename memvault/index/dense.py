@@ -32,11 +32,11 @@ def dense_half(index: SearchIndex, generation: Generation, query: str, filters: 
         memo = (generation.version, where, tuple(params), len(filters.unconsolidated))
         slots = generation.memo.get(memo)
         if slots is None:
-            found = catalog.slots_where(where, params)
+            found = catalog.slots.where(where, params)
             if filters.unconsolidated:
                 # Facts brought into scope by id: the same filters, without the watermark, on those ids.
                 rest, rest_params = sql_filters(replace(filters, watermark=None))
-                found = sorted(set(found) | set(catalog.slots_where(rest, rest_params, filters.unconsolidated)))
+                found = sorted(set(found) | set(catalog.slots.where(rest, rest_params, filters.unconsolidated)))
             slots = np.asarray(found, dtype=np.int64)
             if len(generation.memo) > 16:
                 generation.memo.clear()
@@ -45,7 +45,7 @@ def dense_half(index: SearchIndex, generation: Generation, query: str, filters: 
     else:
         # Rows of deleted documents are dead space in the vector file: ask for a margin and skip them.
         best = generation.vectors.top(vector, wanted + 16)
-    by_slot = catalog.keys_of_slots(s for s, _ in best)
+    by_slot = catalog.slots.keys_of(s for s, _ in best)
     return [(by_slot[s], score) for s, score in best if s in by_slot][:wanted], vector
 
 

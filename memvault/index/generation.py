@@ -39,7 +39,7 @@ def builder_alive(generation: Path) -> bool:
 
 
 def clean_of_generation(generation: Path) -> set[str]:
-    """The purged ids a generation was built knowing (see Catalog.clean_of); none if unreadable."""
+    """The purged ids a generation was built knowing (see PurgeRecord.clean_of); none if unreadable."""
     try:
         with contextlib.closing(sqlite3.connect(f"file:{generation / 'catalog.sqlite'}?mode=ro", uri=True)) as db:
             row = db.execute("SELECT value FROM meta WHERE name = 'clean_of'").fetchone()
@@ -84,15 +84,15 @@ class Generation:
         try:
             self.catalog = Catalog(path / "catalog.sqlite")
             self.lexical = LexicalIndex(path / "lexical")
-            name, rows, crc = self.catalog.vector_record()
+            name, rows, crc = self.catalog.slots.record()
             self.vectors = VectorFile(path / name, rows, crc)
         except (sqlite3.Error, ValueError, OSError) as exc:
             raise damage_or_no_room(exc, path) from exc
         self.version = -1
         self.fresh = create  # filled by no refresh yet: the purges it knows of are recorded by the first
         self.manifest: dict[str, FileState] = {}
-        self.purge_todo: list[bytes] | None = None  # see Catalog.purges_to_clear
-        self.memo: dict = {}  # per-version results a warm process may reuse (see search._dense)
+        self.purge_todo: list[bytes] | None = None  # see PurgeRecord.to_clear
+        self.memo: dict = {}  # per-version results a warm process may reuse (see dense.dense_half)
 
     def check(self) -> None:
         """Cheap consistency checks run when a generation is opened (the vector rows are verified
@@ -112,8 +112,8 @@ class Generation:
         version = self.catalog.version
         if version == self.version:
             return False
-        self.manifest = self.catalog.files()
-        name, rows, crc = self.catalog.vector_record()
+        self.manifest = self.catalog.manifest.files()
+        name, rows, crc = self.catalog.slots.record()
         if self.vectors.path.name != name:
             self.vectors = VectorFile(self.path / name, rows, crc)
         else:
@@ -122,7 +122,7 @@ class Generation:
             self.lexical.reload()
         except ValueError as exc:
             raise lexical_damage(exc) from exc
-        self.purge_todo = self.catalog.purges_to_clear()
+        self.purge_todo = self.catalog.purges.to_clear()
         self.version = version
         return True
 

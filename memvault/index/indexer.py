@@ -357,7 +357,7 @@ class SearchIndex:
             tmp.write_text(name, encoding="utf-8")
             (generation.path / BUILDING).unlink()
             os.replace(tmp, pointer)
-            if keep_replaced and not clean_of_generation(self.root / replaced) >= generation.catalog.clean_of():
+            if keep_replaced and not clean_of_generation(self.root / replaced) >= generation.catalog.purges.clean_of():
                 keep_replaced = False  # it may hold the text of a purge the new one was built knowing
             self._prune(keep={name, replaced} if keep_replaced else {name})
         return report

@@ -50,7 +50,7 @@ def embed_pending(index: EmbeddingHost, generation: Generation) -> RefreshReport
         if not index.model_usable():
             return report
         _switch_model(index, generation)
-    pending = catalog.pending()
+    pending = catalog.slots.pending()
     if not pending:
         return report
     by_hash: dict[bytes, str] = {}
@@ -108,14 +108,14 @@ def _store_vectors(index: EmbeddingHost, generation: Generation, vectors: dict[b
         generation.load_state()
         if catalog.get_meta("model") != index.model.identity:
             return  # another process switched models meanwhile; the next search redoes this
-        rows = [(key, ehash) for key, ehash, _text in catalog.pending() if ehash in vectors]
+        rows = [(key, ehash) for key, ehash, _text in catalog.slots.pending() if ehash in vectors]
         if rows:
             matrix = np.stack([vectors[h] for _k, h in rows])
             start, total, crc = generation.vectors.append(matrix)
             catalog.begin()
             try:
-                catalog.set_slots((start + i, key, h) for i, (key, h) in enumerate(rows))
-                catalog.set_vector_record(total, crc)
+                catalog.slots.assign((start + i, key, h) for i, (key, h) in enumerate(rows))
+                catalog.slots.set_record(total, crc)
                 catalog.commit()
             except BaseException:
                 catalog.rollback()
@@ -166,10 +166,10 @@ def _new_vector_file(generation: Generation, model: str | None, fresh: bool = Fa
     number = int(old.removeprefix("vectors-").removesuffix(".f32")) + (0 if fresh else 1)
     catalog.begin()
     try:
-        catalog.clear_slots()
+        catalog.slots.clear()
         if model is not None:
             catalog.set_meta("model", model)
-        catalog.set_vector_record(0, 0, name=f"vectors-{number}.f32")
+        catalog.slots.set_record(0, 0, name=f"vectors-{number}.f32")
         catalog.commit()
     except BaseException:
         catalog.rollback()

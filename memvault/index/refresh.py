@@ -88,12 +88,12 @@ def _record_purges(generation: Generation, purged: set[str]) -> None:
     catalog = generation.catalog
     if generation.fresh:
         catalog.begin()
-        catalog.set_clean_of(purged)  # read before any file: a purge arriving later is new to it
+        catalog.purges.set_clean_of(purged)  # read before any file: a purge arriving later is new to it
         catalog.commit()
         generation.fresh = False
-    elif news := purged - catalog.clean_of():
+    elif news := purged - catalog.purges.clean_of():
         catalog.begin()
-        catalog.note_purges(news)  # before their documents are removed below
+        catalog.purges.note(news)  # before their documents are removed below
         catalog.commit()
 
 
@@ -173,13 +173,13 @@ def _write_batch(corpus: Corpus, generation: Generation, batch: _Batch, tombston
     removed -= set(added)
     catalog.begin()
     try:
-        catalog.keep_dropped(forgotten)
+        catalog.purges.keep_dropped(forgotten)
         catalog.remove_docs(removed)
         catalog.put_docs(added.values())
         for rel in leaving:
-            catalog.drop_file(rel)
+            catalog.manifest.drop_file(rel)
         for rel, state in batch.states.items():
-            catalog.set_file(rel, state)
+            catalog.manifest.set_file(rel, state)
         catalog.commit()
     except BaseException:
         catalog.rollback()

@@ -249,7 +249,7 @@ def _reindex(storage: Storage, clear: bool, progress: Progress | None, started: 
         "embedded": report.embedded,
         "reused": report.reused,
         "removed": report.removed,
-        "pending_embeddings": status.pending_count(),
+        "pending_embeddings": status.slots.pending_count(),
         "seconds": round(time.perf_counter() - started, 3),
     }
 

@@ -62,7 +62,7 @@ def index_counts(index: CountedIndex, verify: bool = False) -> dict:
     drift += len(scan.gone)
     return {
         "documents": generation.catalog.count(),
-        "pending_embeddings": generation.catalog.pending_count(),
+        "pending_embeddings": generation.catalog.slots.pending_count(),
         "drift": drift,
         "model": index.model.identity,
         "built_with": generation.catalog.get_meta("model"),
