@@ -22,7 +22,6 @@ CACHE_EVERY = 1024
 UNIT_TOLERANCE = 1e-3
 
 
-
 class EmbeddingHost(Protocol):
     """What embedding needs of memvault.index.indexer.SearchIndex (a protocol: that module imports this one)."""
 
@@ -40,6 +39,7 @@ class EmbeddingHost(Protocol):
     def open_live(self) -> str | None: ...
     def model_usable(self) -> bool: ...
     def load_model(self, embedder: Embedder) -> None: ...
+
 
 def embed_pending(index: EmbeddingHost, generation: Generation) -> RefreshReport:
     """Give every document a vector: from the cache when its text was seen, else from the model."""

@@ -71,7 +71,9 @@ def index_counts(index: CountedIndex, verify: bool = False) -> dict:
         "unavailable": None,
     }
 
+
 def _verify(generation: Generation) -> str | None:
+    """What doctor finds wrong when it reads the whole catalog and every vector row; None if nothing."""
     try:
         said = [row[0] for row in generation.catalog.db.execute("PRAGMA quick_check")]
     except sqlite3.DatabaseError as exc:
