@@ -1,6 +1,6 @@
 """One document per fact id, however often a hand edit or a bad merge repeated the id in the logs.
 
-The first copy in the earliest daily log wins (log paths sort by day), as in Storage.iter_facts;
+The first copy in the earliest daily log wins (log paths sort by day), as in FactLog.iter_facts;
 a repeated copy is left out of the index here and reported by doctor.
 """
 
