@@ -62,7 +62,7 @@ class UnitOfWork:
         self.notify: Notify = notify or _log.info
         # The search engine memvault.index opens on first use, kept here so a long-lived process
         # (the MCP server, the Python API) pays the index opening and model load once.
-        self.search_index = None
+        self.search_index: Any = None  # a SearchIndex: storage may not import the index layer above it
         # Its calls take turns: a Vault may be shared by a program's threads, and the open index
         # (its generation, folder watch, embedding cache connection) serves one call at a time.
         self.index_turn = threading.RLock()
