@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from memvault.base.dates import log_days
-from memvault.formats.facts import validate_category
+from memvault.formats.drafts import validate_category
 from memvault.formats.layout import DREAM_LOG
 from memvault.index.generation import Generation
 from memvault.index.lexical import Filters
