@@ -241,8 +241,8 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
     """
     litellm = load_litellm()
     kwargs = _request(settings, messages, limits)
-    ladder = formats is not None and local_server(settings)
-    fmt = format_for(formats.current(settings), schema) if ladder else response_format_for(
+    ladder = formats if formats is not None and local_server(settings) else None
+    fmt = format_for(ladder.current(settings), schema) if ladder is not None else response_format_for(
         litellm, settings.model, schema)
     if fmt:
         kwargs["response_format"] = fmt
@@ -257,8 +257,8 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
             # now would queue behind it, or run beside it and be billed twice. Next run.
             raise ProviderUnavailable(f"{settings.model}: {exc}; dream tries again next run") from None
         except Exception as exc:  # noqa: BLE001 - litellm maps provider errors onto its own classes
-            if ladder and _format_refused(exc) and formats.step_down(settings):
-                kwargs["response_format"] = format_for(formats.current(settings), schema)
+            if ladder is not None and _format_refused(exc) and ladder.step_down(settings):
+                kwargs["response_format"] = format_for(ladder.current(settings), schema)
                 attempt -= 1  # not the server's fault: ask again at once with the next format
                 continue
             kind, last = classify(exc, settings)
@@ -372,28 +372,45 @@ def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
     model = settings.model
     if name == "ContextWindowExceededError":
         return "context", f"{model}: the request does not fit the model's context window ({text})"
-    if name == "AuthenticationError" or any(k in lowered for k in _MISSING_KEY):
-        keys = _missing_keys(settings)
-        if keys:
-            return "setup", (f"{model}: no API key: set {' or '.join(keys)} "
-                             "(any value for a local server without authentication)")
-        return "setup", f"{model}: the provider refused the API key ({text}); check it"
-    if "llm provider not provided" in lowered:
-        return "setup", unknown_model(model)
-    if name == "NotFoundError" or status == 404:
-        return "setup", (f"{model}: the provider does not know this model ({text}); check --model, "
-                         "MEMVAULT_MODEL or [llm] model")
+    setup = _setup_problem(name, lowered, status, text, settings)
+    if setup is not None:
+        return "setup", setup
     if name == "ContentPolicyViolationError" or _provider_code(exc) == "content_policy_violation":
         return "refused", f"{model}: the provider refused the batch under its content policy ({text})"
     if name == "APIConnectionError" or any(k in lowered for k in _NO_CONNECTION):
         where = settings.api_base or "the provider"
         return "transient", f"cannot reach {where} ({text}); is the server running?"
+    transient = _transient_problem(name, status, text)
+    if transient is not None:
+        return "transient", transient
+    return "refused", f"{model}: the provider rejected the request ({name}: {text})"
+
+
+def _setup_problem(name: str, lowered: str, status: object, text: str, settings: LLMSettings) -> str | None:
+    """What is wrong with the setup (the key, the model's name), or None when the error is not of it."""
+    model = settings.model
+    if name == "AuthenticationError" or any(k in lowered for k in _MISSING_KEY):
+        keys = _missing_keys(settings)
+        if keys:
+            return (f"{model}: no API key: set {' or '.join(keys)} "
+                    "(any value for a local server without authentication)")
+        return f"{model}: the provider refused the API key ({text}); check it"
+    if "llm provider not provided" in lowered:
+        return unknown_model(model)
+    if name == "NotFoundError" or status == 404:
+        return (f"{model}: the provider does not know this model ({text}); check --model, "
+                "MEMVAULT_MODEL or [llm] model")
+    return None
+
+
+def _transient_problem(name: str, status: object, text: str) -> str | None:
+    """A timeout, rate limit or server error (worth asking again later), or None."""
     if name in TRANSIENT or (isinstance(status, int) and (status >= 500 or status in (408, 429))):
         if name == "Timeout" or status == 408:
-            return "transient", f"timed out: {text}"
+            return f"timed out: {text}"
         words = "rate limited" if status == 429 else _TRANSIENT_WORDS.get(name, "server error")
-        return "transient", f"{words}{f' ({status})' if isinstance(status, int) else ''}: {text}"
-    return "refused", f"{model}: the provider rejected the request ({name}: {text})"
+        return f"{words}{f' ({status})' if isinstance(status, int) else ''}: {text}"
+    return None
 
 
 def _provider_code(exc: Exception) -> str | None:
