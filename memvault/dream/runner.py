@@ -37,11 +37,11 @@ from memvault.dream.llm import (
     ProviderNotSetUp,
     ProviderRefused,
     ProviderUnavailable,
-    ResponseFormats,
     complete_json,
 )
 from memvault.dream.progress import RunState
 from memvault.dream.prompt import Handles, repair_messages
+from memvault.dream.response_formats import ResponseFormats
 from memvault.dream.results import BatchResult
 from memvault.dream.schema import AnswerRejected, answer_schema
 from memvault.dream.validate import Proposal
