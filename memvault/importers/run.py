@@ -44,8 +44,12 @@ class ImportReport:
 
 def run_import(storage: Storage, source: os.PathLike[str] | str, *, format: str | None, check: Check, write: Write,
                dry_run: bool = False, skip_secrets: bool = False, progress: Progress | None = None) -> ImportReport:
-    """Import `source` (memvault.importers.FORMATS; `format` guessed when None). A bad record raises
-    InvalidInput naming its place, and nothing is written; `dry_run` checks everything, writes nothing."""
+    """Import `source` (memvault.importers.FORMATS; `format` guessed when None) as one commit, `check`
+    making facts of the records and `write` appending them (`Vault.import_source`). Records whose key
+    is stored already are not added again; a bad record raises InvalidInput naming its place, and
+    nothing is written. A text holding a credential is refused unless the vault's `check` allows
+    it (stored marked secret) or `skip_secrets` (left out, counted). `dry_run` checks everything
+    and writes nothing."""
     from memvault.importers.sources import read_source
 
     tell = progress or (lambda _phase, _done, _total: None)
