@@ -275,13 +275,9 @@ class Vault:
         """Add the memories another tool kept (memvault.importers.FORMATS; `format` guessed when None)
         as one commit, less those already stored (memvault.importers.run)."""
         from memvault.importers.run import run_import
-        from memvault.recall.remember import checked_facts, write_facts
 
-        storage = self.storage
-        return run_import(storage, source, format=format, dry_run=dry_run, skip_secrets=skip_secrets,
-                          progress=progress,
-                          check=lambda drafts: checked_facts(storage, drafts, allow_secret=allow_secret),
-                          write=lambda facts, origin: write_facts(storage, facts, origin, looked_up=True)[0])
+        return run_import(self.storage, source, format=format, dry_run=dry_run, allow_secret=allow_secret,
+                          skip_secrets=skip_secrets, progress=progress)
 
     @checked
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
