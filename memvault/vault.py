@@ -1,235 +1,77 @@
 """`Vault`, the public API: find or create a vault, then remember, recall, consolidate, sync.
 
-A facade over the layers below (see docs/architecture.md): it opens the storage and hands it to
-the feature that does the work. Features are imported when first used, so `import memvault` stays
-light (search pulls in Tantivy and numpy, dream litellm).
+A typed facade over the layers below (see docs/architecture.md): each method checks its
+arguments, opens what it needs and makes one call down to the package where the rule lives.
+Features are imported when first used, so `import memvault` stays light (search pulls in
+Tantivy and numpy, dream litellm).
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import re
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memvault.base.arguments import checked
 from memvault.base.dates import Bound
-from memvault.errors import (
-    BrokenRepository,
-    FactForgotten,
-    InvalidInput,
-    InvalidItem,
-    MemvaultError,
-    NotAVault,
-    unwritable,
-)
-from memvault.formats import dreamlog
-from memvault.formats.drafts import FactDraft, check_one_line, make_fact
-from memvault.formats.facts import Fact, ParseProblem, stored_id
+from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, NotAVault
+from memvault.formats.drafts import FactDraft
+from memvault.formats.facts import Fact, ParseProblem
 from memvault.formats.layout import CONFIG_FILE
+from memvault.formats.reports import DreamStatus, IndexStatus, ReindexReport, RemoteInfo, UndoReport, VaultStatus
 from memvault.formats.tombstones import Tombstone
 from memvault.index.query import SearchQuery
+from memvault.recall.forgetting import Forgotten
+from memvault.recall.lookup import CommitRecord, FactView
 from memvault.recall.timeline import RecentQuery
-from memvault.storage.paths import template_root
+from memvault.storage import vault_dir
 from memvault.storage.store import Storage
 
+# (found here too: the names front ends and tests have always taken from memvault.vault)
+from memvault.storage.vault_dir import default_vault_path, explained_if_broken, locate
+
 if TYPE_CHECKING:
+    from memvault.dream.results import DreamReport
+    from memvault.health.doctor import DoctorReport, Probe
     from memvault.importers.run import ImportReport
+    from memvault.index.hits import Hit
+    from memvault.recall.asof import Moment
+    from memvault.recall.context import Bundle
+    from memvault.recall.timeline import SessionSummary
+    from memvault.recall.why import Why
+    from memvault.remote.purge import PurgePlan, PurgeReport
+    from memvault.remote.sync import SyncReport
+    from memvault.storage.gitstore import GitStore
 
 Notify = Callable[[str], None]
 Progress = Callable[..., None]  # what each long task tells of its stages (see the task's docs)
-
-
-@dataclass(frozen=True)
-class FactView:
-    """A fact as `show` presents it: the fact, its tombstone if it was forgotten, the fact that
-    replaces it if one does, and its chain of supersedes links (oldest first, itself included)."""
-
-    fact: Fact
-    forgotten: Tombstone | None
-    superseded_by: str | None = None
-    chain: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        data = self.fact.to_dict()
-        data["forgotten"] = self.forgotten.to_dict() if self.forgotten else None
-        data["superseded_by"] = self.superseded_by
-        data["chain"] = list(self.chain or (self.fact.id,))
-        return data
-
-    def live(self) -> Fact:
-        """The fact, unless it was forgotten: then FactForgotten (a NotFound) says when and why."""
-        if self.forgotten:
-            raise FactForgotten(self.forgotten.id, self.forgotten.at, self.forgotten.reason)
-        return self.fact
-
-
-@dataclass(frozen=True)
-class Forgotten:
-    """What `forget` did: the tombstone, whether it already existed, and the pages citing the fact.
-
-    Those pages keep the statement until the next dream rewrites them; search, context and the
-    dream prompts withhold them meanwhile (memvault.storage.wiki).
-    """
-
-    tombstone: Tombstone
-    already_forgotten: bool
-    cited_by: list[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.tombstone.id, "already_forgotten": self.already_forgotten,
-                "tombstone": self.tombstone.to_dict(), "cited_by": self.cited_by}
 
 
 class VaultAt:
     """The vault as it stood at one commit, read-only (`Vault.as_of`); `moment` says which commit
     answered, for what was asked."""
 
-    def __init__(self, vault: Vault, moment):
+    def __init__(self, vault: Vault, moment: Moment):
         self.vault = vault
         self.moment = moment
 
-    def search(self, query, **options) -> list:
+    def search(self, query: str | SearchQuery, **options: Any) -> list[Hit]:
         return self.vault.search(query, as_of=self.moment, **options)
 
-    def context(self, query: str | None = None, **options):
+    def context(self, query: str | None = None, **options: Any) -> Bundle:
         return self.vault.context(query, as_of=self.moment, **options)
 
-    def recent(self, limit: int | None = 20, **options) -> list[Fact]:
+    def recent(self, limit: int | None = 20, **options: Any) -> list[Fact]:
         return self.vault.recent(limit, as_of=self.moment, **options)
 
     def show(self, fact_id: str) -> FactView:
         return self.vault.show(fact_id, as_of=self.moment)
 
-    def status(self) -> dict:
+    def status(self) -> VaultStatus:
         return self.vault.status(as_of=self.moment)
-
-
-def default_vault_path() -> Path:
-    from platformdirs import user_data_path
-
-    return user_data_path("memvault", appauthor=False) / "vault"
-
-
-def is_vault(path: Path) -> bool:
-    return (path / CONFIG_FILE).is_file() and (path / ".git").exists()
-
-
-def find_enclosing_vault(start: Path) -> Path | None:
-    # memvault.toml alone is enough: a vault that lost its .git is reported, not passed over.
-    for candidate in (start, *start.parents):
-        if (candidate / CONFIG_FILE).is_file():
-            return candidate
-    return None
-
-
-def locate(path: os.PathLike[str] | str | None = None) -> Path:
-    """Where the vault is: explicit path > MEMVAULT_VAULT > enclosing vault of cwd > default vault."""
-    explicit = path or os.environ.get("MEMVAULT_VAULT")
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    return find_enclosing_vault(Path.cwd()) or default_vault_path()
-
-
-@contextmanager
-def explained_if_broken(root: Path) -> Iterator[None]:
-    """A git failure that comes from a broken repository is told as such (BrokenRepository)."""
-    try:
-        yield
-    except MemvaultError:
-        raise
-    except Exception as e:
-        from memvault.storage.repository import repository_problem
-
-        problem = repository_problem(root)
-        if problem is None:
-            raise
-        raise BrokenRepository(root, problem) from e
-
-
-def _unmake(root: Path, made: bool) -> None:
-    """Remove what a failed `init` put in `root` (it was empty, or did not exist when `made`)."""
-    if made:
-        shutil.rmtree(root, ignore_errors=True)
-        return
-    for child in root.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-
-
-@contextmanager
-def _creating(root: Path) -> Iterator[None]:
-    """The vault's directory is looked at and made here: an OSError is one line naming the path.
-
-    Cannot write (read-only, permission, disk full) is VaultUnwritable, as for any write; any
-    other failure is a path no vault can be made at (a file where a directory should be, a
-    name too long, /proc), which is bad input.
-    """
-    try:
-        yield
-    except OSError as e:
-        # (a file in the path is named below: it is the path given, not a place that refused a write)
-        clear = None if e.errno == errno.ENOTDIR else unwritable(e, e.filename or root, "no vault was created")
-        if clear is not None:
-            raise clear from None
-        blocker = next((p for p in root.parents if p.exists() and not p.is_dir()), None)
-        if blocker is not None:
-            raise InvalidInput(f"cannot create a vault at {root}: {blocker} is not a directory") from None
-        raise InvalidInput(f"cannot create a vault at {root}: {e.strerror or e}") from None
-
-
-def _git_dir_problem(root: Path) -> str | None:
-    """A cheap look at .git on every open (commands that read only never run git to notice): why
-    it cannot be a repository, or None. A damaged inside is left to git and `doctor`."""
-    git_dir = root / ".git"
-    if git_dir.is_file():
-        # A linked worktree's .git is a file naming the real git directory: `gitdir: PATH`.
-        found = re.fullmatch(r"gitdir: (.+?)\s*", git_dir.read_text(encoding="utf-8", errors="replace"))
-        if found is None or not (root / found.group(1)).is_dir():
-            return "its git repository (.git) is broken (.git is a file that names no git directory)"
-        return None
-    try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
-    except FileNotFoundError:
-        return None if not git_dir.exists() else "its git repository (.git) is broken (.git/HEAD is missing)"
-    except (IsADirectoryError, NotADirectoryError):
-        head = ""
-    if head.startswith("ref: refs/") or re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head):
-        return None
-    return "its git repository (.git) is broken (.git/HEAD names no branch or commit)"
-
-
-# A key an import made (`memory-dir:3f47…`: a format and 16 hex digits) holds no credential: not scanned.
-_MADE_KEY = re.compile(r"[a-z0-9-]+:[0-9a-f]{16}")
-
-
-def _refuse_credentials_in_labels(facts: list[Fact]) -> None:
-    """A fact's source, session and tags are shown, committed and sent to dream's LLM even for a
-    secret fact (only its text is withheld): a credential there is refused, --allow-secret or not."""
-    from memvault.base.credentials import find_credentials
-
-    first: dict[str, tuple[int, str]] = {}  # each label once (an import's 100k facts share a few sources)
-    for number, fact in enumerate(facts, start=1):
-        for name, value in (("source", fact.source), ("session", fact.session), ("key", fact.key),
-                            *(("tag", tag) for tag in fact.tags)):
-            if value and value not in first and not (name == "key" and _MADE_KEY.fullmatch(value)):
-                first[value] = (number, name)
-    labels = [(number, name, value) for value, (number, name) in first.items()]
-    found = find_credentials([value for _n, _name, value in labels], labels=True)
-    if found:
-        at = min(found)
-        number, name, _value = labels[at]
-        kinds = ", ".join(f.kind for f in found[at])
-        raise InvalidItem(number, f"the {name} holds a credential ({kinds}); nothing was stored: labels are "
-                                  "committed and shown as they are, so leave it out")
 
 
 def _ids(fact_ids: Iterable[str]) -> list[str]:
@@ -248,25 +90,7 @@ class Vault:
     @checked
     def __init__(self, root: os.PathLike[str] | str, *, notify: Notify | None = None):
         root = Path(root).resolve()
-        if not is_vault(root):
-            if root.is_file():
-                raise NotAVault(f"{root} is a file, not a vault directory")
-            if (root / CONFIG_FILE).is_file():
-                raise BrokenRepository(root, "its git repository (.git) is missing")
-            if not root.exists():
-                raise NotAVault(f"{root} does not exist; create a vault there with `memvault init {root}`")
-            try:
-                empty = not any(root.iterdir())
-            except OSError:  # not readable: no advice to init there either
-                empty = False
-            # init makes a vault in a new or empty directory only: name it where it would work
-            advice = (f"create one with `memvault init {root}`" if empty else
-                      "point --vault (or MEMVAULT_VAULT) at your vault, or make a new one with "
-                      "`memvault init PATH` in a new or empty directory")
-            raise NotAVault(f"{root} is not a memvault vault (it has no {CONFIG_FILE}); {advice}")
-        problem = _git_dir_problem(root)
-        if problem:
-            raise BrokenRepository(root, problem)
+        vault_dir.check_vault_dir(root)
         self.storage = Storage(root, notify=notify)
         self.root = root
         self.config = self.storage.config
@@ -299,46 +123,23 @@ class Vault:
     def __enter__(self) -> Vault:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- finding and creating ---------------------------------------------------------------
+    # -- finding and creating (memvault.storage.vault_dir) ------------------------------------
 
     @classmethod
     @checked
     def init(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Create a vault from the template, with its own git repository and a first commit."""
-        from memvault.storage.gitstore import GitStore, require_git
-
         root = Path(path).expanduser().resolve()
-        require_git()  # before the template is copied: a vault without its repository is half made
-        with _creating(root):
-            existing = (root / CONFIG_FILE).is_file()
-            if not existing and root.exists() and not root.is_dir():
-                raise InvalidInput(f"{root} is not a directory; choose an empty or new directory")
-            if not existing and root.exists() and any(root.iterdir()):
-                raise InvalidInput(f"{root} is not empty and is not a vault; choose an empty or new directory")
-        if existing:
+        if vault_dir.holds_vault(root):
             try:
                 return cls(root, notify=notify)  # idempotent: `created` stays False
             except BrokenRepository as e:
                 raise InvalidInput(f"{root} is a vault, but {e.problem}; `memvault init --adopt {root}` "
                                    "re-creates the repository from the vault's files") from None
-        made = not root.exists()
-        with _creating(root):
-            root.mkdir(parents=True, exist_ok=True)
-        try:
-            shutil.copytree(template_root(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-            store = GitStore.init(root)
-            store.commit(["."], "init: new memvault vault")
-        except BaseException:
-            # A vault without its first commit (a git config that fails every commit, a full disk,
-            # Ctrl-C) would pass for a vault: `init` again said "already a vault" and its template
-            # files stayed staged beside every later commit. The directory is left as it was found,
-            # unless a first commit is there after all (an init of the same folder at the same time).
-            if GitStore(root).head() is None:
-                _unmake(root, made)
-            raise
+        vault_dir.make_vault(root)
         vault = cls(root, notify=notify)
         vault.created = True
         return vault
@@ -366,15 +167,10 @@ class Vault:
     def adopt(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
         """Re-create the git repository of a vault whose .git is missing or broken, from its files, in
         one commit (`created` is then True). A vault with a healthy repository is left as it is."""
-        from memvault.storage.repository import recreate_repository, repository_problem
-
         root = Path(path).expanduser().resolve()
-        if not (root / CONFIG_FILE).is_file():
-            raise NotAVault(f"{root} has no {CONFIG_FILE}, so there is no vault to adopt; "
-                            "`memvault init` creates a new one in an empty directory")
-        if repository_problem(root) is None:
+        done = vault_dir.recreate_if_broken(root)
+        if done is None:
             return cls(root, notify=notify)
-        done = recreate_repository(root, template_root())
         vault = cls(root, notify=notify)
         for line in done:
             vault.storage.notify(line)
@@ -384,26 +180,13 @@ class Vault:
     @classmethod
     @checked
     def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False, llm: bool = False,
-                 notify: Notify | None = None):
+                 notify: Notify | None = None) -> DoctorReport:
         """`doctor` for a vault that may not open: its git repository is checked first (re-created
         from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
-        from memvault.health.checks import repository_check
-        from memvault.health.doctor import FAIL, FIXED, Check, DoctorReport
-        from memvault.storage.repository import recreate_repository
+        from memvault.health.checks import diagnose
 
         root = locate(path)
-        first = repository_check(root) if (root / CONFIG_FILE).is_file() else None
-        done: list[str] = []
-        if first is not None and first.status == FAIL:
-            if not fix:
-                return DoctorReport(str(root), [first], [])
-            done = recreate_repository(root, template_root())
-            first = Check(first.name, FIXED, "; ".join(done))
-        report = cls.open(root, notify=notify).doctor(fix=fix, llm=llm)
-        if first is not None:
-            report.checks.insert(0, first)
-            report.fixed[:0] = done
-        return report
+        return diagnose(root, fix, then=lambda: cls.open(root, notify=notify).doctor(fix=fix, llm=llm))
 
     @classmethod
     @checked
@@ -428,15 +211,15 @@ class Vault:
     # -- what the storage knows ------------------------------------------------------------
 
     @property
-    def tz(self):
+    def tz(self) -> tzinfo:
         return self.storage.tz
 
     @property
-    def git(self):
+    def git(self) -> GitStore:
         return self.storage.git
 
     @property
-    def watermark(self):
+    def watermark(self) -> date | None:
         """The last day consolidated by dream (from log.md), or None."""
         return self.storage.dreams.watermark
 
@@ -452,7 +235,7 @@ class Vault:
         """Lines in the daily logs that look like facts but do not parse (for doctor)."""
         return self.storage.facts.problems()
 
-    # -- writing facts ------------------------------------------------------------------------
+    # -- writing facts (memvault.recall.remember, .forgetting; memvault.remote.purge) -----------
 
     @checked
     def add(self, text: str, *, category: str = "fact", tags: Iterable[str] = (), source: str | None = None,
@@ -472,160 +255,40 @@ class Vault:
     @checked
     def add_many(self, drafts: Iterable[FactDraft | Mapping[str, Any] | str], *,
                  allow_secret: bool = False) -> list[Fact]:
-        """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing.
+        """Remember a batch as ONE commit. Everything is validated first; one bad item writes nothing
+        (InvalidItem); a credential in a text needs `allow_secret` (memvault.recall.remember)."""
+        from memvault.recall.remember import add_facts
 
-        A text holding a credential (memvault.base.credentials) is refused, unless `allow_secret`: then
-        it is stored marked secret, and no LLM is ever sent it. A `supersedes` naming no live fact,
-        one already superseded, or a fact two items supersede, is refused (memvault.recall.succession).
-        An item whose `key` is already stored (or given earlier in the batch) is not written: the
-        stored fact takes its place in the list returned, and a notice says so.
-        """
-        facts = self._checked(drafts, allow_secret=allow_secret)
-        written, stored = self._write(facts)
-        if len(written) == len(facts):
-            return facts
-        found = self._stored_facts(stored)
-        for fact in facts:  # a key given twice in the batch names its first fact
-            if fact.id in written and fact.key is not None:
-                found.setdefault(fact.key, fact)
-        repeated = [fact for fact in facts if fact.id not in written]
-        self._tell_stored(repeated, found, len(facts))
-        return [fact if fact.id in written else found.get(fact.key, fact) for fact in facts]  # type: ignore[arg-type]
+        return add_facts(self.storage, drafts, allow_secret=allow_secret)
 
     def fact_by_key(self, key: str) -> Fact | None:
         """The fact stored under `key` (its first copy), forgotten or not; None when no fact has it."""
+        from memvault.recall.remember import fact_by_key
+
         if not isinstance(key, str) or not key:
             raise InvalidInput("key must be a non-empty string")
-        stored = self.storage.facts.stored_keys([key])
-        return self._stored_facts(stored).get(key)
-
-    def _write(self, facts: list[Fact], origin: str | None = None, *, looked_up: bool = False) -> tuple[set[str], dict]:
-        """Append checked facts as one commit, less those whose key is stored: (ids written, {key: where
-        the stored fact is}). A retry of an add that was committed returns here without the lock
-        (unless the caller `looked_up` the keys itself; they are looked up again under the lock)."""
-        stored = {} if looked_up else self.storage.facts.stored_keys(fact.key for fact in facts if fact.key is not None)
-        fresh, taken = [], set(stored)
-        for fact in facts:
-            if fact.key is None or fact.key not in taken:
-                fresh.append(fact)
-                taken.add(fact.key)
-        if fresh:
-            stored.update(self.storage.facts.append_facts(fresh, origin))
-        written = {fact.id for fact in fresh if fact.key is None or fact.key not in stored}
-        return written, stored
-
-    def _stored_facts(self, stored: Mapping[str, Any]) -> dict[str, Fact]:
-        """{key: its fact} for keys the storage found (storage.facts.keys.Keyed), each log read once."""
-        by_path: dict[str, dict[str, str]] = {}
-        for key, where in stored.items():
-            by_path.setdefault(where.path, {})[where.id] = key
-        found: dict[str, Fact] = {}
-        for rel, ids in by_path.items():
-            for fact in self.storage.facts.read_log(self.storage.path(rel))[0]:
-                if fact.id in ids:
-                    found.setdefault(ids[fact.id], fact)
-        return found
-
-    def _tell_stored(self, repeated: list[Fact], found: Mapping[str, Fact], total: int) -> None:
-        first = repeated[0]
-        stored = found.get(first.key)  # type: ignore[arg-type]
-        other = ", with another text" if stored is not None and stored.text != first.text else ""
-        named = f"key {first.key!r} (fact {stored.id if stored else '?'}{other})"
-        if total == 1:
-            self.storage.notify(f"{named} is already stored; nothing was added")
-        else:
-            self.storage.notify(f"{len(repeated)} of {total} facts have a key already stored or given earlier in "
-                                f"the batch (the first: {named}); nothing was added for them")
-
-    def _checked(self, drafts: Iterable[FactDraft | Mapping[str, Any] | str], *, allow_secret: bool) -> list[Fact]:
-        """The drafts as facts ready to append, each checked; InvalidItem (from 1) for the first bad one."""
-        from dataclasses import replace
-
-        from memvault.base.credentials import find_credentials
-
-        now = datetime.now(self.tz)
-        new: list[Fact] = []
-        for number, draft in enumerate(drafts, start=1):
-            try:
-                new.append(make_fact(draft, tz=self.tz, categories=self.config.categories, now=now))
-            except InvalidInput as e:
-                raise InvalidItem(number, str(e)) from None
-        if not new:
-            raise InvalidInput("nothing to add: no facts given")
-        new = self._succession_checked(new)
-        found = find_credentials([fact.text for fact in new])
-        if found and not allow_secret:
-            number, findings = next(iter(found.items()))
-            raise InvalidItem(number + 1, f"the text holds a credential ({', '.join(map(str, findings))}); nothing "
-                                          "was stored: remove it, or pass --allow-secret (allow_secret=True) to "
-                                          "store it anyway, never to be sent to an LLM")
-        _refuse_credentials_in_labels(new)
-        return [replace(fact, secret=True) if i in found else fact for i, fact in enumerate(new)]
-
-    def _succession_checked(self, facts: list[Fact]) -> list[Fact]:
-        """`supersedes` checked (memvault.recall.succession), but for a fact that will not be written
-        because its key is stored or given earlier in the batch: a retried add supersedes nothing anew."""
-        from memvault.recall.succession import checked
-
-        if not any(fact.supersedes for fact in facts):
-            return facts
-        taken = set(self.storage.facts.stored_keys(fact.key for fact in facts
-                                                   if fact.key is not None and fact.supersedes))
-        repeats = set()
-        for i, fact in enumerate(facts):
-            if fact.key is not None:
-                if fact.key in taken:
-                    repeats.add(i)
-                taken.add(fact.key)
-        return checked(self.storage, facts, skip=repeats)
+        return fact_by_key(self.storage, key)
 
     @checked
     def import_source(self, source: os.PathLike[str] | str, *, format: str | None = None, dry_run: bool = False,
-                      allow_secret: bool = False, skip_secrets: bool = False, progress=None) -> ImportReport:
-        """Add the memories another tool kept (memvault.importers.FORMATS; `format` guessed from the
-        source when None) as one commit. Records whose key is stored already are not added again; a
-        bad record raises InvalidInput naming its place, and nothing is written. A text holding a
-        credential is refused unless `allow_secret` (stored marked secret) or `skip_secrets` (left
-        out, counted). `dry_run` checks everything and writes nothing (memvault.importers.run)."""
+                      allow_secret: bool = False, skip_secrets: bool = False,
+                      progress: Progress | None = None) -> ImportReport:
+        """Add the memories another tool kept (memvault.importers.FORMATS; `format` guessed when None)
+        as one commit, less those already stored (memvault.importers.run)."""
         from memvault.importers.run import run_import
 
-        return run_import(self.storage, source, format=format, dry_run=dry_run, skip_secrets=skip_secrets,
-                          progress=progress, check=lambda drafts: self._checked(drafts, allow_secret=allow_secret),
-                          write=lambda facts, origin: self._write(facts, origin, looked_up=True)[0])
+        return run_import(self.storage, source, format=format, dry_run=dry_run, allow_secret=allow_secret,
+                          skip_secrets=skip_secrets, progress=progress)
 
     @checked
     def forget(self, fact_id: str, reason: str | None = None) -> Forgotten:
         """Tombstone a fact (committed); forgetting a forgotten fact changes nothing."""
-        from memvault.storage.wiki import pages_citing
+        from memvault.recall.forgetting import forget
 
-        if reason is not None:
-            reason = reason.strip() or None
-            if reason and len(reason) > 500:
-                raise InvalidInput("reason must be one line of at most 500 characters")
-            if reason:  # it goes into tombstones.jsonl and the commit subject, as a source does
-                check_one_line(reason, "reason")
-            if reason:
-                from memvault.base.credentials import find_credentials
-
-                found = find_credentials([reason])
-                if found:
-                    kinds = ", ".join(f.kind for f in found[0])
-                    raise InvalidInput(f"the reason holds a credential ({kinds}); it would be committed and synced "
-                                       "as it is; nothing was forgotten: leave it out")
-        from memvault.errors import NotFound
-
-        try:
-            fact = self.storage.facts.find_fact(fact_id)
-        except NotFound:
-            gone = self._purged(fact_id)
-            if gone is None:
-                raise
-            return Forgotten(gone, True, [])  # purged: forgotten already, and its text gone too
-        tombstone, already = self.storage.tombstone_log.add_tombstone(fact, reason)
-        return Forgotten(tombstone, already, sorted(pages_citing(self.storage, [fact.id])))
+        return forget(self.storage, fact_id, reason)
 
     @checked
-    def purge_plan(self, fact_ids: str | Iterable[str]):
+    def purge_plan(self, fact_ids: str | Iterable[str]) -> PurgePlan:
         """What `purge` would remove (reads only): a memvault.remote.purge.PurgePlan with the facts' ids
         and first words, the commits to rewrite and the pages citing them."""
         from memvault.remote.purge import plan
@@ -634,7 +297,7 @@ class Vault:
 
     @checked
     def purge(self, fact_ids: str | Iterable[str], *, confirm: Callable[[Any], bool] | None = None,
-              progress: Progress | None = None):
+              progress: Progress | None = None) -> PurgeReport:
         """Remove facts' text from the logs, every commit of the history, the pages citing them,
         the search index and the embedding cache, leaving a tombstone without text or hash;
         returns a memvault.remote.purge.PurgeReport. `confirm(plan)` may refuse (InvalidInput, nothing
@@ -645,62 +308,19 @@ class Vault:
 
         return purge(self.storage, _ids(fact_ids), confirm=confirm, progress=progress)
 
-    # -- reading facts ------------------------------------------------------------------------
-
-    def _find(self, fact_id: str, storage: Storage | None = None) -> Fact:
-        """The fact; a purged one is NotFound saying so."""
-        from memvault.errors import NotFound
-
-        storage = storage or self.storage
-        try:
-            return storage.facts.find_fact(fact_id)
-        except NotFound:
-            gone = self._purged(fact_id, storage) or (self._purged(fact_id) if storage is not self.storage else None)
-            if gone is None:
-                raise
-            raise NotFound(f"fact {gone.id} was purged at {gone.at}: its text is gone from this vault") from None
-
-    def _purged(self, fact_id: str, storage: Storage | None = None) -> Tombstone | None:
-        """The purge record of a fact no log holds any more, if it was purged."""
-        from memvault.remote.purge import purged_tombstone
-
-        return purged_tombstone((storage or self.storage).tombstone_log, fact_id)
+    # -- reading facts (memvault.recall) -------------------------------------------------------
 
     @checked
-    def show(self, fact_id: str, *, as_of=None) -> FactView:
+    def show(self, fact_id: str, *, as_of: Any = None) -> FactView:
         """One fact (NotFound if there is none), its tombstone, and its chain of supersedes links."""
-        from memvault.errors import NotFound
-        from memvault.recall.succession import links
+        from memvault.recall.lookup import show
 
-        if as_of is not None:
-            from memvault.recall.asof import moment
-
-            as_of = moment(self.storage, as_of)
-        with self._reading(as_of) as storage:
-            try:
-                fact = self._find(fact_id, storage)
-            except NotFound:
-                if as_of is None or self._purged(fact_id) or not self._exists(fact_id):
-                    raise
-                raise NotFound(f"fact {fact_id.strip()} was not in the vault yet as of {as_of.asked} (commit "
-                               f"{as_of.commit.sha[:10]}): it was added later") from None
-            known = links(storage)
-            return FactView(fact, storage.tombstone_log.tombstones().get(fact.id), known.successor(fact.id),
-                            tuple(known.chain(fact.id)))
-
-    def _exists(self, fact_id: str) -> bool:
-        from memvault.errors import NotFound
-
-        try:
-            self.storage.facts.find_fact(fact_id)
-        except NotFound:
-            return False
-        return True
+        return show(self.storage, fact_id, as_of)
 
     @checked
     def recent(self, limit: int | RecentQuery | None = 20, *, since: Bound = None, until: Bound = None,
                category: str | None = None, tag: str | None = None, source: str | None = None,
-               session: str | None = None, oldest_first: bool | None = None, as_of=None) -> list[Fact]:
+               session: str | None = None, oldest_first: bool | None = None, as_of: Any = None) -> list[Fact]:
         """The newest `limit` facts, forgotten ones left out (`limit` None: all of them).
 
         Newest first, except that one source's or session's facts read as a thread, oldest first
@@ -708,53 +328,41 @@ class Vault:
         people type ("7d", "yesterday", "2026-11-01"), read in the vault's time zone; `limit` may
         instead be a ready `memvault.RecentQuery`.
         """
-        from memvault.recall.timeline import RecentQuery, recent
+        from memvault.recall.timeline import recent
 
-        options = {"since": since, "until": until, "category": category, "tag": tag, "source": source,
-                   "session": session, "oldest_first": oldest_first}
         if isinstance(limit, RecentQuery):
-            if any(value is not None for value in options.values()):
+            if any(value is not None for value in (since, until, category, tag, source, session, oldest_first)):
                 raise InvalidInput("give recent options either in the RecentQuery or as keywords, not both")
             query = limit
         else:
-            query = RecentQuery.parse(limit, tz=self.tz, **options)
+            query = RecentQuery.parse(limit, tz=self.tz, since=since, until=until, category=category, tag=tag,
+                                      source=source, session=session, oldest_first=oldest_first)
         with self._reading(as_of) as storage:
             return recent(storage, query)
 
     @checked
-    def sessions(self, *, since: Bound = None, until: Bound = None, source: str | None = None) -> list:
+    def sessions(self, *, since: Bound = None, until: Bound = None,
+                 source: str | None = None) -> list[SessionSummary]:
         """Sources/sessions with fact counts and first/last times, most recently active first
         (`since` and `until` as `recent` takes them)."""
-        from memvault.recall.timeline import RecentQuery, list_sessions
+        from memvault.recall.timeline import list_sessions
 
         return list_sessions(self.storage, RecentQuery.parse(None, tz=self.tz, since=since, until=until,
                                                              source=source))
 
     @checked
-    def history(self, fact_id: str) -> list[dict[str, str]]:
-        """The commits that touched a fact, oldest first: added, edited, superseded, consolidated, forgotten.
+    def history(self, fact_id: str) -> list[CommitRecord]:
+        """The commits that touched a fact, oldest first: added, edited, superseded, consolidated,
+        forgotten (which count: memvault.recall.lookup.history)."""
+        from memvault.recall.lookup import history
 
-        A commit counts when it adds or removes a line holding the fact's id where memvault writes
-        it: its log item (`"id":"…"`, with any spacing, an edit too), a newer fact's item naming it
-        (`"supersedes":"…"`), a forget record (`"id": "…"`), a wiki citation (`[^…]`) or dream's
-        record in log.md (`  settled: …`, `kept`, `unconsolidated`). Another fact that merely
-        mentions the id in its text does not.
-        """
-        fact = self._find(fact_id)
-
-        def literal(text: str) -> str:  # hand-written ids may hold any character
-            return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)
-
-        found = literal(fact.id)
-        where = (f'"(id|supersedes)"[[:space:]]*:[[:space:]]*{literal(stored_id(fact.id))}|\\[\\^{found}\\]'
-                 f"|^  ({'|'.join(dreamlog.ID_KEYS)}): (.* )?{found}( |$)")
-        return [c.to_dict() for c in self.git.log("--reverse", "-E", f"-G{where}", "--", ".")]
+        return history(self.storage, fact_id)
 
     # -- search (memvault.index) -------------------------------------------------------------
 
     @checked
-    def search(self, query: str | SearchQuery, *, progress: Progress | None = None, as_of=None,
-               **options: Any) -> list:
+    def search(self, query: str | SearchQuery, *, progress: Progress | None = None, as_of: Any = None,
+               **options: Any) -> list[Hit]:
         """Hybrid search: wiki pages plus facts after the watermark (`include_all` adds the rest).
 
         `query` is the text (options as keywords: limit, category, tag, source, session, since,
@@ -772,44 +380,33 @@ class Vault:
             return search(storage, query, progress=progress)
 
     @checked
-    def reindex(self, clear: bool = False, progress: Progress | None = None) -> dict:
+    def reindex(self, clear: bool = False, progress: Progress | None = None) -> ReindexReport:
         """Bring the search index up to date with the files (`clear`: rebuild it aside and swap)."""
         from memvault.index.search import reindex
 
-        return reindex(self.storage, clear=clear, progress=progress)
+        return cast(ReindexReport, reindex(self.storage, clear=clear, progress=progress))
 
-    def index_status(self) -> dict:
+    def index_status(self) -> IndexStatus:
         """Documents indexed, documents without a vector yet, files that differ from the index."""
         from memvault.index.search import index_status
 
-        return index_status(self.storage)
+        return cast(IndexStatus, index_status(self.storage))
 
     def download_model(self) -> str:
-        """Fetch the embedding model into the user cache (raises if the hub is unreachable)."""
-        from memvault.errors import RemoteError
-        from memvault.index.embedder import ModelUnavailable, download_model
-        from memvault.index.search import model_spec
+        """Fetch the embedding model into the user cache (RemoteError if the hub is unreachable)."""
+        from memvault.index.fetch import fetch_embedding_model
 
-        try:
-            return download_model(model_spec(self.storage))
-        except ModelUnavailable as e:
-            raise RemoteError(str(e)) from None
+        return fetch_embedding_model(self.storage)
 
     def download_rerank_model(self) -> str:
         """Fetch search's rerank model (the cross-encoder) into the user cache, as `download_model`."""
-        from memvault.errors import RemoteError
-        from memvault.index.embedder import ModelUnavailable
-        from memvault.index.rerank import download_rerank_model
-        from memvault.index.search import rerank_spec
+        from memvault.index.fetch import fetch_rerank_model
 
-        try:
-            return download_rerank_model(rerank_spec(self.storage))
-        except ModelUnavailable as e:
-            raise RemoteError(str(e)) from None
+        return fetch_rerank_model(self.storage)
 
     @checked
     def context(self, query: str | None = None, *, budget: int = 2000, recent: int = 20,
-                relevant: int = 20, as_of=None):
+                relevant: int = 20, as_of: Any = None) -> Bundle:
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
         from memvault.recall.context import build_context
 
@@ -821,46 +418,47 @@ class Vault:
     @checked
     def dream(self, *, dry_run: bool = False, max_batches: int | None = None, min_facts: int | None = None,
               model: str | None = None, progress: Progress | None = None, llm: Any = None,
-              today: date | None = None):
+              today: date | None = None) -> DreamReport:
         """Consolidate pending days into wiki pages; returns a DreamReport (see memvault.dream)."""
         from memvault.dream.consolidate import run_dream
 
         return run_dream(self.storage, dry_run=dry_run, max_batches=max_batches, min_facts=min_facts, model=model,
                          progress=progress, llm=llm, today=today)
 
-    def dream_undo(self) -> dict:
+    def dream_undo(self) -> UndoReport:
         """Revert the last dream commit with git revert, unless later commits touched its files."""
         from memvault.dream.undo import undo_last_dream
 
-        return undo_last_dream(self.storage)
+        return cast(UndoReport, undo_last_dream(self.storage))
 
-    def dream_status(self) -> dict:
+    def dream_status(self) -> DreamStatus:
         """Watermark, pending days and facts, failed attempts, last result (from log.md and logs)."""
         from memvault.dream.status import dream_status
 
-        return dream_status(self.storage)
+        return cast(DreamStatus, dream_status(self.storage))
 
     # -- sync and health (memvault.remote.sync, memvault.health) ----------------------------------------
 
     @checked
-    def set_remote(self, url: str) -> dict:
+    def set_remote(self, url: str) -> RemoteInfo:
+        """Point the vault at a remote (no network access); what `remote` then says."""
         from memvault.remote.origin import set_remote
 
-        return set_remote(self.storage, url)
+        return cast(RemoteInfo, set_remote(self.storage, url))
 
-    def remote(self) -> dict | None:
+    def remote(self) -> RemoteInfo | None:
         """The remote, and ahead/behind as of the last sync; None if none is set."""
         from memvault.remote.origin import remote_info
 
-        return remote_info(self.storage)
+        return cast("RemoteInfo | None", remote_info(self.storage))
 
-    def sync(self):
+    def sync(self) -> SyncReport:
         """Fetch, merge, push; returns a SyncReport. Raises SyncConflict or RemoteError."""
         from memvault.remote.sync import sync
 
         return sync(self.storage)
 
-    def status(self, *, as_of=None) -> dict:
+    def status(self, *, as_of: Any = None) -> VaultStatus:
         """Facts, days, pages, dream progress, index, remote, lock; `as_of`: the vault's contents
         then, with the commit that answered (no index, remote, lock or git then)."""
         if as_of is not None:
@@ -868,19 +466,17 @@ class Vault:
 
             found = moment(self.storage, as_of)
             with self._reading(found) as storage:
-                return status_at(self.storage, storage, found)
+                return cast(VaultStatus, status_at(self.storage, storage, found))
         from memvault.dream.status import dream_status
         from memvault.health.status import status
-        from memvault.index.search import index_status
-        from memvault.remote.origin import remote_info
 
-        return status(self.storage, dream=dream_status(self.storage), index=index_status(self.storage),
-                      remote=remote_info(self.storage))
+        return status(self.storage, dream=dream_status(self.storage), index=self.index_status(),
+                      remote=self.remote())
 
     # -- time travel (memvault.recall) -------------------------------------------------------
 
     @checked
-    def why(self, target: str):
+    def why(self, target: str) -> Why:
         """Where a memory came from: for a MEMORY.md line (its number or words), a page section
         (`wiki/<zone>/<page>.md#<heading-slug>`) or a fact id, the page, the cited facts and each
         fact's commits (added, consolidated, superseded, forgotten); a memvault.recall.why.Why."""
@@ -888,7 +484,7 @@ class Vault:
 
         return why(self.storage, target)
 
-    def as_of(self, when) -> VaultAt:
+    def as_of(self, when: Any) -> VaultAt:
         """The vault as it stood at `when` (a date, a time, or a commit): a read-only view whose
         `search`, `context`, `recent`, `show` and `status` answer from that commit (`moment`)."""
         from memvault.recall.asof import moment
@@ -896,7 +492,7 @@ class Vault:
         return VaultAt(self, moment(self.storage, when))
 
     @contextmanager
-    def _reading(self, as_of) -> Iterator[Storage]:
+    def _reading(self, as_of: Any) -> Iterator[Storage]:
         """The storage to read: the vault's own, or the vault as of a moment (memvault.recall.asof)."""
         if as_of is None:
             yield self.storage
@@ -907,7 +503,7 @@ class Vault:
             yield storage
 
     @checked
-    def doctor(self, fix: bool = False, llm: bool = False):
+    def doctor(self, fix: bool = False, llm: bool = False) -> DoctorReport:
         """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
         returns a memvault.health.doctor.DoctorReport."""
         from memvault.health.doctor import doctor
@@ -915,7 +511,7 @@ class Vault:
         return doctor(self.storage, _doctor_probes(), fix=fix, llm=llm)
 
 
-def _doctor_probes() -> list:
+def _doctor_probes() -> list[Probe]:
     """Every check doctor runs, each from the package it checks, in the order they are shown and
     repaired: leftovers are committed before the index is rebuilt from the files."""
     from memvault.dream import probes as dream

@@ -175,7 +175,8 @@ METHODS = {
     "iter_facts": {"include_forgotten": (flag, False)},
     "why": {"target": (text, "1")},
     "import_source": {"source": (path, "/nonexistent/notes.jsonl"), "format": (maybe(text), None),
-                      "dry_run": (flag, True), "allow_secret": (flag, False), "skip_secrets": (flag, False)},
+                      "dry_run": (flag, True), "allow_secret": (flag, False), "skip_secrets": (flag, False),
+                      "progress": (maybe(function), None)},
 }
 # Finding and opening a vault; `{vault}` stands for the test's vault.
 OPENERS = {

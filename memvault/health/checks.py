@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from memvault.base.credentials import find_credentials, unmarked_credentials
 from memvault.formats.layout import INDEX_FILE, LOGS_DIR, MEMORY_FILE, WRITE_LOCK, is_misdated_log
 from memvault.formats.pages import cited_ids
-from memvault.health.doctor import FAIL, OK, WARN, Check, Probe, process_of, shown_details
+from memvault.health.doctor import FAIL, FIXED, OK, WARN, Check, DoctorReport, Probe, process_of, shown_details
 from memvault.health.tally import fact_counts, forget_tally, full_count
 from memvault.storage.lock import held_by, orphaned_holder
 from memvault.storage.paths import symlinks_in
@@ -30,6 +31,28 @@ def repository_check(root: Path) -> Check:
     return Check(REPOSITORY, FAIL, f"{problem}; the vault's files are intact but no command can commit",
                  ["if the vault syncs with a remote, `memvault clone URL DIR` into a new directory brings "
                   "the history back instead"], fix=RECREATE)
+
+
+def diagnose(root: Path, fix: bool, then: Callable[[], DoctorReport]) -> DoctorReport:
+    """doctor for a vault that may not open: its git repository is checked first (with `fix`, a
+    broken one is re-created from the files, as `adopt` does); then every other check, by `then`
+    (doctor on the opened vault), unless the repository fails."""
+    from memvault.formats.layout import CONFIG_FILE
+    from memvault.storage.paths import template_root
+    from memvault.storage.repository import recreate_repository
+
+    first = repository_check(root) if (root / CONFIG_FILE).is_file() else None
+    done: list[str] = []
+    if first is not None and first.status == FAIL:
+        if not fix:
+            return DoctorReport(str(root), [first], [])
+        done = recreate_repository(root, template_root())
+        first = Check(first.name, FIXED, "; ".join(done))
+    report = then()
+    if first is not None:
+        report.checks.insert(0, first)
+        report.fixed[:0] = done
+    return report
 
 
 def check_locks(storage: Storage) -> Check:

@@ -5,12 +5,17 @@ The dream, index and remote parts come from their packages, through the Vault fa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from memvault.formats.reports import IndexState, IndexStatus, RemoteInfo, VaultContents, VaultStatus
 from memvault.health.tally import fact_counts
 from memvault.storage.store import Storage
 from memvault.storage.wiki import list_pages
 
 
-def status(storage: Storage, *, dream: dict, index: dict, remote: dict | None) -> dict:
+def status(storage: Storage, *, dream: Mapping[str, Any], index: IndexStatus,
+           remote: RemoteInfo | None) -> VaultStatus:
     """Everything `memvault status` shows, as one JSON-ready dict; `dream`, `index` and `remote` are
     what dream_status, index_status and remote_info say."""
     clean = storage.git.status()
@@ -24,7 +29,7 @@ def status(storage: Storage, *, dream: dict, index: dict, remote: dict | None) -
     }
 
 
-def contents(storage: Storage, dream: dict) -> dict:
+def contents(storage: Storage, dream: Mapping[str, Any]) -> VaultContents:
     """What the vault's files say (facts, days, pages) and its dream progress (`dream`: what
     dream_status says): the part of `status` a past moment has too (memvault.recall.asof)."""
     return {
@@ -33,24 +38,18 @@ def contents(storage: Storage, dream: dict) -> dict:
                   "purged": sum(1 for tombstone in storage.tombstone_log.tombstones().values() if tombstone.purged)},
         "days": len(storage.facts.log_files()),
         "pages": len(list_pages(storage.root)),
-        **_dream_state(dream),
+        "watermark": dream.get("watermark"),
+        "pending": {"days": dream.get("pending_days", 0), "facts": dream.get("pending_facts", 0),
+                    "scrub_pages": len(dream.get("scrub_pages", []))},
+        "last_dream": dream.get("last_dream"),
+        "failed_attempts": dream.get("failed_attempts", 0),
+        "failing": dream.get("failing"),
+        "stopped": dream.get("stopped"),
+        "dream_running": dream.get("running"),
     }
 
 
-def _dream_state(state: dict) -> dict:
-    return {
-        "watermark": state.get("watermark"),
-        "pending": {"days": state.get("pending_days", 0), "facts": state.get("pending_facts", 0),
-                    "scrub_pages": len(state.get("scrub_pages", []))},
-        "last_dream": state.get("last_dream"),
-        "failed_attempts": state.get("failed_attempts", 0),
-        "failing": state.get("failing"),
-        "stopped": state.get("stopped"),
-        "dream_running": state.get("running"),
-    }
-
-
-def _index_state(state: dict, storage: Storage) -> dict:
+def _index_state(state: IndexStatus, storage: Storage) -> IndexState:
     """The index's counts; a missing or damaged index is reported as it is, never built here."""
     rerank = storage.config.rerank
     return {"built": not state["missing"], **state, "rerank": rerank.model if rerank.enabled else None}

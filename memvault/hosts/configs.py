@@ -56,7 +56,7 @@ def load_json(path: Path, text: str | None) -> dict[str, Any]:
 def dump_json(data: dict[str, Any], like: str | None) -> str:
     """`data` as the file `like` was written: its indentation (two spaces by default), and a final
     newline if it had one (or it is new)."""
-    indent: int | str = 2
+    indent: int | str | None = 2
     if like:
         found = re.search(r"\n([ \t]+)\S", like)
         if found:

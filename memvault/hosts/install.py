@@ -196,8 +196,9 @@ def apply(report: InstallReport) -> InstallReport:
     done: list[Change] = []
     try:
         for change in changing:
-            configs.write(change.path, change.after)
-            done.append(change)
+            if change.after is not None:  # (always: `changing` holds only changes that write)
+                configs.write(change.path, change.after)
+                done.append(change)
     except BaseException:
         for change in done:
             if change.backup is not None:
@@ -223,14 +224,15 @@ def _mcp_json(path: Path, before: str | None, server: Server, install: bool, typ
     servers = data.get("mcpServers")
     if servers is not None and not isinstance(servers, dict):
         raise InvalidInput(f"{path}: \"mcpServers\" is not an object; {configs.REFUSED}")
-    had = bool(servers) and SERVER in servers
+    current: dict = servers or {}  # (the file's own object whenever it holds the entry)
+    had = SERVER in current
     if not install:
         if not had:
             return before, had
-        del servers[SERVER]
+        del current[SERVER]
         return configs.dump_json(data, before), had
     entry = server.entry(typed)
-    if had and servers[SERVER] == entry:
+    if had and current[SERVER] == entry:
         return before, had
     data.setdefault("mcpServers", {})[SERVER] = entry
     return configs.dump_json(data, before), had
@@ -286,14 +288,15 @@ def _codex(path: Path, before: str | None, server: Server, install: bool) -> tup
     servers = document.get("mcp_servers")
     if servers is not None and not isinstance(servers, dict):
         raise InvalidInput(f"{path}: mcp_servers is not a table; {configs.REFUSED}")
-    had = bool(servers) and SERVER in servers
+    current: dict = servers or {}  # (the document's own table whenever it holds the entry)
+    had = SERVER in current
     if not install:
         if not had:
             return before, had
-        del servers[SERVER]
+        del current[SERVER]
         return configs.dump_toml(document), had
     entry = server.entry()
-    if had and servers[SERVER].unwrap() == entry:
+    if had and current[SERVER].unwrap() == entry:
         return before, had
     table = tomlkit.table()
     table["command"] = entry["command"]

@@ -87,11 +87,7 @@ def _observation(item: str, categories: dict[str, str]) -> dict[str, Any] | None
     first = item.split("\n", 1)[0].strip()
     if first.startswith(("[ ]", "[x]", "[X]", "[-]")) or re.match(r"\[[^\]]*\]\([^)]*\)", first):
         return None  # a task, or a markdown link
-    found = _CATEGORY.match(item.strip())
-    category = found.group(1).strip() if found else None
-    if category is not None and (_CLOCK.match(category) or (len(category) == 1 and not category.isalnum())):
-        category, found = None, None
-    content = found.group(2).strip() if found else item.strip()
+    category, content = _category_and_content(item)
     tags = [part for word in _TAG.findall(content) for part in word.split("#") if part]
     if category is None and not tags:
         return None
@@ -103,6 +99,15 @@ def _observation(item: str, categories: dict[str, str]) -> dict[str, Any] | None
     fields["tags"] += [word for word in (tag(t) for t in tags) if word]
     fields["tags"] = list(dict.fromkeys(fields["tags"]))
     return fields
+
+
+def _category_and_content(item: str) -> tuple[str | None, str]:
+    """An observation's `[category]` (None when there is none, or it is a time or a lone mark) and its content."""
+    found = _CATEGORY.match(item.strip())
+    category = found.group(1).strip() if found else None
+    if category is not None and (_CLOCK.match(category) or (len(category) == 1 and not category.isalnum())):
+        return None, item.strip()
+    return category, found.group(2).strip() if found else item.strip()
 
 
 def _relation(item: str, title: str) -> dict[str, Any] | None:

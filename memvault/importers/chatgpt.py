@@ -96,7 +96,8 @@ def _shown_branch(mapping: dict, current: Any, where: str) -> set[str]:
     message when the export names no current node."""
     if not isinstance(current, str) or current not in mapping:
         return set(mapping)
-    branch, node_id = set(), current
+    branch: set[str] = set()
+    node_id: Any = current
     while isinstance(node_id, str) and node_id in mapping and node_id not in branch:
         branch.add(node_id)
         node = mapping[node_id]
@@ -116,7 +117,8 @@ def _message(message: dict, node_id: str, place: str, session: str, fallback: da
         return Skipped(f"{role} messages", place)
     if not shown:
         return Skipped("messages of a branch left by an edit or a regeneration", place)
-    metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+    metadata = message.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     if metadata.get("is_visually_hidden_from_conversation"):
         return Skipped("hidden messages", place)
     content = message.get("content")

@@ -36,8 +36,8 @@ def read(path: Path, progress: Progress, _categories: tuple[str, ...] = ()) -> I
     copies = Occurrences()
     for done, (draft, number) in enumerate(zip(drafts, numbers, strict=True), start=1):
         if draft.get("key") is None:
-            line = lines[number - 1].strip()
-            draft["key"] = key_of(FORMAT, line, copies.next(line))
+            written = lines[number - 1].strip()
+            draft["key"] = key_of(FORMAT, written, copies.next(written))
         yield Record(draft, f"{path.name}:{number}")
         if done % 10_000 == 0:
             progress("reading", done, len(drafts))

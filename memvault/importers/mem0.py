@@ -59,23 +59,39 @@ def _memories(path: Path) -> list:
 
 
 def _fields(memory: dict, text: str, categories: dict[str, str], place: str, copies: Occurrences) -> dict[str, Any]:
-    metadata = memory.get("metadata") if isinstance(memory.get("metadata"), dict) else {}
-    category = next((categories[str(metadata[name]).casefold()] for name in ("category", "type")
-                     if isinstance(metadata.get(name), str) and metadata[name].casefold() in categories), "fact")
-    tags = [tag(name) for name in _strings(memory.get("categories"))]
-    tags += [tag(f"{name}:{value}") for name, value in metadata.items() if _short(value)]
-    tags += [tag(f"{name.removesuffix('_id')}:{memory[name]}") for name in ("user_id", "app_id")
-             if isinstance(memory.get(name), str) and len(memory[name]) <= TAG_VALUE_CHARS]
+    metadata = memory.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     at = memory.get("created_at") or memory.get("updated_at")
     if at is not None and not isinstance(at, str):
         raise InvalidInput(f"{place}: created_at is not an ISO 8601 time: {at!r}")
     agent, run = memory.get("agent_id"), memory.get("run_id")
-    identity = memory.get("id")
-    key = f"{FORMAT}:{identity}" if isinstance(identity, (str, int)) and str(identity) else \
-        key_of(FORMAT, text, str(at), copies.next(text, str(at)))
-    return {"text": text, "at": at, "category": category, "tags": list(dict.fromkeys(t for t in tags if t)),
+    return {"text": text, "at": at, "category": _category(metadata, categories), "tags": _tags(memory, metadata),
             "source": label(f"{FORMAT}:{agent}" if isinstance(agent, str) and agent else FORMAT),
-            "session": label(run) if isinstance(run, str) and run.strip() else None, "key": key}
+            "session": label(run) if isinstance(run, str) and run.strip() else None,
+            "key": _key(memory, text, at, copies)}
+
+
+def _category(metadata: dict, categories: dict[str, str]) -> str:
+    """The vault's category named by the metadata's `category` or `type`, else "fact"."""
+    return next((categories[str(metadata[name]).casefold()] for name in ("category", "type")
+                 if isinstance(metadata.get(name), str) and metadata[name].casefold() in categories), "fact")
+
+
+def _tags(memory: dict, metadata: dict) -> list[str]:
+    """mem0's categories, short metadata values and user/app ids, as tags (each once)."""
+    tags = [tag(name) for name in _strings(memory.get("categories"))]
+    tags += [tag(f"{name}:{value}") for name, value in metadata.items() if _short(value)]
+    tags += [tag(f"{name.removesuffix('_id')}:{memory[name]}") for name in ("user_id", "app_id")
+             if isinstance(memory.get(name), str) and len(memory[name]) <= TAG_VALUE_CHARS]
+    return list(dict.fromkeys(t for t in tags if t))
+
+
+def _key(memory: dict, text: str, at: str | None, copies: Occurrences) -> str:
+    """mem0's own id as the key; without one, the text and time (and which copy of them it is)."""
+    identity = memory.get("id")
+    if isinstance(identity, (str, int)) and str(identity):
+        return f"{FORMAT}:{identity}"
+    return key_of(FORMAT, text, str(at), copies.next(text, str(at)))
 
 
 def _short(value: Any) -> bool:

@@ -8,8 +8,9 @@ there is one, else at midnight; MEMORY.md's are facts of the day the file was la
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import date
+from collections.abc import Callable, Iterator
+from datetime import date, datetime
+from functools import partial
 from pathlib import Path
 
 from memvault.errors import InvalidInput
@@ -29,10 +30,10 @@ def read(root: Path, progress: Progress, _categories: tuple[str, ...] = ()) -> I
         daily = DAILY.match(path.name)
         if daily:
             day = _day(daily.group(1), rel)
-            yield from records_of(rel, read_note(path), FORMAT, lambda clock, day=day: _at(day, clock))
+            yield from records_of(rel, read_note(path), FORMAT, partial(_at, day))
         elif path.name.lower() == "memory.md":
             written = file_time(path)
-            yield from records_of(rel, read_note(path), FORMAT, lambda _clock, written=written: written)
+            yield from records_of(rel, read_note(path), FORMAT, _always(written))
         else:
             yield Skipped("files that are neither a daily log nor MEMORY.md", rel)
         progress("reading", done, len(files))
@@ -43,6 +44,11 @@ def _day(text: str, rel: str) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise InvalidInput(f"{rel}: named for a day that does not exist ({text})") from None
+
+
+def _always(written: datetime) -> Callable[[Clock], datetime]:
+    """Every block of MEMORY.md is timed by the file's own time, whatever clock it names."""
+    return lambda _clock: written
 
 
 def _at(day: date, clock: Clock) -> str:

@@ -61,7 +61,7 @@ DAILY = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[-_ .][^/]*)?\.md$", re.I)
 def markdown_files(root: Path, hidden: Iterable[str] = ()) -> list[Path]:
     """The .md files under `root`, sorted, leaving out hidden folders (.git, .obsidian, ...) but
     those named in `hidden` (".claude")."""
-    found = []
+    found: list[Path] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in hidden)
         found.extend(Path(folder) / name for name in files if name.lower().endswith(".md"))

@@ -1,27 +1,19 @@
 """An import run: read a source, leave out what the vault holds already, check the rest, write it as
 one commit.
 
-Checking and writing facts are the vault's add path (`Vault._checked`, `Vault._write`): the run is
-handed them rather than a second copy of the add rules, so an imported fact is checked exactly as
-an added one.
+Checking and writing facts are the vault's add path (memvault.recall.remember), not a second copy
+of the add rules, so an imported fact is checked exactly as an added one.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from memvault.errors import InvalidInput, InvalidItem
-from memvault.formats.facts import Fact
 from memvault.importers.records import Progress, Record
 from memvault.storage.store import Storage
-
-# The fields of each fact -> the facts, checked (InvalidItem numbered from 1 for the first bad one).
-Check = Callable[[list[Mapping[str, Any]]], list[Fact]]
-# Checked facts and the import's name for the commit -> the ids written (a key stored meanwhile is not).
-Write = Callable[[list[Fact], str], set[str]]
 
 
 @dataclass
@@ -42,11 +34,16 @@ class ImportReport:
                 "skipped": self.skipped, "dry_run": self.dry_run, "commit": self.commit}
 
 
-def run_import(storage: Storage, source: os.PathLike[str] | str, *, format: str | None, check: Check, write: Write,
-               dry_run: bool = False, skip_secrets: bool = False, progress: Progress | None = None) -> ImportReport:
-    """Import `source` (memvault.importers.FORMATS; `format` guessed when None). A bad record raises
-    InvalidInput naming its place, and nothing is written; `dry_run` checks everything, writes nothing."""
+def run_import(storage: Storage, source: os.PathLike[str] | str, *, format: str | None, dry_run: bool = False,
+               allow_secret: bool = False, skip_secrets: bool = False,
+               progress: Progress | None = None) -> ImportReport:
+    """Import `source` (memvault.importers.FORMATS; `format` guessed when None) as one commit
+    (`Vault.import_source`). Records whose key is stored already are not added again; a bad record
+    raises InvalidInput naming its place, and nothing is written. A text holding a credential is
+    refused unless `allow_secret` (stored marked secret) or `skip_secrets` (left out, counted).
+    `dry_run` checks everything and writes nothing."""
     from memvault.importers.sources import read_source
+    from memvault.recall.remember import checked_facts, write_facts
 
     tell = progress or (lambda _phase, _done, _total: None)
     batch = read_source(source, format, tell, categories=storage.config.categories)
@@ -64,7 +61,7 @@ def run_import(storage: Storage, source: os.PathLike[str] | str, *, format: str 
         return report
     tell("checking", 0, len(fresh))
     try:
-        facts = check([record.fields for record in fresh])
+        facts = checked_facts(storage, [record.fields for record in fresh], allow_secret=allow_secret)
     except InvalidItem as e:
         raise InvalidInput(f"{fresh[e.item - 1].place}: {e.reason}") from None
     tell("checking", len(fresh), len(fresh))
@@ -72,7 +69,7 @@ def run_import(storage: Storage, source: os.PathLike[str] | str, *, format: str 
         report.new = len(facts)
         return report
     tell("writing", 0, len(facts))
-    written = write(facts, batch.origin)
+    written, _stored = write_facts(storage, facts, batch.origin, looked_up=True)
     tell("writing", len(facts), len(facts))
     report.new = len(written)
     report.already += len(facts) - len(written)

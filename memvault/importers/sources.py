@@ -11,6 +11,8 @@ from memvault.base.config import CATEGORIES
 from memvault.errors import InvalidInput
 from memvault.importers.records import DAILY, Batch, Progress, Record, Skipped, markdown_files
 
+Reader = Callable[[Path, Progress, tuple[str, ...]], Iterator[Record | Skipped]]
+
 FORMATS = ("memory-dir", "claude-code", "chatgpt", "basic-memory", "mem0", "jsonl")
 
 
@@ -38,20 +40,25 @@ def read_source(source: os.PathLike[str] | str, fmt: str | None = None, progress
     return batch
 
 
-def _reader(fmt: str) -> Callable[[Path, Progress, tuple[str, ...]], Iterator[Record | Skipped]]:
+def _reader(fmt: str) -> Reader:
+    # (each reader imported when its format is read: chatgpt's and mem0's pull in JSON parsing only they need)
     if fmt == "memory-dir":
-        from memvault.importers.memory_dir import read
-    elif fmt == "claude-code":
-        from memvault.importers.claude_code import read
-    elif fmt == "chatgpt":
-        from memvault.importers.chatgpt import read
-    elif fmt == "basic-memory":
-        from memvault.importers.basic_memory import read
-    elif fmt == "mem0":
-        from memvault.importers.mem0 import read
-    else:
-        from memvault.importers.jsonl import read
-    return read
+        from memvault.importers.memory_dir import read as memory_dir
+        return memory_dir
+    if fmt == "claude-code":
+        from memvault.importers.claude_code import read as claude_code
+        return claude_code
+    if fmt == "chatgpt":
+        from memvault.importers.chatgpt import read as chatgpt
+        return chatgpt
+    if fmt == "basic-memory":
+        from memvault.importers.basic_memory import read as basic_memory
+        return basic_memory
+    if fmt == "mem0":
+        from memvault.importers.mem0 import read as mem0
+        return mem0
+    from memvault.importers.jsonl import read as jsonl
+    return jsonl
 
 
 def guess_format(path: Path) -> str:

@@ -24,7 +24,7 @@ from typing import Annotated, Any, get_args
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memvault import __version__
@@ -34,6 +34,7 @@ from memvault.errors import (
     InvalidInput,
     MemvaultError,
     Terminated,
+    error_detail,
     error_json,
     unwritable_in,
 )
@@ -54,9 +55,10 @@ Search it before answering questions about the user, their people, projects and 
 Nothing is merged or overwritten: to correct a fact, add the new one with `supersedes` set to the old
 one's id; to retract a fact, `forget` it by id with a reason. `why` traces a memory to its sources."""
 
-READS = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-ADDS = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
-FORGETS = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+# (the SDK's field names; the wire carries them in camelCase: readOnlyHint, ...)
+READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+FORGETS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 Text = Annotated[str, Field(description="What to remember, in plain words (any length, newlines kept).")]
 Query = Annotated[str, Field(description="What to look for, in plain words; matched by words and meaning.")]
@@ -153,7 +155,7 @@ def error_result(error: Exception) -> CallToolResult:
             traceback.print_exception(error, file=sys.stderr)
         error = InternalError(f"unexpected error: {failure_detail(error)} (set MEMVAULT_DEBUG=1 for details)")
     envelope = error_json(error)
-    return CallToolResult(content=[TextContent(type="text", text=envelope["error"]["message"])],
+    return CallToolResult(content=[TextContent(type="text", text=str(error_detail(error)["message"]))],
                           structured_content=envelope, is_error=True)
 
 
@@ -172,7 +174,7 @@ def build_server(worker: VaultWorker) -> MemvaultServer:
             return error_result(e)
         # What `--json` prints (dates and the like as strings), as data and, compact, as the model's text.
         dumped = json.dumps(data, ensure_ascii=False, default=str)
-        content = [TextContent(type="text", text=render(data) if render else dumped)]
+        content: list[ContentBlock] = [TextContent(type="text", text=render(data) if render else dumped)]
         content += [TextContent(type="text", text=f"memvault: {notice}") for notice in notices]
         return CallToolResult(content=content, structured_content=json.loads(dumped))
 

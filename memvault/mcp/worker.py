@@ -58,7 +58,8 @@ class VaultWorker:
         return await asyncio.get_running_loop().run_in_executor(thread, self._run, call, vault)
 
     def _run(self, call: Callable[[Vault], T], vault: Vault) -> tuple[T, list[str]]:
-        self._calls.notices = notices = []
+        notices: list[str] = []
+        self._calls.notices = notices
         try:
             if not (vault.root / CONFIG_FILE).is_file():
                 # Moved or deleted while the server ran: answering from what is left (an empty list, a
