@@ -22,6 +22,7 @@ from typer.exceptions import Abort, Exit
 from memvault import __version__
 from memvault.cli.click_private import ClickException, NoArgsIsHelpError, NoSuchOption, command_line
 from memvault.cli.click_private import UsageError as BadCommandLine
+from memvault.cli.terminal import Environment, current
 from memvault.errors import (
     ExitCode,
     InternalError,
@@ -217,7 +218,8 @@ def _fail(error: MemvaultError | Terminated, wants_json: bool) -> None:
         emit_error(error)
     else:
         message = one_line(str(error))
-        sys.stderr.write(f"memvault: {visible(message) if sys.stderr.isatty() else message}\n")
+        env = current()
+        env.stderr.write(f"memvault: {visible(message) if env.stderr_isatty else message}\n")
     raise typer.Exit(int(error.exit_code))
 
 
@@ -263,8 +265,12 @@ def _root(
 
     Example: memvault add "Alice prefers green tea" --category preference --tag alice
     """
+    obj = ctx.ensure_object(dict)
     # Read by memvault.cli.output.root_vault() when the command opens its vault.
-    ctx.ensure_object(dict)["vault"] = vault
+    obj["vault"] = vault
+    # The terminal the renderers write to, built once; a caller may fake parts of it (`terminal`:
+    # Environment fields, e.g. a test's 60-column colour terminal).
+    obj["environment"] = Environment.from_process(**obj.get("terminal", {}))
 
 
 def _register() -> None:

@@ -3,15 +3,14 @@
 On a terminal, lists are tables with headers and colour, fitted to its width (long texts cut,
 whole with --full). Piped, the same rows are plain tab-separated lines without a header, nothing
 cut, so scripts get stable text; `--json` is the format meant for programs. rich is imported
-only to draw on a terminal, which keeps `memvault add` and piped output fast.
+only to draw on a terminal, which keeps `memvault add` and piped output fast. What the terminal
+is (streams, tty, colour, width) comes from memvault.cli.terminal, never from sys or os here.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from memvault.cli.terminal import current
 from memvault.errors import MemvaultError, Terminated, error_json
 
 VaultOption = Annotated[
@@ -64,28 +64,31 @@ def score_style(cell: str) -> str:
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    current().stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def emit_error(error: MemvaultError | Terminated) -> None:
     """A failure with --json: `{"error": ...}` on stderr (stdout keeps the result, if any)."""
-    sys.stderr.write(json.dumps(error_json(error)) + "\n")
+    current().stderr.write(json.dumps(error_json(error)) + "\n")
 
 
 def emit_jsonl(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
-    sys.stdout.flush()
+    stdout = current().stdout
+    stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    stdout.flush()
 
 
 def echo(text: str = "") -> None:
     # color=True: click would otherwise strip what looks like a colour code from piped output,
     # and a fact's text must reach a script byte for byte.
-    typer.echo(visible(text) if sys.stdout.isatty() else text, color=True)
+    env = current()
+    typer.echo(visible(text) if env.stdout_isatty else text, file=env.stdout, color=True)
 
 
 def notice(text: str) -> None:
     """A message for the person at the terminal: stderr, never mixed into results."""
-    typer.echo(f"memvault: {visible(text) if sys.stderr.isatty() else text}", err=True)
+    env = current()
+    typer.echo(f"memvault: {visible(text) if env.stderr_isatty else text}", file=env.stderr)
 
 
 # Every C0 and C1 control character but tab and newline. Stored text comes from agents and from
@@ -107,14 +110,15 @@ def nothing(message: str = NOTHING_TO_SHOW) -> None:
 def terminal():
     """A rich Console when stdout is a terminal (or FORCE_COLOR asks for one); None when piped.
 
-    With NO_COLOR the layout stays and no escape sequence is written at all; rich reads COLUMNS.
+    With NO_COLOR the layout stays and no escape sequence is written at all.
     """
-    if not (sys.stdout.isatty() or os.environ.get("FORCE_COLOR")):
+    env = current()
+    if not env.draws:
         return None
     from rich.console import Console
 
-    return Console(file=sys.stdout, highlight=False, emoji=False, markup=False,
-                   color_system=None if os.environ.get("NO_COLOR") else "auto")
+    return Console(file=env.stdout, force_terminal=True, width=env.width, highlight=False, emoji=False,
+                   markup=False, color_system="auto" if env.colors else None)
 
 
 def first_line(text: str) -> str:
@@ -252,7 +256,8 @@ def progress_bar() -> Iterator[Any]:
     The bar starts with the first piece of work reported, so a command with none writes nothing
     to stderr. With NO_COLOR (or TERM=dumb) there is no bar at all, since drawing one takes escape
     sequences (the notices still say what is being done)."""
-    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+    env = current()
+    if not env.progress:
         yield None
         return
     from rich.console import Console
@@ -264,7 +269,7 @@ def progress_bar() -> Iterator[Any]:
     def update(phase: str, done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
-            bar = Progress(console=Console(stderr=True), transient=True)
+            bar = Progress(console=Console(file=env.stderr, force_terminal=True, width=env.width), transient=True)
             bar.start()
         if phase not in tasks:
             tasks[phase] = bar.add_task(phase, total=total)

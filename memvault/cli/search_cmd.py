@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -32,6 +31,7 @@ from memvault.cli.output import (
     table,
     terminal,
 )
+from memvault.cli.terminal import current
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, error_detail
 from memvault.formats.facts import BOM
 
@@ -85,7 +85,7 @@ def search(
                    until=until, include_all=all_, lexical_only=lexical, explain=explain, min_score=min_score,
                    rerank=not no_rerank, as_of=as_of)
     if stdin:
-        if sys.stdin.isatty():
+        if current().stdin_isatty:
             notice("reading queries from the terminal, one per line; press Ctrl-D on an empty line to end")
         failed = _search_stdin(vault, options, json_, full)
         if failed:
@@ -112,7 +112,7 @@ def _query(vault: Any, text: str, options: dict):
 def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
     """Answer each input line; a bad line gets an error result and the rest still run."""
     failed = 0
-    for number, raw in enumerate(sys.stdin, start=1):
+    for number, raw in enumerate(current().stdin, start=1):
         line = raw.rstrip("\r\n").removeprefix(BOM)  # (a Windows tool's byte-order mark)
         if not line.strip():
             continue
