@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -50,7 +50,7 @@ class Column:
     style: Style = ""
     text: bool = False        # the free text: cut to the room left (whole with --full)
     optional: bool = False    # dropped on a narrow terminal before the text gets too short
-    justify: str = "left"
+    justify: Literal["left", "center", "right"] = "left"
 
 
 # Colours shared by every listing, so an id or a category looks the same everywhere.
@@ -172,50 +172,71 @@ def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, full: boo
     _draw(console, list(columns), cut, full, matches, wrapped)
 
 
+GAP = 2  # spaces between columns
+
+
 def _draw(console, columns: list[Column], raw: list[list[str]], full: bool, matches: list[int | None],
           wrapped: frozenset[int]) -> None:
-    from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
-    gap = 2
     rows = [[visible(cell) for cell in row] for row in raw]
-    widths = [max(cell_len(column.header), *(cell_len(line) for n, row in enumerate(rows) if n not in wrapped
-                                             for line in row[i].split("\n")))
-              for i, column in enumerate(columns)]
-    shown = list(range(len(columns)))
-
-    def room() -> int:
-        fixed = sum(widths[i] for i in shown if not columns[i].text)
-        return console.width - fixed - gap * (len(shown) - 1)
-
-    # A narrow terminal drops optional columns (last first) rather than squeezing ids and dates.
-    for i in reversed(range(len(columns))):
-        if room() >= MIN_TEXT_WIDTH:
-            break
-        if columns[i].optional:
-            shown.remove(i)
-    dropped = [columns[i].header for i in range(len(columns)) if i not in shown and any(row[i] for row in rows)]
-    if dropped:  # a sign, rather than tags that silently are not there
-        notice(f"{' and '.join(dropped)} left out at {console.width} columns: a wider terminal or --json shows them")
+    widths = _natural_widths(columns, rows, wrapped)
+    shown = _fit(columns, widths, console.width)
+    _say_dropped(columns, rows, shown, console.width)
+    room = _room(columns, widths, shown, console.width)
     text = next((i for i in shown if columns[i].text), None)
     if text is not None and not full:
         for n, at in enumerate(matches):
             if at is not None and n not in wrapped:
-                rows[n][text] = _around(rows[n][text], len(visible(raw[n][text][:at])), room())
-    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, gap, 0, 0), header_style="bold")
+                rows[n][text] = _around(rows[n][text], len(visible(raw[n][text][:at])), room)
+    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, GAP, 0, 0), header_style="bold")
     for i in shown:
         column = columns[i]
         if column.text:
             grid.add_column(column.header, no_wrap=not full, overflow="fold" if full else "ellipsis",
-                            max_width=max(room(), 8))
+                            max_width=max(room, 8))
         else:
-            grid.add_column(column.header, no_wrap=True, width=widths[i], justify=column.justify)  # type: ignore[arg-type]
+            grid.add_column(column.header, no_wrap=True, width=widths[i], justify=column.justify)
     for n, row in enumerate(rows):
-        grid.add_row(*(Text(row[i], style=_style(columns[i].style, row[i]),
-                            **({"no_wrap": False, "overflow": "fold"} if n in wrapped else {}))
+        # a wrapped row folds its text over lines rather than being cut
+        grid.add_row(*(Text(row[i], style=_style(columns[i].style, row[i]), no_wrap=False, overflow="fold")
+                       if n in wrapped else Text(row[i], style=_style(columns[i].style, row[i]))
                        for i in shown))
     console.print(grid)
+
+
+def _natural_widths(columns: list[Column], rows: list[list[str]], wrapped: frozenset[int]) -> list[int]:
+    """Each column's width unsqueezed: its header or its longest line (wrapped rows aside)."""
+    from rich.cells import cell_len
+
+    return [max(cell_len(column.header), *(cell_len(line) for n, row in enumerate(rows) if n not in wrapped
+                                           for line in row[i].split("\n")))
+            for i, column in enumerate(columns)]
+
+
+def _room(columns: list[Column], widths: list[int], shown: list[int], width: int) -> int:
+    """The columns the text column is left with, beside the others shown."""
+    fixed = sum(widths[i] for i in shown if not columns[i].text)
+    return width - fixed - GAP * (len(shown) - 1)
+
+
+def _fit(columns: list[Column], widths: list[int], width: int) -> list[int]:
+    """The columns shown: a narrow terminal drops optional ones (last first) rather than squeezing
+    ids and dates, until the text has MIN_TEXT_WIDTH."""
+    shown = list(range(len(columns)))
+    for i in reversed(range(len(columns))):
+        if _room(columns, widths, shown, width) >= MIN_TEXT_WIDTH:
+            break
+        if columns[i].optional:
+            shown.remove(i)
+    return shown
+
+
+def _say_dropped(columns: list[Column], rows: list[list[str]], shown: list[int], width: int) -> None:
+    dropped = [columns[i].header for i in range(len(columns)) if i not in shown and any(row[i] for row in rows)]
+    if dropped:  # a sign, rather than tags that silently are not there
+        notice(f"{' and '.join(dropped)} left out at {width} columns: a wider terminal or --json shows them")
 
 
 def _around(cell: str, at: int, room: int) -> str:
