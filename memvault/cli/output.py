@@ -82,13 +82,13 @@ def echo(text: str = "") -> None:
     # color=True: click would otherwise strip what looks like a colour code from piped output,
     # and a fact's text must reach a script byte for byte.
     env = current()
-    typer.echo(visible(text) if env.stdout_isatty else text, file=env.stdout, color=True)
+    env.echo(visible(text) if env.stdout_isatty else text, color=True)
 
 
 def notice(text: str) -> None:
     """A message for the person at the terminal: stderr, never mixed into results."""
     env = current()
-    typer.echo(f"memvault: {visible(text) if env.stderr_isatty else text}", file=env.stderr)
+    env.echo(f"memvault: {visible(text) if env.stderr_isatty else text}", err=True)
 
 
 # Every C0 and C1 control character but tab and newline. Stored text comes from agents and from

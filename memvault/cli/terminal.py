@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
+import typer
+
 
 @dataclass(frozen=True)
 class Environment:
@@ -41,6 +43,13 @@ class Environment:
             dumb=term in ("dumb", "unknown"), width=_width(environ, term),
         )
         return replace(found, **overrides) if overrides else found
+
+    def echo(self, text: str, *, err: bool = False, color: bool | None = None) -> None:
+        """`text` and a newline on stdout (stderr with `err`), through click's echo."""
+        stream = self.stderr if err else self.stdout
+        # The process's own stream is left for click to resolve: it re-encodes a misconfigured one.
+        own = stream is (sys.stderr if err else sys.stdout)
+        typer.echo(text, file=None if own else stream, err=err, color=color)
 
     @property
     def draws(self) -> bool:
