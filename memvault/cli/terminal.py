@@ -40,7 +40,7 @@ class Environment:
             stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr,
             stdin_isatty=_isatty(sys.stdin), stdout_isatty=_isatty(sys.stdout), stderr_isatty=_isatty(sys.stderr),
             colors=not environ.get("NO_COLOR"), force_terminal=bool(environ.get("FORCE_COLOR")),
-            dumb=term in ("dumb", "unknown"), width=_width(environ, term),
+            dumb=environ.get("TERM") == "dumb", width=_width(environ, term),
         )
         return replace(found, **overrides) if overrides else found
 
