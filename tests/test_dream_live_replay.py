@@ -27,10 +27,11 @@ DATA = Path(__file__).resolve().parent / "data" / "llm-transcripts"
 RUN = DATA / "qwen2.5-coder-1.5b-q4km-notes"
 FACTS = DATA / "qwen2.5-coder-1.5b-q4km" / "facts.jsonl"
 NIGHTS = 3
-MAX_BATCHES = 6  # the batches the recording holds (the run's seventh was cut off)
-# what the recorded night did (README.md there): every batch applied, 17 statements refused and
-# their facts asked again and filed in smaller batches, one fact kept raw as a noop
-EXPECTED = {"applied": 6, "batches": 6, "watermark": "2023-07-12", "pending": 12, "dropped": 17, "cited": 61}
+MAX_BATCHES = 9  # the batches the recorded night made
+# what the recorded night did (README.md there): every batch applied, 24 statements refused and
+# their facts asked again and filed in smaller batches, one fact kept raw as a noop, the watermark
+# at the last day with every fact accounted for
+EXPECTED = {"applied": 9, "batches": 9, "watermark": "2023-07-15", "pending": 0, "dropped": 24, "cited": 73}
 SETTINGS = {"context_window": 8192, "max_output_tokens": 2048, "attempts": 2, "backoff": 0.01}
 
 pytestmark = pytest.mark.real_model
