@@ -283,6 +283,7 @@ def test_dream_ends_when_terminated_while_its_model_call_runs(vault_dir, slow_mo
     assert_usable(vault_dir)
 
 
+@pytest.mark.slow
 def test_sync_under_signals_never_leaves_a_half_merge(tmp_path, vault_dir):
     """Faults tried: SIGINT, SIGTERM, SIGKILL at 9 seeded moments of `sync` against a local bare
     remote that keeps receiving commits from a second machine."""
