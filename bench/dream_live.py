@@ -201,7 +201,7 @@ def check_vault(vault) -> dict:
     from memvault.formats.pages import CITATION
     from memvault.storage.wiki import list_pages, read_page
 
-    facts = {f.id: f for f in vault.storage.iter_facts()}
+    facts = {f.id: f for f in vault.storage.facts.iter_facts()}
     statements = faulty = 0
     faults = []
     for path in list_pages(vault.root):
@@ -229,7 +229,7 @@ def search_targets(vault) -> list[tuple[str, str, bool, int | None]]:
     from memvault.formats.pages import CITATION
 
     conversation = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]
-    by_text = {f.text: f for f in vault.storage.iter_facts()}
+    by_text = {f.text: f for f in vault.storage.facts.iter_facts()}
     sources: dict[str, list[str]] = {}
     for session in conversation["observation"].values():
         for items in session.values():

@@ -418,7 +418,7 @@ class Vault:
 
     def recover(self) -> list[str]:
         """Repair what an interrupted command left behind; returns (and tells) what was done."""
-        done = self.storage.recover()
+        done = self.storage.recovery.recover()
         for line in done:
             self.storage.notify(line)
         self.recovered.extend(done)
@@ -437,19 +437,19 @@ class Vault:
     @property
     def watermark(self):
         """The last day consolidated by dream (from log.md), or None."""
-        return self.storage.watermark
+        return self.storage.dreams.watermark
 
     def tombstones(self) -> dict[str, Tombstone]:
-        return self.storage.tombstones()
+        return self.storage.tombstone_log.tombstones()
 
     @checked
     def iter_facts(self, include_forgotten: bool = False) -> Iterator[Fact]:
         """All facts, oldest day first (file order within a day)."""
-        return self.storage.iter_facts(include_forgotten)
+        return self.storage.facts.iter_facts(include_forgotten)
 
     def problems(self) -> list[ParseProblem]:
         """Lines in the daily logs that look like facts but do not parse (for doctor)."""
-        return self.storage.problems()
+        return self.storage.facts.problems()
 
     # -- writing facts ------------------------------------------------------------------------
 
@@ -495,32 +495,32 @@ class Vault:
         """The fact stored under `key` (its first copy), forgotten or not; None when no fact has it."""
         if not isinstance(key, str) or not key:
             raise InvalidInput("key must be a non-empty string")
-        stored = self.storage.stored_keys([key])
+        stored = self.storage.facts.stored_keys([key])
         return self._stored_facts(stored).get(key)
 
     def _write(self, facts: list[Fact], origin: str | None = None, *, looked_up: bool = False) -> tuple[set[str], dict]:
         """Append checked facts as one commit, less those whose key is stored: (ids written, {key: where
         the stored fact is}). A retry of an add that was committed returns here without the lock
         (unless the caller `looked_up` the keys itself; they are looked up again under the lock)."""
-        stored = {} if looked_up else self.storage.stored_keys(fact.key for fact in facts if fact.key is not None)
+        stored = {} if looked_up else self.storage.facts.stored_keys(fact.key for fact in facts if fact.key is not None)
         fresh, taken = [], set(stored)
         for fact in facts:
             if fact.key is None or fact.key not in taken:
                 fresh.append(fact)
                 taken.add(fact.key)
         if fresh:
-            stored.update(self.storage.append_facts(fresh, origin))
+            stored.update(self.storage.facts.append_facts(fresh, origin))
         written = {fact.id for fact in fresh if fact.key is None or fact.key not in stored}
         return written, stored
 
     def _stored_facts(self, stored: Mapping[str, Any]) -> dict[str, Fact]:
-        """{key: its fact} for keys the storage found (storage.keys.Keyed), each log read once."""
+        """{key: its fact} for keys the storage found (storage.facts.keys.Keyed), each log read once."""
         by_path: dict[str, dict[str, str]] = {}
         for key, where in stored.items():
             by_path.setdefault(where.path, {})[where.id] = key
         found: dict[str, Fact] = {}
         for rel, ids in by_path.items():
-            for fact in self.storage.read_log(self.storage.path(rel))[0]:
+            for fact in self.storage.facts.read_log(self.storage.path(rel))[0]:
                 if fact.id in ids:
                     found.setdefault(ids[fact.id], fact)
         return found
@@ -568,7 +568,8 @@ class Vault:
 
         if not any(fact.supersedes for fact in facts):
             return facts
-        taken = set(self.storage.stored_keys(fact.key for fact in facts if fact.key is not None and fact.supersedes))
+        taken = set(self.storage.facts.stored_keys(fact.key for fact in facts
+                                                   if fact.key is not None and fact.supersedes))
         repeats = set()
         for i, fact in enumerate(facts):
             if fact.key is not None:
@@ -613,13 +614,13 @@ class Vault:
         from memvault.errors import NotFound
 
         try:
-            fact = self.storage.find_fact(fact_id)
+            fact = self.storage.facts.find_fact(fact_id)
         except NotFound:
             gone = self._purged(fact_id)
             if gone is None:
                 raise
             return Forgotten(gone, True, [])  # purged: forgotten already, and its text gone too
-        tombstone, already = self.storage.add_tombstone(fact, reason)
+        tombstone, already = self.storage.tombstone_log.add_tombstone(fact, reason)
         return Forgotten(tombstone, already, sorted(pages_citing(self.storage, [fact.id])))
 
     @checked
@@ -651,7 +652,7 @@ class Vault:
 
         storage = storage or self.storage
         try:
-            return storage.find_fact(fact_id)
+            return storage.facts.find_fact(fact_id)
         except NotFound:
             gone = self._purged(fact_id, storage) or (self._purged(fact_id) if storage is not self.storage else None)
             if gone is None:
@@ -662,7 +663,7 @@ class Vault:
         """The purge record of a fact no log holds any more, if it was purged."""
         from memvault.remote.purge import purged_tombstone
 
-        return purged_tombstone(storage or self.storage, fact_id)
+        return purged_tombstone((storage or self.storage).tombstone_log, fact_id)
 
     @checked
     def show(self, fact_id: str, *, as_of=None) -> FactView:
@@ -683,14 +684,14 @@ class Vault:
                 raise NotFound(f"fact {fact_id.strip()} was not in the vault yet as of {as_of.asked} (commit "
                                f"{as_of.commit.sha[:10]}): it was added later") from None
             known = links(storage)
-            return FactView(fact, storage.tombstones().get(fact.id), known.successor(fact.id),
+            return FactView(fact, storage.tombstone_log.tombstones().get(fact.id), known.successor(fact.id),
                             tuple(known.chain(fact.id)))
 
     def _exists(self, fact_id: str) -> bool:
         from memvault.errors import NotFound
 
         try:
-            self.storage.find_fact(fact_id)
+            self.storage.facts.find_fact(fact_id)
         except NotFound:
             return False
         return True

@@ -89,7 +89,7 @@ def test_show_finds_the_oldest_copy_wherever_the_ids_time_points(vault, monkeypa
     a fact backdated sits in a log older than its id, and a hand copy may sit in an older log than
     the one of the id's day. Tried: both, and a log holding bytes that are not UTF-8 right before
     the id."""
-    import memvault.storage.store as store
+    import memvault.storage.factlog as store
 
     fillers = vault.add_many([{"text": f"filler {day}", "at": f"2026-10-{day:02d}T09:00:00"} for day in range(1, 29)])
     backdated = vault.add("Carol moved to Oslo", at="2026-09-15T09:00:00")

@@ -374,7 +374,7 @@ def test_a_killed_writers_git_still_committing_is_waited_for_never_undone_under_
         pass
     try:
         monkeypatch.setattr(gitstore, "GIT_LOCK_WAIT_SECONDS", 0.3)
-        notes = Vault.open(vault_dir).storage.recover()
+        notes = Vault.open(vault_dir).storage.recovery.recover()
         assert any("still committing" in n for n in notes)
         assert "half-committed" in log.read_text() and storage.journal.exists()
         with pytest.raises(Exception, match="still committing"):

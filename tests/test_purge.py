@@ -676,7 +676,7 @@ def test_a_rewrite_that_fails_before_moving_any_ref_leaves_nothing_to_finish(tmp
     monkeypatch.setattr(purge_module, "rewrite_history", fails)
     with pytest.raises(MemvaultError, match="rewriting the history failed"):
         vault.purge([ids["secret"]])
-    assert vault.storage.unfinished_purge() == [] and git(root, "rev-parse", "HEAD") == head
+    assert vault.storage.recovery.unfinished_purge() == [] and git(root, "rev-parse", "HEAD") == head
     doctor = {c["name"]: c for c in json.loads(run_memvault("doctor", "--json", "--vault", str(root)).stdout)["checks"]}
     assert doctor["purge"]["status"] == "ok"
 

@@ -14,7 +14,7 @@ from support.sync import shared
 
 from memvault.dream import status as dream_status_module
 from memvault.health.tally import TALLY_FILE, full_count
-from memvault.storage.store import Storage
+from memvault.storage.factlog import FactLog
 
 
 def fresh_dream_status(vault) -> dict:
@@ -100,8 +100,8 @@ def test_status_reads_only_the_logs_that_changed(vault, monkeypatch):
         os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns - 10_000_000_000))
     vault.status()
     read = []
-    real = Storage.read_log
-    monkeypatch.setattr(Storage, "read_log", lambda self, path: read.append(path.name) or real(self, path))
+    real = FactLog.read_log
+    monkeypatch.setattr(FactLog, "read_log", lambda self, path: read.append(path.name) or real(self, path))
     vault.add("today's fact")
     assert vault.status()["facts"]["total"] == 31
     assert len(read) == 1, read  # today's log only: not the 30 others, neither for the counts nor for dream

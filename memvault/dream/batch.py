@@ -247,7 +247,7 @@ class DayBatch(Job):
     def change(self, proposal: Proposal, fresh: set[str], result: BatchResult) -> Change:
         done = self._accounted(proposal) | fresh
         mark = watermark_after(self.runner.plan, done)
-        moved = mark is not None and (self.storage.watermark is None or mark > self.storage.watermark)
+        moved = mark is not None and (self.storage.dreams.watermark is None or mark > self.storage.dreams.watermark)
         watermark = iso(mark) if moved else None
         count(result, proposal)
         result.watermark = iso(mark) if mark else None
@@ -292,7 +292,7 @@ class DayBatch(Job):
         batch = self.batch
         ids = [f.id for f in batch.facts]
         mark = watermark_after(runner.plan, set(ids))
-        moved = mark is not None and (self.storage.watermark is None or mark > self.storage.watermark)
+        moved = mark is not None and (self.storage.dreams.watermark is None or mark > self.storage.dreams.watermark)
         entry = failed_entry + dreamlog.format_entry(
             runner.now().isoformat(), "skipped", self.label, watermark=iso(mark) if moved else None,
             detail=f"after {attempt} failed attempts; its facts stay searchable as raw facts",

@@ -47,7 +47,7 @@ def run_dream(
     for name, value in (("max_batches", max_batches), ("min_facts", min_facts)):
         if value is not None:
             check_count(name, value, 0)
-    storage.recover()
+    storage.recovery.recover()
     with storage.dream_lock():
         storage.refuse_during_merge()
         plan = make_plan(storage, today=today)
@@ -107,7 +107,7 @@ def run_dream(
             applied = sum(b.outcome == "ok" for b in report.batches)
             raise failure.saying(f"{applied} batch(es) committed before it, the rest waits for the next dream"
                            if applied else "nothing was changed") from e
-        report.watermark_after = iso(storage.watermark)
+        report.watermark_after = iso(storage.dreams.watermark)
     if not dry_run and any(b.outcome == "ok" for b in report.batches):
         _refresh_index(storage, say)
     return report

@@ -96,7 +96,7 @@ class PlanMemo:
             key = None
         known = self.logs.get(path)
         if key is None or known is None or known[0] != key:
-            known = self.logs[path] = (key, storage.read_log(path))
+            known = self.logs[path] = (key, storage.facts.read_log(path))
         return known[1]
 
 
@@ -116,15 +116,15 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     max_days = max_days or config.dream.max_days
     budget = budget or Budget(planning_limits(config.llm))
     memo = memo or PlanMemo()
-    watermark = storage.watermark
-    entries = storage.dream_entries()
-    tombstoned = set(storage.tombstones())
+    watermark = storage.dreams.watermark
+    entries = storage.dreams.dream_entries()
+    tombstoned = set(storage.tombstone_log.tombstones())
     by_day: dict[date, list] = defaultdict(list)
     days: list[date] = []
-    seen: set[str] = set()  # a repeated fact id counts once, its first copy (as Storage.iter_facts)
+    seen: set[str] = set()  # a repeated fact id counts once, its first copy (as FactLog.iter_facts)
     unreadable: dict[date, list] = {}
-    for path in storage.log_files():
-        day = storage.day_of(path)
+    for path in storage.facts.log_files():
+        day = storage.facts.day_of(path)
         days.append(day)
         facts, problems = memo.read_log(storage, path)
         if problems:

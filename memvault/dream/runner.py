@@ -198,7 +198,7 @@ class Runner:
         return self.failed(job, f"vault kept changing during the dream ({stale})", snapshot=None)
 
     def _attempt(self, job: Job, dry_run: bool) -> BatchResult:
-        tombstoned = set(self.storage.tombstones())
+        tombstoned = set(self.storage.tombstone_log.tombstones())
         done = job.start(tombstoned)
         if done is not None:
             if dry_run:
@@ -327,7 +327,7 @@ class Runner:
         result = result or job.new_result()
         pages, removed = job.writes(proposal)
         with storage.write_lock():
-            fresh = set(storage.tombstones()) - tombstoned
+            fresh = set(storage.tombstone_log.tombstones()) - tombstoned
             cited = {fid for page in pages.values() for fid in cited_ids(page.body)}
             if fresh & cited:
                 raise Stale(f"fact(s) {', '.join(sorted(fresh & cited))} forgotten meanwhile")
@@ -361,7 +361,7 @@ class Runner:
                problems: list[str] | None = None) -> BatchResult:
         """A failed attempt, logged with every problem and counted (per fact for a day batch: its
         `tried:` ids); the job decides what its last allowed failure does."""
-        entries = self.storage.dream_entries()
+        entries = self.storage.dreams.dream_entries()
         tried = list(job.fact_ids)
         if tried:
             facts = self.plan.facts_by_id

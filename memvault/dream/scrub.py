@@ -333,7 +333,7 @@ class Scrub(Job):
         pages.update(written)
         pages = {p: page for p, page in pages.items() if page is not None}
         touched = {p for p, page in written.items() if before.get(p) != page.body} | set(removed)
-        watermark = storage.watermark
+        watermark = storage.dreams.watermark
         dream = self.runner.dream
         if storage.config.dream.mode == "notes":  # rebuilt from the pages: nothing of a forgotten fact stays
             when = {i: f.at for i, f in self.runner.plan.facts_by_id.items()}

@@ -61,7 +61,7 @@ def _inputs(storage: Storage, today: date) -> Iterator[tuple[str, int, int, int]
     """(path, mtime_ns, size, inode) of each file the plan reads; zeros for one that is missing."""
     root = str(storage.root)
     paths = [os.path.join(root, rel) for rel in (CONFIG_FILE, DREAM_LOG, TOMBSTONES_FILE)]
-    paths += [str(path) for path in storage.log_files() if storage.day_of(path) < today]
+    paths += [str(path) for path in storage.facts.log_files() if storage.facts.day_of(path) < today]
     for folder, dirs, names in os.walk(os.path.join(root, WIKI_DIR)):
         dirs.sort()
         paths += [os.path.join(folder, name) for name in sorted(names)]

@@ -87,7 +87,7 @@ def _without_block(text: str, block: list[str]) -> str | None:
 
 def undo_last_dream(storage: Storage) -> dict:
     """Revert the newest applied dream batch not undone yet; returns what was reverted."""
-    storage.recover()
+    storage.recovery.recover()
     with storage.dream_lock(), storage.write_lock():
         storage.refuse_during_merge()
         commits = _dream_commits(storage)
@@ -148,5 +148,5 @@ def undo_last_dream(storage: Storage) -> dict:
         "message": target.message,
         "commit": commit,
         "paths": everything,
-        "watermark": storage.watermark.isoformat() if storage.watermark else None,
+        "watermark": storage.dreams.watermark.isoformat() if storage.dreams.watermark else None,
     }

@@ -59,7 +59,7 @@ def check_locks(storage: Storage) -> Check:
 
 
 def repair_locks(storage: Storage) -> list[str]:
-    done = list(storage.recover())
+    done = list(storage.recovery.recover())
     record = orphaned_holder(storage.lock_path(WRITE_LOCK))
     if record is not None:
         record.unlink(missing_ok=True)
@@ -92,7 +92,7 @@ def check_worktree(storage: Storage) -> Check:
 
 
 def _uncommitted_at_rest(storage: Storage, tries: int = 3) -> tuple[list[str], list[str], list[str], dict | None]:
-    """storage.uncommitted(), less what writes of other processes have under way: an add appends,
+    """storage.hand_edits.uncommitted(), less what writes of other processes have under way: an add appends,
     then commits, and a doctor looking in between (agents at work, doctor from cron) would call
     its change uncommitted. The files a live writer's journal names are its own; a change seen
     only while writers came and went (a write begun and done within one look, a temp file of
@@ -102,7 +102,7 @@ def _uncommitted_at_rest(storage: Storage, tries: int = 3) -> tuple[list[str], l
         if attempt:
             time.sleep(0.05)
         before, holder = storage.being_written()
-        ours, temp, foreign = storage.uncommitted()
+        ours, temp, foreign = storage.hand_edits.uncommitted()
         after, later = storage.being_written()
         busy = before | after
         seen = seen or ((holder or later) if busy & set(ours) else None)
@@ -117,13 +117,13 @@ def repair_worktree(storage: Storage) -> list[str]:
         return []
     done = []
     with storage.write_lock():
-        ours, temp, _foreign = storage.uncommitted()
+        ours, temp, _foreign = storage.hand_edits.uncommitted()
         for rel in temp:
             storage.path(rel).unlink(missing_ok=True)
         if temp:
             done.append(f"deleted {len(temp)} temp file(s): {', '.join(temp[:3])}" + (" …" if len(temp) > 3 else ""))
         if ours:
-            storage.refuse_lost_facts(ours)
+            storage.hand_edits.refuse_lost_facts(ours)
             shown = ", ".join(ours[:3]) + (f" and {len(ours) - 3} more" if len(ours) > 3 else "")
             sha = storage.git.commit(ours, f"doctor: commit leftover changes ({shown})")
             if sha:
@@ -156,11 +156,11 @@ def check_identity(storage: Storage) -> Check:
 
 
 def check_log_lines(storage: Storage) -> Check:
-    problems = storage.problems()
+    problems = storage.facts.problems()
     if problems:
         return Check("daily logs", FAIL, f"{len(problems)} line(s) in the daily logs do not parse as facts; "
                      "edit them back to `- text <!-- mv {...} -->`", shown_details([str(p) for p in problems]))
-    return Check("daily logs", OK, f"{len(storage.log_files())} daily log(s) parse cleanly")
+    return Check("daily logs", OK, f"{len(storage.facts.log_files())} daily log(s) parse cleanly")
 
 
 def check_fact_counts(storage: Storage) -> Check:
@@ -192,7 +192,7 @@ def check_log_names(storage: Storage) -> Check:
 
 
 def check_fact_ids(storage: Storage) -> Check:
-    duplicates = storage.duplicate_ids()
+    duplicates = storage.facts.duplicate_ids()
     if duplicates:
         return Check("fact ids", FAIL, f"{len(duplicates)} fact(s) repeat the id of an earlier one (a hand edit or "
                      "a merge without memvault's driver): search and dream count only the first copy; delete the "
@@ -204,7 +204,8 @@ def check_fact_ids(storage: Storage) -> Check:
 def check_citations(storage: Storage) -> Check:
     # A purged fact's item is gone but its purge record stays: a page citing it is withheld until
     # the next dream rewrites it, as after a forget (check_forgotten_citations), not broken.
-    known = {fact.id for fact in storage.iter_facts(include_forgotten=True)} | set(storage.tombstones())
+    known = ({fact.id for fact in storage.facts.iter_facts(include_forgotten=True)}
+             | set(storage.tombstone_log.tombstones()))
     missing: list[str] = []
     pages = list_pages(storage.root)
     for rel in pages:
@@ -232,7 +233,7 @@ def check_credentials(storage: Storage) -> Check:
     """Credentials that reached the vault without `add` and its check (a hand edit, a plain git
     commit, another tool): prompts already leave them out; the user decides whether they stay."""
     name = "credentials"
-    facts = list(storage.iter_facts())
+    facts = list(storage.facts.iter_facts())
     paths = {fact.id: fact.path for fact in facts}
     found = [f"{fid} ({paths[fid]}): {', '.join(kinds)}" for fid, kinds in unmarked_credentials(facts).items()]
     found += [f"{path}: no model is shown it, and dream leaves it as it is"

@@ -30,8 +30,8 @@ def contents(storage: Storage, dream: dict) -> dict:
     return {
         # a purged fact's text is gone from the logs: only its tombstone counts it
         "facts": {**fact_counts(storage),
-                  "purged": sum(1 for tombstone in storage.tombstones().values() if tombstone.purged)},
-        "days": len(storage.log_files()),
+                  "purged": sum(1 for tombstone in storage.tombstone_log.tombstones().values() if tombstone.purged)},
+        "days": len(storage.facts.log_files()),
         "pages": len(list_pages(storage.root)),
         **_dream_state(dream),
     }

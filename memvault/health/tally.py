@@ -3,7 +3,7 @@
 Each daily log's (mtime_ns, size) is stored with an 8-byte hash of each fact id it holds, in file
 order. A status stats every log (one system call each) and reads again only the logs whose stat
 changed; the counts are then worked out from the hashes: total is the distinct ids (a repeated id
-counts once, as in Storage.iter_facts), forgotten the tombstoned ones among them. A log written
+counts once, as in FactLog.iter_facts), forgotten the tombstoned ones among them. A log written
 within the last seconds is re-read every time (a later write in the same clock tick could keep its
 stat), so the record is never trusted blindly. `doctor` recounts from the logs and compares.
 """
@@ -39,7 +39,7 @@ def fact_counts(storage: Storage) -> dict:
     kept: dict[str, list] = {}
     chunks: list[array] = []
     changed = False
-    for path in storage.log_files():
+    for path in storage.facts.log_files():
         rel = storage.relpath(path)
         st = path.stat()
         known = records.get(rel)
@@ -47,7 +47,7 @@ def fact_counts(storage: Storage) -> dict:
             chunk = hashes[known[2]:known[2] + known[3]]
         else:
             changed = True
-            chunk = array("Q", (id_hash(fact.id) for fact in storage.read_log(path)[0]))
+            chunk = array("Q", (id_hash(fact.id) for fact in storage.facts.read_log(path)[0]))
         settled = now - st.st_mtime_ns > _SETTLE_NS  # stat taken before the read: a racing write shows next time
         kept[rel] = [st.st_mtime_ns, st.st_size, 0, len(chunk), settled]
         chunks.append(chunk)
@@ -59,7 +59,7 @@ def fact_counts(storage: Storage) -> dict:
     if not changed and tombstones is not None and kept_counts.get("tombstones") == tombstones:
         return kept_counts["counts"]  # no log and no tombstone changed: no id needs hashing again
     distinct = set(every)  # the costly part at 1M facts (0.45 s on a busy 2-core machine)
-    forgotten = len(distinct.intersection(id_hash(fact_id) for fact_id in storage.tombstones()))
+    forgotten = len(distinct.intersection(id_hash(fact_id) for fact_id in storage.tombstone_log.tombstones()))
     counts = {"total": len(distinct), "live": len(distinct) - forgotten, "forgotten": forgotten}
     _save(storage.root / TALLY_FILE, kept, every, {"tombstones": tombstones, "counts": counts})
     return counts
@@ -76,9 +76,9 @@ def _stat(path: Path, now: int) -> list | None:
 
 def full_count(storage: Storage) -> dict:
     """The counts from every log read in full (doctor's recount)."""
-    tombstones = storage.tombstones()
+    tombstones = storage.tombstone_log.tombstones()
     total = forgotten = 0
-    for fact in storage.iter_facts(include_forgotten=True):
+    for fact in storage.facts.iter_facts(include_forgotten=True):
         total += 1
         forgotten += fact.id in tombstones
     return {"total": total, "live": total - forgotten, "forgotten": forgotten}

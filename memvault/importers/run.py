@@ -50,7 +50,7 @@ def run_import(storage: Storage, source: os.PathLike[str] | str, *, format: str 
 
     tell = progress or (lambda _phase, _done, _total: None)
     batch = read_source(source, format, tell, categories=storage.config.categories)
-    stored = storage.stored_keys(record.key for record in batch.records)
+    stored = storage.facts.stored_keys(record.key for record in batch.records)
     fresh, taken = [], set(stored)
     for record in batch.records:
         if record.key not in taken:

@@ -33,7 +33,7 @@ class Corpus:
 
     def files(self) -> list[str]:
         """Vault-relative paths of every file whose documents belong in the index."""
-        found = [self.storage.relpath(p) for p in self.storage.log_files()]
+        found = [self.storage.relpath(p) for p in self.storage.facts.log_files()]
         wiki = self.root / WIKI_DIR
         if wiki.is_dir():
             # a symlinked page is never read (pages.list_pages skips it too; doctor lists it)
@@ -89,4 +89,4 @@ class Corpus:
         return fact_documents(facts)
 
     def tombstones(self) -> dict[str, Tombstone]:
-        return self.storage.tombstones()
+        return self.storage.tombstone_log.tombstones()

@@ -537,7 +537,7 @@ class SearchIndex:
                          gone: set[str]) -> dict[str, dict]:
         """The documents each re-read file keeps: one per id, however often a hand edit or a bad merge
         repeated a fact id. The first copy in the earliest daily log wins (log paths sort by day),
-        as in Storage.iter_facts; a duplicate is left out here and reported by doctor."""
+        as in FactLog.iter_facts; a duplicate is left out here and reported by doctor."""
         while True:
             keys = {doc.key for docs in contents.values() for doc in docs}
             holders = catalog.files_of(keys)

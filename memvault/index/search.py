@@ -93,7 +93,7 @@ def _reporting(index: SearchIndex, progress: Progress | None) -> Iterator[None]:
 
 def _filters(storage: Storage, query: SearchQuery) -> Filters:
     category = validate_category(query.category, storage.config.categories) if query.category is not None else None
-    watermark = None if query.include_all else storage.watermark
+    watermark = None if query.include_all else storage.dreams.watermark
     # Whole days, with a day's slack for facts written in another zone; _within checks the bounds.
     first, last = log_days(query.since, query.until)
     return Filters(category=category, tag=query.tag, source=query.source, session=query.session,
@@ -335,7 +335,7 @@ def _unconsolidated(storage: Storage, generation, watermark: int) -> frozenset[s
     memo = ("unconsolidated", generation.version, stamp, watermark)
     found = generation.memo.get(memo)
     if found is None:
-        entries = storage.dream_entries()
+        entries = storage.dreams.dream_entries()
         accounted = accounted_ids(storage, [e for e in entries if e.outcome != "skipped"],
                                   skipping=withheld_pages(storage))
         rows = generation.catalog.db.execute("SELECT key FROM docs WHERE kind = 'fact' AND day <= ?", (watermark,))

@@ -215,7 +215,7 @@ def _seed(storage: Storage, root: Path) -> None:
     from that one, so their logs are read again."""
     from memvault.index.search import engine
 
-    forgotten = set(storage.tombstones()) - set(parse_tombstones(read_text(root / TOMBSTONES_FILE)))
+    forgotten = set(storage.tombstone_log.tombstones()) - set(parse_tombstones(read_text(root / TOMBSTONES_FILE)))
     needles = [stored_id(fact_id).encode("utf-8", "surrogateescape") for fact_id in forgotten]
     logs = [path for path in (root / LOGS_DIR).glob("*/*.md") if needles and _holds(path.read_bytes(), needles)]
     with storage.index_turn:
@@ -268,7 +268,7 @@ def _evict_one(cache: Path, folder: Path) -> None:
 
 def _forget_if_purged(storage: Storage, cache: Path) -> None:
     """Delete every moment when the vault knows of a purge they were made without."""
-    purged = sorted(fact_id for fact_id, tombstone in storage.tombstones().items() if tombstone.purged)
+    purged = sorted(fact_id for fact_id, tombstone in storage.tombstone_log.tombstones().items() if tombstone.purged)
     note = cache / PURGED_NOTE
     try:
         known = set(json.loads(note.read_text(encoding="utf-8")))

@@ -283,7 +283,7 @@ def _log_lines(storage: Storage, paths: set[str]) -> dict[str, int]:
     lines: dict[str, int] = {}
     for rel in paths:
         try:
-            facts, _problems = storage.read_log(storage.path(rel))
+            facts, _problems = storage.facts.read_log(storage.path(rel))
         except (OSError, ValueError):
             continue  # changed under us: time order alone
         lines.update((fact.id, fact.line) for fact in facts)

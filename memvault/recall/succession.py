@@ -55,7 +55,7 @@ class Links:
 
 def links(storage: Storage) -> Links:
     """Every supersedes link between live facts of the vault."""
-    forgotten = set(storage.tombstones())
+    forgotten = set(storage.tombstone_log.tombstones())
     older: dict[str, str] = {}
     for fact_id, old in _written(storage):
         if fact_id not in forgotten and fact_id not in older:
@@ -74,7 +74,7 @@ def _written(storage: Storage) -> list[tuple[str, str]]:
     memo = storage.links_memo
     found: list[tuple[str, str]] = []
     seen = set()
-    for path in storage.log_files():
+    for path in storage.facts.log_files():
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -82,7 +82,7 @@ def _written(storage: Storage) -> list[tuple[str, str]]:
         key, name = (st.st_mtime_ns, st.st_size), str(path)
         seen.add(name)
         if name not in memo or memo[name][0] != key:
-            pairs = [(f.id, f.supersedes) for f in storage.read_log(path)[0] if f.supersedes] \
+            pairs = [(f.id, f.supersedes) for f in storage.facts.read_log(path)[0] if f.supersedes] \
                 if MARK in read_bytes(path) else []
             memo[name] = (key, pairs)
         found.extend(memo[name][1])
@@ -104,7 +104,7 @@ def checked(storage: Storage, facts: list[Fact], skip: Collection[int] = ()) -> 
     if not any(fact.supersedes for fact in facts):
         return facts
     known = links(storage)
-    tombstones = storage.tombstones()
+    tombstones = storage.tombstone_log.tombstones()
     claimed: dict[str, int] = {}
     out = []
     for number, fact in enumerate(facts, start=1):
@@ -136,9 +136,9 @@ def _target(storage: Storage, number: int, typed: str) -> Fact:
     from memvault.remote.purge import purged_tombstone
 
     try:
-        return storage.find_fact(typed)
+        return storage.facts.find_fact(typed)
     except NotFound:
-        gone = purged_tombstone(storage, typed)
+        gone = purged_tombstone(storage.tombstone_log, typed)
         if gone is not None:
             raise InvalidItem(number, f"supersedes {gone.id}: that fact was purged at {gone.at}") from None
         raise InvalidItem(number, f"supersedes {typed!r}: no fact with that id") from None

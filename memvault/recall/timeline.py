@@ -57,11 +57,11 @@ def recent(storage: Storage, query: RecentQuery) -> list[Fact]:
         oldest_first = source is not None or session is not None
     if category is not None:
         category = validate_category(category, storage.config.categories)
-    forgotten = set(storage.tombstones())
+    forgotten = set(storage.tombstone_log.tombstones())
     first, last = log_days(since, until)
     found: list[Fact] = []
-    for path in reversed(storage.log_files()):
-        day = storage.day_of(path)
+    for path in reversed(storage.facts.log_files()):
+        day = storage.facts.day_of(path)
         if last is not None and day > last:
             continue
         if first is not None and day < first:
@@ -71,7 +71,7 @@ def recent(storage: Storage, query: RecentQuery) -> list[Fact]:
         # a day's log lists a repeated id once, its first copy (a copy in another day's log is
         # listed there too: recent reads the newest days only; doctor reports both)
         day_facts = [
-            f for f in {f.id: f for f in reversed(storage.read_log(path)[0])}.values()
+            f for f in {f.id: f for f in reversed(storage.facts.read_log(path)[0])}.values()
             if f.id not in forgotten
             and (since is None or f.at >= since)
             and (until is None or f.at <= until)

@@ -21,6 +21,7 @@ from memvault.formats.layout import MEMORY_FILE, WIKI_DIR
 from memvault.formats.pages import cited_ids, clean_body
 from memvault.index.documents import page_documents
 from memvault.recall.succession import links
+from memvault.storage.factlog import FactLog
 from memvault.storage.history import Commit, Trail, trails
 from memvault.storage.store import Storage
 from memvault.storage.wiki import list_pages, pages_citing
@@ -91,11 +92,11 @@ def why(storage: Storage, target: str) -> Why:
     if target.isdigit():
         return _from_memory(storage, target, int(target))
     try:
-        fact = storage.find_fact(target)
+        fact = storage.facts.find_fact(target)
     except NotFound:
         from memvault.remote.purge import purged_tombstone
 
-        gone = purged_tombstone(storage, target)
+        gone = purged_tombstone(storage.tombstone_log, target)
         if gone is not None:  # its text is gone; its record and commits are not
             return _report(storage, target, "fact", None, [], first=[gone.id])
         return _from_memory(storage, target, None)
@@ -182,7 +183,7 @@ def _report(storage: Storage, target: str, kind: str, path: str | None, sections
 def _sources(storage: Storage, ids: list[str]) -> list[Source]:
     known = links(storage)
     found, journal = trails(storage.git, ids)
-    tombstones = storage.tombstones()
+    tombstones = storage.tombstone_log.tombstones()
     citing: dict[str, list[str]] = {}
     for page, cited in pages_citing(storage, ids).items():
         for fact_id in cited:
@@ -190,7 +191,7 @@ def _sources(storage: Storage, ids: list[str]) -> list[Source]:
     sources = []
     for fact_id in ids:
         trail = found.get(fact_id, Trail())
-        fact = _fact(storage, fact_id)
+        fact = _fact(storage.facts, fact_id)
         successor = known.successor(fact_id)
         by = next((c for new, c in trail.superseded if new == successor), None)
         tombstone = tombstones.get(fact_id)
@@ -204,9 +205,9 @@ def _sources(storage: Storage, ids: list[str]) -> list[Source]:
     return sources
 
 
-def _fact(storage: Storage, fact_id: str) -> Fact | None:
+def _fact(facts: FactLog, fact_id: str) -> Fact | None:
     try:
-        return storage.find_fact(fact_id)
+        return facts.find_fact(fact_id)
     except (NotFound, InvalidInput):
         return None
 

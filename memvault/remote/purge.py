@@ -38,6 +38,7 @@ from memvault.formats.tombstones import Tombstone, parse_tombstones
 from memvault.remote.purge_filter import needles_of
 from memvault.storage.files import atomic_write, writing
 from memvault.storage.store import Storage
+from memvault.storage.tombstone_log import TombstoneLog
 from memvault.storage.wiki import pages_citing
 
 REMOTE = "origin"
@@ -96,15 +97,15 @@ def _resolve(storage: Storage, ids: Iterable[str]) -> tuple[list[Fact], list[str
         raise InvalidInput("no fact id given; nothing was purged")
     if "" in wanted:
         raise InvalidInput("a fact id is empty; nothing was purged")
-    tombstones = storage.tombstones()
-    unfinished = set(storage.unfinished_purge())
+    tombstones = storage.tombstone_log.tombstones()
+    unfinished = set(storage.recovery.unfinished_purge())
     facts: dict[str, Fact] = {}
     done: list[str] = []
     for typed in wanted:
         try:
-            fact = storage.find_fact(typed)
+            fact = storage.facts.find_fact(typed)
         except NotFound:
-            gone = purged_tombstone(storage, typed, tombstones)
+            gone = purged_tombstone(storage.tombstone_log, typed, tombstones)
             if gone is not None:
                 done.append(gone.id)
                 continue
@@ -125,12 +126,13 @@ def _unfinished(storage: Storage, fact_id: str) -> Fact:
 def unfinished_purge(storage: Storage) -> list[str]:
     """Ids of a purge that was interrupted (killed, a full disk) before it finished: run `purge`
     with them again to finish it."""
-    return storage.unfinished_purge()
+    return storage.recovery.unfinished_purge()
 
 
-def purged_tombstone(storage: Storage, typed: str, tombstones: dict[str, Tombstone] | None = None) -> Tombstone | None:
+def purged_tombstone(tombstone_log: TombstoneLog, typed: str,
+                     tombstones: dict[str, Tombstone] | None = None) -> Tombstone | None:
     """The purge record of an id as typed (or read as Crockford), if it was purged."""
-    tombstones = storage.tombstones() if tombstones is None else tombstones
+    tombstones = tombstone_log.tombstones() if tombstones is None else tombstones
     typed = typed.strip()
     for candidate in (typed, normalize_id(typed)):
         found = tombstones.get(candidate)
@@ -188,7 +190,7 @@ def plan(storage: Storage, ids: Iterable[str]) -> PurgePlan:
 def _plan(storage: Storage, facts: list[Fact], done: list[str]) -> PurgePlan:
     ids = [f.id for f in facts]
     needles = needles_of(f.text for f in facts)
-    quoting = [f.id for f in storage.iter_facts(include_forgotten=True)
+    quoting = [f.id for f in storage.facts.iter_facts(include_forgotten=True)
                if f.id not in ids and any(n in f.text for n in needles)] if needles else []
     return PurgePlan(
         facts=[PurgeItem(f.id, _words(f), f.path) for f in facts],
@@ -208,7 +210,7 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
     refuse (InvalidInput, nothing changed); without it the purge goes ahead."""
     ids = list(ids)
     with storage.dream_lock(), storage.write_lock():
-        storage.recover_locked()  # (puts back what an interrupted purge left half checked out)
+        storage.recovery.recover_locked()  # (puts back what an interrupted purge left half checked out)
         storage.refuse_during_merge()
         refuse_uncommitted(storage, "purge")
         facts, done = _resolve(storage, ids)
@@ -252,7 +254,7 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
 
 
 def refuse_uncommitted(storage: Storage, what: str) -> None:
-    ours, _temp, _foreign = storage.uncommitted()
+    ours, _temp, _foreign = storage.hand_edits.uncommitted()
     # the rewrite resets tracked files; untracked files that are not the vault's survive it
     tracked = [line[3:] for line in storage.git.status() if not line.startswith("??")]
     dirty = sorted(set(ours) | set(tracked))
@@ -305,7 +307,7 @@ def _disk_full(storage: Storage, stderr: str) -> bool:
 def _noted_rewrite(storage: Storage, purges: list[tuple[list[str], list[str]]]) -> int:
     """rewrite_history for each (ids, texts) in turn, noted first (the ids, never the texts, and
     HEAD before it): a purge killed from here on is named by doctor and sync, the next commands
-    put back only the files it left half checked out (Storage.recover_locked), and running it
+    put back only the files it left half checked out (Recovery.recover_locked), and running it
     again finishes it. A rewrite that fails before moving any ref has changed nothing: the note
     goes again. Returns how many commits changed."""
     refs = storage.git.run("for-each-ref", "--format=%(objectname) %(refname)")
@@ -400,7 +402,7 @@ def _record(storage: Storage, ids: Iterable[str], *, push_owed: bool | None = No
     if pending is not None:
         state["pending"] = sorted(set(pending))
         if pending and before:
-            state["before"] = before  # HEAD before the rewrite (Storage.recover_locked)
+            state["before"] = before  # HEAD before the rewrite (Recovery.recover_locked)
         elif not pending:
             state.pop("before", None)
     if push_owed is not None:
@@ -471,7 +473,7 @@ def _mentioned(storage: Storage, fact_id: str, revisions: str) -> bool:
 def texts_of(storage: Storage, ids: set[str], refs: Iterable[str]) -> dict[str, str]:
     """Id -> the text of each of these facts as this clone knows it: its daily logs, then the logs
     of `refs`."""
-    found: dict[str, str] = {f.id: f.text for f in storage.iter_facts(include_forgotten=True) if f.id in ids}
+    found: dict[str, str] = {f.id: f.text for f in storage.facts.iter_facts(include_forgotten=True) if f.id in ids}
     import git
 
     for ref in refs:

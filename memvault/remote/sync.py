@@ -237,7 +237,7 @@ def _sync(storage: Storage, url: str) -> SyncReport:
     branch = current_branch(storage)
     report = SyncReport(remote=REMOTE, url=url, branch=branch)
     with storage.write_lock():  # an add in flight has written but not yet committed: wait for it
-        storage.recover_locked()
+        storage.recovery.recover_locked()
         _refuse_unfinished_purge(storage)
         _refuse_uncommitted(storage)
     from memvault.remote import purge  # (lazy: every Vault open imports this module for the merge driver)
@@ -293,20 +293,21 @@ def _adopt_purges(storage: Storage, branch: str) -> list[str]:
     if not purge.needs_scrub(storage, tracking):
         return []
     with storage.dream_lock(), storage.write_lock():
-        storage.recover_locked()
+        storage.recovery.recover_locked()
         storage.refuse_during_merge()
         return purge.adopt_purges(storage, tracking)
 
 
 def _refuse_unfinished_purge(storage: Storage) -> None:
-    pending = storage.unfinished_purge()
+    pending = storage.recovery.unfinished_purge()
     if pending:  # the history may still hold the text, or be half rewritten: never pushed like that
         raise InvalidInput(f"a purge of {shown(pending)} was interrupted; finish it with `memvault purge "
                            f"{' '.join(pending)} --yes`, then sync; nothing was synced")
 
 
 def _refuse_uncommitted(storage: Storage) -> None:
-    dirty, _temp, _foreign = storage.uncommitted()  # files not memvault's are never synced: no reason to stop
+    # files not memvault's are never synced: no reason to stop
+    dirty, _temp, _foreign = storage.hand_edits.uncommitted()
     if dirty:
         paths = shown(dirty)
         raise InvalidInput(
@@ -333,7 +334,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
     if not _ref_exists(storage, tracking):
         return 0, []  # an empty remote: nothing to merge, the push will fill it
     with storage.write_lock():
-        storage.recover_locked()
+        storage.recovery.recover_locked()
         if storage.git.merge_in_progress():
             raise SyncConflict(
                 f"a merge is already in progress in {storage.root}: finish it (`git commit`) or abandon it "

@@ -1,7 +1,8 @@
 """The vault's own git repository, driven through the git binary.
 
-memvault never touches an enclosing repository: every call pins GIT_DIR and GIT_WORK_TREE to the
-vault and drops variables (GIT_INDEX_FILE, ...) that a parent hook environment could leak in.
+memvault never touches an enclosing repository: every call runs in the environment of
+storage/gitenv.py, which pins GIT_DIR and GIT_WORK_TREE to the vault and drops variables
+(GIT_INDEX_FILE, ...) that a parent hook environment could leak in.
 
 Commands run through `subprocess` (GitPython costs ~100 ms to import, a third of an `add`); a
 failure raises GitPython's `GitCommandError`, imported only then, so callers catch one type.
@@ -23,34 +24,14 @@ from pathlib import Path
 
 from memvault.errors import MemvaultError, VaultBusy, no_room, unwritable
 from memvault.formats.layout import GIT_LOCKS_LOCK, LOCKS_DIR, STATE_DIR, is_vault_file
+from memvault.storage.gitenv import outside_env, vault_env
+from memvault.storage.gitprocesses import WRITER_ENV, git_of_writer, git_running_in
 
 FALLBACK_NAME = "memvault"
-_LEAKY_VARS = (
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-)
-# The user's git settings memvault's own git calls must not follow (hooks, signing, encodings),
-# overridden for each call, never written: docs/sync.md, "Your git config", says why each.
-OWN_SETTINGS = (
-    ("core.hooksPath", os.devnull),
-    ("commit.gpgSign", "false"),
-    ("push.gpgSign", "false"),
-    ("i18n.commitEncoding", "UTF-8"),
-    ("i18n.logOutputEncoding", "UTF-8"),
-)
 # How long a command waits for another live git process to let go of one of git's lock files.
 GIT_LOCK_WAIT_SECONDS = 15.0
 # A lock file younger than this is left for the next look (file times are clock ticks, not exact).
 STALE_MARGIN_SECONDS = 0.05
-# Marks the git processes a memvault process starts, so that the git children of a killed writer
-# (they outlive it) can be waited for before its write is settled.
-WRITER_ENV = "MEMVAULT_WRITER_PID"
 # git's message when one of its lock files exists: another git holds it, or a killed one left it.
 _HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 # A git failure on a file system with no more room than this is taken for a full disk.
@@ -91,23 +72,7 @@ class GitStore:
     def __init__(self, root: Path):
         self.root = root
         self.git_dir = root / ".git"
-        # Variables a parent repository's hook may have exported must not reach the vault's git.
-        self.env = with_own_settings({k: v for k, v in os.environ.items() if k not in _LEAKY_VARS})
-        self.env.update(
-            GIT_DIR=str(self.git_dir),
-            GIT_WORK_TREE=str(root),
-            GIT_CEILING_DIRECTORIES=str(root.parent),
-            GIT_TERMINAL_PROMPT="0",
-            # A read never writes: without this `git status` refreshes .git/index as a side effect,
-            # and on a full disk fails writing .git/index.lock although it only reads.
-            GIT_OPTIONAL_LOCKS="0",
-            # Every path memvault names is a file's name, never a pattern: a remote's file named `*`
-            # must not make `git clean -- *` delete every untracked file.
-            GIT_LITERAL_PATHSPECS="1",
-        )
-        if not (os.environ.get("GIT_SSH_COMMAND") or os.environ.get("GIT_SSH")):
-            # memvault runs unattended (cron, agents): an ssh passphrase prompt would hang it.
-            self.env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
+        self.env = vault_env(root)
         self.env[WRITER_ENV] = str(os.getpid())
         self._identity: Identity | None = None
 
@@ -294,7 +259,7 @@ class GitStore:
         while Path("/proc").is_dir():
             # (the background gc a commit may start can outlive it by minutes: it moves neither HEAD
             # nor the index, so a settlement need not wait for it)
-            if not _git_of(self.root, mark, pid):
+            if not git_of_writer(self.root, mark, pid):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -413,8 +378,9 @@ def execute(command: list[str], env: dict[str, str], *, timeout: float | None = 
     """
     try:
         # Never the caller's stdin: `add --stdin` reads it, and git must not wait on a terminal.
-        stdin = {"input": input.encode("utf-8")} if input is not None else {"stdin": subprocess.DEVNULL}
-        done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, **stdin)
+        data = input.encode("utf-8") if input is not None else None
+        done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, input=data,
+                              stdin=subprocess.DEVNULL if data is None else None)
     except subprocess.TimeoutExpired as e:
         raise command_error(command, -9, f"Timeout: git ran for more than {timeout:g} seconds") from e
     except FileNotFoundError:
@@ -440,8 +406,8 @@ def git_reason(error: Exception) -> str:
             if listed:
                 said += " " + ", ".join(listed[:5]) + (f" (and {len(listed) - 5} more)" if len(listed) > 5 else "")
             return "; ".join(part.rstrip(".") for part in [*cause, said])
-    said = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
-    return said[0] if said else "git failed"
+    remaining = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
+    return remaining[0] if remaining else "git failed"
 
 
 def failure_detail(error: Exception) -> str:
@@ -471,112 +437,3 @@ def command_error(command: Sequence[str], status: int, stderr: str, stdout: str 
     from git import GitCommandError
 
     return GitCommandError(list(command), status, stderr.rstrip("\n"), stdout)
-
-
-def outside_env() -> dict[str, str]:
-    """The environment for a git command that has no vault yet (init, clone): nothing inherited
-    from a parent repository's hook environment."""
-    return with_own_settings({k: v for k, v in os.environ.items()
-                              if k not in _LEAKY_VARS and k not in ("GIT_DIR", "GIT_WORK_TREE")})
-
-
-def with_own_settings(env: dict[str, str]) -> dict[str, str]:
-    """`env` with OWN_SETTINGS added as git's command-line settings (GIT_CONFIG_COUNT, git 2.31;
-    inherited by every git a call starts, purge's filter-repo included), after any the user set."""
-    try:
-        first = max(int(env.get("GIT_CONFIG_COUNT") or 0), 0)
-    except ValueError:
-        first = 0  # git itself refuses a malformed count: the user's entries cannot be read
-    for i, (key, value) in enumerate(OWN_SETTINGS, start=first):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
-    env["GIT_CONFIG_COUNT"] = str(first + len(OWN_SETTINGS))
-    return env
-
-
-def git_running_in(root: Path) -> bool:
-    """Is any git process working in this vault? Unknown (no /proc) counts as yes."""
-    if not Path("/proc").is_dir():
-        return True
-    return any(True for _environ in _git_processes(root))
-
-
-# git's housekeeping, which `git commit` may start in the background (gc --auto, maintenance).
-_MAINTENANCE = {b"gc", b"maintenance", b"repack", b"pack-objects", b"prune", b"prune-packed", b"pack-refs",
-                b"reflog", b"multi-pack-index", b"commit-graph", b"worktree"}
-
-
-def _git_of(root: Path, mark: bytes, parent: int) -> bool:
-    """Is a git process marked `mark` working in the vault, or is a child of `parent` still being
-    loaded by the kernel? One pass over /proc, each process looked at once.
-
-    A child's command line and environment read empty until its exec is done, which is most often
-    still so when Popen has just returned (vfork resumes the parent before the program is loaded):
-    a memvault interrupted just after starting `git commit` took it for no git, undid its write,
-    and the commit then landed part of the batch. So a child of `parent` not yet loaded counts.
-    """
-    target = str(root.resolve())
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if not cmdline:
-            if _live_child_of(entry, parent):
-                return True
-            continue
-        environ = _git_environ(entry, cmdline, target, maintenance=False)
-        if environ is not None and mark in environ:
-            return True
-        # The kernel writes a new program's command line before its environment: a git child of
-        # `parent` caught in between reads with no environment yet (seen once in a full test run).
-        if os.path.basename(cmdline.split(b"\0")[0]).startswith(b"git") and _live_child_of(entry, parent):
-            return True
-    return False
-
-
-def _live_child_of(entry: Path, parent: int) -> bool:
-    """Is process `entry` a child of `parent` that is not a zombie?"""
-    try:
-        fields = (entry / "stat").read_bytes().rpartition(b")")[2].split()
-        return int(fields[1]) == parent and fields[0] not in (b"Z", b"X")
-    except (OSError, ValueError, IndexError):
-        return False
-
-
-def _git_processes(root: Path, maintenance: bool = True):
-    """The environment (raw bytes) of each live git process working in the vault at `root`
-    (without git's housekeeping when `maintenance` is False)."""
-    target = str(root.resolve())
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        environ = _git_environ(entry, cmdline, target, maintenance)
-        if environ is not None:
-            yield environ
-
-
-def _git_environ(entry: Path, cmdline: bytes, target: str, maintenance: bool) -> bytes | None:
-    """The environment of process `entry` (its command line `cmdline`, raw) if it is a git working
-    in the vault at `target` (not git's housekeeping unless `maintenance`), else None."""
-    args = cmdline.split(b"\0")
-    if not os.path.basename(args[0]).startswith(b"git"):
-        return None
-    if not maintenance and len(args) > 1 and args[1] in _MAINTENANCE:
-        return None
-    try:
-        cwd = os.readlink(entry / "cwd")
-        environ = (entry / "environ").read_bytes()
-    except OSError:
-        return None
-    needle = target.encode()
-    if (cwd == target or cwd.startswith(target + os.sep) or b"GIT_DIR=" + needle in environ
-            or any(needle in arg for arg in args[1:])):
-        return environ
-    return None

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memvault.formats.facts import Fact, parse_log
+from memvault.formats.facts import parse_log
 from memvault.storage.files import read_text
+from memvault.storage.queue import QueuedFact
 
 if TYPE_CHECKING:
     import sqlite3
@@ -79,11 +80,11 @@ class KeyIndex:
             with closing(_connect(None)) as db:
                 return self._lookup(db, wanted)
 
-    def note_appended(self, before: dict[str, str | None], facts: list[Fact]) -> None:
+    def note_appended(self, before: dict[str, str | None], facts: list[QueuedFact]) -> None:
         """Record keyed facts just appended (under the write lock) without reading their logs again:
         only where the lookup held the log as it was just before the append (`before`: its stamp
         then), so a hand edit made meanwhile is still read by the next lookup."""
-        by_path: dict[str, list[Fact]] = {}
+        by_path: dict[str, list[QueuedFact]] = {}
         for fact in facts:
             if fact.key is not None:
                 by_path.setdefault(fact.path, []).append(fact)

@@ -77,6 +77,13 @@ def busy_message(path: Path, timeout: float, what: str) -> str:
     return f"vault busy: another memvault process{by} held the write lock of {what} for over {timeout:g} s"
 
 
+def waiting_notice(who: dict | None, root: Path, then: str) -> str:
+    """What a writer waiting for the write lock of the vault at `root` says, naming its holder."""
+    who = who or {}
+    by = f" (pid {who['pid']}: {who.get('command')})" if who.get("pid") else ""
+    return f"waiting for the write lock of {root}{by}{then}"
+
+
 @contextmanager
 def exclusive(path: Path, busy: Exception) -> Iterator[None]:
     """Hold the lock at `path` or raise `busy` at once (for work that must not queue up)."""

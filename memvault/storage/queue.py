@@ -54,7 +54,7 @@ class Request:
                                      for f in facts), origin)
 
     def to_json(self) -> str:
-        data = {"owner": self.owner.to_json(),
+        data: dict[str, object] = {"owner": self.owner.to_json(),
                 "facts": [[f.path, f.id, f.words, f.item, *([f.key] if f.key is not None else [])]
                           for f in self.facts]}
         if self.origin is not None:
@@ -67,8 +67,7 @@ class Request:
         owner = Owner.from_json(data["owner"])
         if owner is None:
             raise ValueError("request without an owner")
-        facts = tuple(QueuedFact(*(str(v) for v in fact[:4]), key=str(fact[4]) if len(fact) > 4 else None)
-                      for fact in data["facts"])
+        facts = tuple(_queued(fact) for fact in data["facts"])
         origin = data.get("origin")
         return cls(owner, facts, str(origin) if origin is not None else None)
 
@@ -84,6 +83,12 @@ class Request:
         return f"add: {len(self.facts)} facts ({self.facts[0].id}..{self.facts[-1].id})"
 
 
+def _queued(fields: list) -> QueuedFact:
+    """A fact of a request file: [path, id, words, item] and its key, if it has one."""
+    path, fact_id, words, item = (str(value) for value in fields[:4])
+    return QueuedFact(path, fact_id, words, item, key=str(fields[4]) if len(fields) > 4 else None)
+
+
 def first_words(fact: Fact) -> str:
     """How a commit message names a fact; never the text of one holding a credential."""
     if fact.secret:
@@ -97,7 +102,7 @@ def commit_message(requests: list[Request]) -> str:
     if len(requests) == 1:
         return requests[0].message
     facts = [f for r in requests for f in r.facts]
-    lines = []
+    lines: list[str] = []
     for request in requests:
         if len(request.facts) <= LISTED_PER_REQUEST and request.origin is None:
             lines.extend(f"{f.id} {f.words}".rstrip() for f in request.facts)

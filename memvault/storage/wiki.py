@@ -120,7 +120,7 @@ def pages_citing(storage: Storage, ids: Iterable[str] | None = None) -> dict[str
     `ids` defaults to every forgotten fact. Pages that mention none of the ids cost one read and
     one regex scan; only the others have their frontmatter parsed.
     """
-    wanted = set(storage.tombstones()) if ids is None else {str(i).strip() for i in ids}
+    wanted = set(storage.tombstone_log.tombstones()) if ids is None else {str(i).strip() for i in ids}
     if not wanted:
         return {}
     found: dict[str, list[str]] = {}

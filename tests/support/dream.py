@@ -71,8 +71,8 @@ def add_recorded_facts(vault, n: int) -> list:
         at = datetime.fromisoformat(record["time"])
         facts.append(Fact(id=record["id"], text=record["text"], at=at, category=record["category"],
                           tags=tuple(record["tags"]), source=record["source"],
-                          path=storage.relpath(storage.log_path(at.date()))))
-    storage.append_facts(facts)
+                          path=storage.relpath(storage.facts.log_path(at.date()))))
+    storage.facts.append_facts(facts)
     return facts
 
 
