@@ -30,7 +30,8 @@ from memvault.errors import (
     unwritable,
 )
 from memvault.formats import dreamlog
-from memvault.formats.facts import Fact, FactDraft, ParseProblem, check_one_line, make_fact, stored_id
+from memvault.formats.drafts import FactDraft, check_one_line, make_fact
+from memvault.formats.facts import Fact, ParseProblem, stored_id
 from memvault.formats.layout import CONFIG_FILE
 from memvault.formats.tombstones import Tombstone
 from memvault.index.query import SearchQuery
@@ -271,7 +272,7 @@ class Vault:
         self.config = self.storage.config
         self.created = False
         self.recovered: list[str] = []
-        from memvault.remote.sync import ensure_merge_driver
+        from memvault.remote.merge_driver import ensure_merge_driver
 
         with explained_if_broken(root):
             ensure_merge_driver(self.storage)  # a fresh clone lacks it: git config is not pushed
@@ -409,7 +410,7 @@ class Vault:
     def clone(cls, url: str, path: os.PathLike[str] | str | None = None, *,
               notify: Notify | None = None) -> Vault:
         """Set up a vault from a remote that holds one (default path: the default vault)."""
-        from memvault.remote.sync import clone
+        from memvault.remote.clone import clone
 
         root = clone(url, Path(path).expanduser().resolve() if path else default_vault_path())
         vault = cls(root, notify=notify)  # installs the merge driver
@@ -843,13 +844,13 @@ class Vault:
 
     @checked
     def set_remote(self, url: str) -> dict:
-        from memvault.remote.sync import set_remote
+        from memvault.remote.origin import set_remote
 
         return set_remote(self.storage, url)
 
     def remote(self) -> dict | None:
         """The remote, and ahead/behind as of the last sync; None if none is set."""
-        from memvault.remote.sync import remote_info
+        from memvault.remote.origin import remote_info
 
         return remote_info(self.storage)
 
@@ -871,7 +872,7 @@ class Vault:
         from memvault.dream.status import dream_status
         from memvault.health.status import status
         from memvault.index.search import index_status
-        from memvault.remote.sync import remote_info
+        from memvault.remote.origin import remote_info
 
         return status(self.storage, dream=dream_status(self.storage), index=index_status(self.storage),
                       remote=remote_info(self.storage))

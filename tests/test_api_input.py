@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from support.git import commit_count, snapshot
 
 from memvault import InvalidInput, MemvaultError, SearchQuery, Vault
-from memvault.formats.facts import FactDraft
+from memvault.formats.drafts import FactDraft
 
 UNKNOWN_ID = "zzzzzzzzzzzzzzzz"
 

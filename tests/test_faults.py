@@ -504,7 +504,7 @@ def test_a_cache_of_the_first_layout_on_a_full_disk_is_dropped_not_an_error_on_e
     again on every open."""
     import sqlite3
 
-    from memvault.index.embedder import EmbeddingCache
+    from memvault.index.embedding_cache import EmbeddingCache
 
     path = small_disk / "cache" / "embeddings.sqlite"
     path.parent.mkdir()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support.git import git
 
-from memvault.index import indexer
+from memvault.index import refresh
 
 WORDS = [f"{a}{b}" for a in ("kiwi", "plum", "fig", "lime", "pear") for b in ("cart", "desk", "lamp", "rope",
                                                                              "sail", "tent", "vase", "wick")]
@@ -36,7 +36,7 @@ def test_batched_build_and_refresh_match_one_pass(vault, monkeypatch, per_batch)
     vault.reindex(clear=True)
     whole, whole_documents = _answers(vault), vault.index_status()["documents"]
     assert sum(map(bool, whole)) == 39  # every word but the forgotten fact's
-    monkeypatch.setattr(indexer, "DOCS_PER_BATCH", per_batch)
+    monkeypatch.setattr(refresh, "DOCS_PER_BATCH", per_batch)
     vault.reindex(clear=True)
     assert _answers(vault) == whole
     assert vault.index_status()["documents"] == whole_documents
@@ -49,6 +49,6 @@ def test_batched_build_and_refresh_match_one_pass(vault, monkeypatch, per_batch)
     (vault.root / "logs" / "2026" / "2026-10-20.md").unlink()
     git(vault.root, "commit", "-qam", "edit: removed a log")
     batched = _answers(vault)
-    monkeypatch.setattr(indexer, "DOCS_PER_BATCH", 10**9)
+    monkeypatch.setattr(refresh, "DOCS_PER_BATCH", 10**9)
     vault.reindex(clear=True)
     assert batched == _answers(vault)

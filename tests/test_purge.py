@@ -505,7 +505,7 @@ def test_files_left_half_purged_by_a_kill_are_put_back_before_the_next_write(tmp
     rewritten, the working tree and git's index still holding the old text. The next `add` used
     to commit that text again (and sync to push it). Now the half-done files go back to HEAD
     first, with a notice, and the purge run again finishes the job."""
-    from memvault.remote.purge import rewrite_history
+    from memvault.remote.purge_history import rewrite_history
 
     root = tmp_path / "v"
     vault, ids = _vault_with_facts(root)
@@ -641,7 +641,8 @@ def test_a_sync_killed_while_adopting_a_purge_leaves_it_to_finish_never_half_don
     clone's history for a purge made elsewhere, before it pruned the old objects. It now notes the
     purge first: the next sync refuses and names `memvault purge ID --yes`, which finishes it; no
     object holds the text afterwards."""
-    from memvault.remote.purge import _record, rewrite_history
+    from memvault.remote.purge_history import rewrite_history
+    from memvault.remote.purge_state import record as _record
 
     _remote, a, b, ids = _machines(tmp_path)
     assert run_memvault("purge", ids["secret"], "--yes", "--vault", str(a)).returncode == 0
@@ -663,7 +664,7 @@ def test_a_sync_killed_while_adopting_a_purge_leaves_it_to_finish_never_half_don
 def test_a_rewrite_that_fails_before_moving_any_ref_leaves_nothing_to_finish(tmp_path, monkeypatch):
     """Fault tried: the rewriting process failing at once (an old git-filter-repo, say). Nothing
     changed, so nothing is left noted as unfinished: sync and doctor are not held up by it."""
-    import memvault.remote.purge as purge_module
+    import memvault.remote.purge_history as purge_module
     from memvault.errors import MemvaultError
 
     root = tmp_path / "v"
@@ -694,7 +695,7 @@ def test_the_rewriting_process_dies_with_a_killed_purge(tmp_path):
         pytest.skip("needs Linux (/proc, PR_SET_PDEATHSIG)")
     pid_file = tmp_path / "child.pid"
     parent = subprocess.Popen([sys.executable, "-c", (
-        "import subprocess, sys; from memvault.remote.purge import _die_with_parent; "
+        "import subprocess, sys; from memvault.remote.purge_history import _die_with_parent; "
         f"child = subprocess.Popen(['sleep', '60'], preexec_fn=_die_with_parent); "
         f"open({str(pid_file)!r}, 'w').write(str(child.pid)); child.wait()")])
     deadline = time.monotonic() + 30
@@ -757,7 +758,7 @@ def test_purges_a_moment_apart_replay_as_two(tmp_path):
     vault.purge([second])
     records = parse_tombstones((vault.root / "tombstones.jsonl").read_text())
     assert records[first].at != records[second].at and "." in records[first].at
-    from memvault.remote.purge import purge_groups
+    from memvault.remote.purge_adoption import purge_groups
 
     assert purge_groups(vault.storage, None, {first, second}) == [[first], [second]]
 

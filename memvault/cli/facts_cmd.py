@@ -26,7 +26,7 @@ from memvault.cli.output import (
 )
 from memvault.cli.terminal import current
 from memvault.errors import InvalidInput, InvalidItem, check_count
-from memvault.formats.facts import read_fact_lines
+from memvault.formats.drafts import read_fact_lines
 
 CategoryOption = Annotated[str | None, typer.Option("--category", "-c", help="Only facts of this category.")]
 TagOption = Annotated[str | None, typer.Option("--tag", "-t", help="Only facts with this tag.")]

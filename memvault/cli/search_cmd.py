@@ -34,7 +34,7 @@ from memvault.cli.output import (
 )
 from memvault.cli.terminal import current
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, error_detail
-from memvault.formats.facts import BOM
+from memvault.formats.drafts import BOM
 
 # Keys a --stdin JSON line may carry (the CLI option names), mapped to SearchQuery fields.
 _STDIN_KEYS = {

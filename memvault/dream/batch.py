@@ -28,7 +28,7 @@ from memvault.dream.planner import Batch, Plan, watermark_after
 from memvault.dream.prompt import Handles, base_tokens, build_messages, fact_record, page_record, repair_messages
 from memvault.dream.results import BatchResult
 from memvault.dream.runner import Change, Job, Runner, subject_label
-from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, answer_schema, parse_answer, the_object
+from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, DreamAnswer, answer_schema, parse_answer, the_object
 from memvault.dream.statements import statement_blocks
 from memvault.dream.validate import Proposal, Prose, build_proposal
 from memvault.errors import MemvaultError, VaultUnwritable
@@ -46,6 +46,7 @@ _WORD = re.compile(r"[^\W_]{4,}", re.UNICODE)
 
 class DayBatch(Job):
     partial = True  # what passes is applied; the facts left are asked about again
+    handles: Handles  # never None here: empty before the first request
 
     def __init__(self, runner: Runner, batch: Batch):
         self.runner = runner
@@ -58,8 +59,9 @@ class DayBatch(Job):
         self.facts = list(batch.facts)
         self.secret: list[str] = []
         self.tombstoned: set[str] = set()
-        self.answer = None
-        self.review: Review | None = None
+        self.handles = Handles()  # the short ids of the latest request (none before the first)
+        self.answer: DreamAnswer | dict | None = None  # the latest answer, as a dry run shows it
+        self.review: Review | None = None  # notes mode: the items of the latest conversation
         self.asked: list[str] = []       # fact ids the latest request asks about, in order
         self.shown: set[str] = set()     # fact ids the request showed (batch and pages)
         self.memory_shown = True
@@ -202,6 +204,7 @@ class DayBatch(Job):
 
     def _check_notes(self, raw: str) -> Proposal:
         review = self.review
+        assert review is not None  # messages() made it, in the notes mode
         try:
             data = the_object(raw)
             items, notes = read_items(data, self.handles)
@@ -227,7 +230,9 @@ class DayBatch(Job):
             problems = [self.as_told(p) for p in proposal.problems]
             return repair_messages(messages, raw, problems) if problems else None
         self.asked = [i for i in self.fact_ids if i in proposal.unresolved]
-        shown = [self.review.shown(i) for i in self.asked]
+        review = self.review
+        assert review is not None  # messages() made it, in the notes mode
+        shown = [review.shown(i) for i in self.asked]
         text = repair_text(shown, [self.handles.short[i] for i in self.asked])
         said = raw if raw.strip() else "(an empty answer)"
         return [*messages[:2], {"role": "assistant", "content": said}, {"role": "user", "content": text}]
@@ -248,18 +253,32 @@ class DayBatch(Job):
         done = self._accounted(proposal) | fresh
         mark = watermark_after(self.runner.plan, done)
         moved = mark is not None and (self.storage.dreams.watermark is None or mark > self.storage.dreams.watermark)
-        watermark = iso(mark) if moved else None
         count(result, proposal)
         result.watermark = iso(mark) if mark else None
+        self._leftovers(proposal, fresh, result)
+        entry = self._log_entry(proposal, fresh, result, watermark=iso(mark) if moved else None)
+        files = {path: render_page(page, self.plan.facts_by_id) for path, page in proposal.pages.items()}
+        files.update(self._summary_files(proposal, result.watermark))
+        conflicts = f"{result.conflicts} conflict" + ("" if result.conflicts == 1 else "s")
+        message = (f"dream: {subject_label(self.label)} — {len(result.created)} created, "
+                   f"{len(result.updated)} updated, {conflicts}, {result.noop} noop")
+        return Change(files, entry, message, removed=[])
+
+    def _leftovers(self, proposal: Proposal, fresh: set[str], result: BatchResult) -> None:
+        """The result's notes, facts left open and statements dropped (None when there are none)."""
         # what the answer held that could not be used, though every fact was accounted for
         ignored = [f"ignored: {p}" for p in proposal.problems if p not in proposal.dropped
                    and p not in proposal.unresolved.values()]
         result.notes = list(proposal.notes) + ignored or None
         result.left = [i for i in self.fact_ids if i in proposal.unresolved and i not in fresh] or None
         result.dropped = self._dropped(proposal, fresh) or None
+
+    def _log_entry(self, proposal: Proposal, fresh: set[str], result: BatchResult, *,
+                   watermark: str | None) -> str:
+        """log.md's `ok` entry of the batch (`watermark`: where it moves to, None when it stays)."""
         repaired = f"; after {result.repairs} repair turn(s)" if result.repairs else ""
         left = f", {len(result.left)} left for a smaller batch" if result.left else ""
-        entry = dreamlog.format_entry(
+        return dreamlog.format_entry(
             self.runner.now().isoformat(), "ok", self.label, watermark=watermark,
             detail=(f"{result.facts} facts ({result.late} late): {len(result.created)} created, "
                     f"{len(result.updated)} updated, {result.conflicts} conflict(s), "
@@ -269,12 +288,6 @@ class DayBatch(Job):
                  "kept": [i for i in [*proposal.kept, *self.secret] if i not in fresh]},
             notes=result.notes or (), dropped=result.dropped or (),
         )
-        files = {path: render_page(page, self.plan.facts_by_id) for path, page in proposal.pages.items()}
-        files.update(self._summary_files(proposal, result.watermark))
-        conflicts = f"{result.conflicts} conflict" + ("" if result.conflicts == 1 else "s")
-        message = (f"dream: {subject_label(self.label)} — {len(result.created)} created, "
-                   f"{len(result.updated)} updated, {conflicts}, {result.noop} noop")
-        return Change(files, entry, message, removed=[])
 
     def _accounted(self, proposal: Proposal) -> set[str]:
         cited = {i for page in proposal.pages.values() for i in CITATION.findall(page.body)}
@@ -319,11 +332,11 @@ class DayBatch(Job):
             except MemvaultError:  # e.g. a fact of punctuation only: no query to make
                 continue
             for hit in hits:  # several sections of one page may match
-                if hit.kind == "page" and hit.path not in paths:
+                if hit.kind == "page" and hit.path is not None and hit.path not in paths:
                     paths.append(hit.path)
         if not paths:
             paths = pages_sharing_words(self.storage, self.facts)
-        chosen = []
+        chosen: list[Page] = []
         for path in paths:
             if path.count("/") != 2 or zone_of(path) == INBOX_ZONE or path in withheld:
                 continue
@@ -337,9 +350,9 @@ class DayBatch(Job):
 
     def _summary_files(self, proposal: Proposal, watermark: str | None) -> dict[str, str]:
         storage = self.storage
-        pages = {p: read_page(storage.root, p) for p in list_pages(storage.root)}
+        read = {p: read_page(storage.root, p) for p in list_pages(storage.root)}
+        pages = {p: page for p, page in read.items() if page is not None}
         pages.update(proposal.pages)
-        pages = {p: page for p, page in pages.items() if page is not None}
         dream = self.runner.dream
         if self.mode == "notes":  # the runner's own summary, from what the pages say
             when = {i: f.at for i, f in self.plan.facts_by_id.items()}
@@ -363,9 +376,9 @@ def notes_page_record(page: Page, handles: Handles, *, statements: bool = True) 
         return {"path": page.path, "title": page.title, "sections": list(dict.fromkeys(h for h in headings if h))}
     sections: dict[str, list[str]] = {}
     lines = page.body.split("\n")
-    headings = {n: line.lstrip("#").strip() for n, line in enumerate(lines) if line.startswith("#")}
+    heading_at = {n: line.lstrip("#").strip() for n, line in enumerate(lines) if line.startswith("#")}
     for start, _end, text in statement_blocks(page.body):
-        heading = next((headings[n] for n in range(start, -1, -1) if n in headings), "")
+        heading = next((heading_at[n] for n in range(start, -1, -1) if n in heading_at), "")
         ids = [handles.add(i) for i in dict.fromkeys(CITATION.findall(text))]
         plain = re.sub(r"\s*\[\^[^\]]*\]", "", text)
         plain = re.sub(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+", "", plain).strip()

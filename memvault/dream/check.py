@@ -18,6 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy loads with the embedding model only
+    import numpy as np
+
+    from memvault.dream.prompt import Handles
 
 from memvault.dream.words import (
     COMMON,
@@ -198,7 +204,7 @@ class Meaning:
         self.probes = PROBES.get(model_name or "", [])
         self.embedder = embedder if self.threshold is not None else None
         self.method = "embedding" if self.embedder is not None else "words"
-        self._vectors: dict[str, object] = {}
+        self._vectors: dict[str, np.ndarray] = {}
         self._probed = False
 
     def _probe(self) -> None:
@@ -261,7 +267,8 @@ class Meaning:
 
     def check(self, statement: str, fact_texts: Sequence[str], people: Collection[str] = ()) -> Verdict:
         score = self.score(statement, fact_texts, people)
-        limit = self.threshold if self.embedder is not None else LEXICAL_THRESHOLD
+        # an embedder is kept only with a calibrated threshold (__init__)
+        limit = self.threshold if self.embedder is not None and self.threshold is not None else LEXICAL_THRESHOLD
         if score >= limit:
             return PASS
         return Verdict(False, f"it does not say what its fact says (similarity {score:.2f} < {limit:.2f})",
@@ -295,7 +302,7 @@ class Checker:
 
     meaning: Meaning
     people: People = field(default_factory=People)
-    handles: object = None  # memvault.dream.prompt.Handles: fact ids as the model knows them, in reasons
+    handles: Handles | None = None  # fact ids as the model knows them, in reasons
     common: Collection[str] = ()  # common words: no name when opening a sentence (see specifics)
     names: Collection[str] = ()   # the vault's names, folded: a name wherever it stands
 

@@ -7,7 +7,7 @@ import sys
 from memvault.dream.batch import DayBatch, iso
 from memvault.dream.budget import Budget
 from memvault.dream.llm import LLMSettings, model_limits, provider_of
-from memvault.dream.planner import PlanMemo, make_plan
+from memvault.dream.planner import Plan, PlanMemo, make_plan
 from memvault.dream.progress import RunState
 from memvault.dream.prompt import base_tokens
 from memvault.dream.results import BatchResult, DreamReport
@@ -51,58 +51,29 @@ def run_dream(
     with storage.dream_lock():
         storage.refuse_during_merge()
         plan = make_plan(storage, today=today)
-        report = DreamReport(
-            watermark_before=iso(plan.watermark), watermark_after=iso(plan.watermark),
-            pending_days=len(plan.pending_days), pending_facts=plan.pending_facts,
-            dry_run=dry_run, model=llm.model if llm else (model or storage.config.llm_model),
-            stopped=plan.unreadable_message(),
-        )
+        report = _new_report(storage, plan, dry_run=dry_run, llm=llm, model=model)
         if report.stopped:
             say(report.stopped)
         # pages citing forgotten facts are rewritten first: forgetting is a promise
         scrub = scrub_due(storage)
         labels = ([SCRUB_LABEL] if scrub else []) + [b.label for b in plan.batches]
-        if min_facts is not None and plan.pending_facts < min_facts:
-            # A quiet night is cheap: the day batches wait. A due scrub does not: pages (and the
-            # MEMORY.md built from them) must not keep what a forgotten fact said night after night.
-            report.gated = True
-            say(f"quiet night: {plan.pending_facts} pending fact(s) < --min-facts {min_facts}"
-                + ("; rewriting the pages that cite forgotten facts" if scrub else "; nothing to do"))
-            if not scrub:
-                report.deferred = labels
-                return report
-        if not labels:
-            report.caught_up = report.stopped is None
-            if report.caught_up:
-                say("nothing to consolidate: caught up")
+        if _nothing_to_ask(report, plan, labels, scrub=scrub, min_facts=min_facts, say=say):
             return report
         # without --max-batches a run goes on until caught up (a batch that shrinks leaves more)
         limit = sys.maxsize if max_batches is None else max_batches
-        try:
-            settings = llm or llm_settings(storage, model)  # only now: there is work for the model
-        except LLMError:
-            if not dry_run:
-                raise
-            # A plan is still worth seeing before a model is set up.
-            say("no model configured: the plan only, without the model's proposal")
-            report.batches = [_planned(label, plan) for label in labels[:limit]]
+        settings = _settings_or_plan_only(storage, report, plan, labels[:limit], llm=llm, model=model,
+                                          dry_run=dry_run, say=say)
+        if settings is None:
             report.deferred = labels[limit:]
             return report
         report.model = settings.model
-        provider_of(settings.model)  # a model string litellm cannot place is a typo: no attempt is made
-        budget = Budget(model_limits(settings))
-        config = storage.config
-        budget.check(base_tokens(config.zones, config.dream.memory_max_lines))
-        say(f"model {settings.model}: a window of {budget.window} tokens ({budget.limits.source}), "
-            f"answers of up to {budget.max_output}")
+        budget = _model_budget(storage, settings, say)
         try:
             _run_night(storage, settings, say, report, budget, plan=plan, labels=labels, scrub=scrub,
                        limit=limit, today=today, dry_run=dry_run)
         except Exception as e:
-            # Full before a batch was applied (the statement check's embeddings, the index): say
-            # what became of the vault, as every write does.
-            failure = e if isinstance(e, VaultUnwritable) else unwritable_in(e)
-            if failure is None or failure.outcome or storage.git.status():
+            failure = _full_before_applying(storage, e)
+            if failure is None:
                 raise
             applied = sum(b.outcome == "ok" for b in report.batches)
             raise failure.saying(f"{applied} batch(es) committed before it, the rest waits for the next dream"
@@ -111,6 +82,73 @@ def run_dream(
     if not dry_run and any(b.outcome == "ok" for b in report.batches):
         _refresh_index(storage, say)
     return report
+
+
+def _new_report(storage: Storage, plan: Plan, *, dry_run: bool, llm: LLMSettings | None,
+                model: str | None) -> DreamReport:
+    """The report of a run as planned, before any job (the watermark where it is)."""
+    return DreamReport(
+        watermark_before=iso(plan.watermark), watermark_after=iso(plan.watermark),
+        pending_days=len(plan.pending_days), pending_facts=plan.pending_facts,
+        dry_run=dry_run, model=llm.model if llm else (model or storage.config.llm_model),
+        stopped=plan.unreadable_message(),
+    )
+
+
+def _nothing_to_ask(report: DreamReport, plan: Plan, labels: list[str], *, scrub: bool,
+                    min_facts: int | None, say: Progress) -> bool:
+    """True when the run ends before a model is needed: a quiet night without a scrub due, or no work."""
+    if min_facts is not None and plan.pending_facts < min_facts:
+        # A quiet night is cheap: the day batches wait. A due scrub does not: pages (and the
+        # MEMORY.md built from them) must not keep what a forgotten fact said night after night.
+        report.gated = True
+        say(f"quiet night: {plan.pending_facts} pending fact(s) < --min-facts {min_facts}"
+            + ("; rewriting the pages that cite forgotten facts" if scrub else "; nothing to do"))
+        if not scrub:
+            report.deferred = labels
+            return True
+    if not labels:
+        report.caught_up = report.stopped is None
+        if report.caught_up:
+            say("nothing to consolidate: caught up")
+        return True
+    return False
+
+
+def _settings_or_plan_only(storage: Storage, report: DreamReport, plan: Plan, first: list[str], *,
+                           llm: LLMSettings | None, model: str | None, dry_run: bool,
+                           say: Progress) -> LLMSettings | None:
+    """The model's settings (only now: there is work for it); a dry run without a model shows the
+    `first` jobs as planned and gets None."""
+    try:
+        return llm or llm_settings(storage, model)
+    except LLMError:
+        if not dry_run:
+            raise
+        # A plan is still worth seeing before a model is set up.
+        say("no model configured: the plan only, without the model's proposal")
+        report.batches = [_planned(label, plan) for label in first]
+        return None
+
+
+def _model_budget(storage: Storage, settings: LLMSettings, say: Progress) -> Budget:
+    """The token budget of the model's window, once its base prompt is known to fit."""
+    provider_of(settings.model)  # a model string litellm cannot place is a typo: no attempt is made
+    budget = Budget(model_limits(settings))
+    config = storage.config
+    budget.check(base_tokens(config.zones, config.dream.memory_max_lines))
+    say(f"model {settings.model}: a window of {budget.window} tokens ({budget.limits.source}), "
+        f"answers of up to {budget.max_output}")
+    return budget
+
+
+def _full_before_applying(storage: Storage, e: Exception) -> VaultUnwritable | None:
+    """The disk filled before a batch was applied (the statement check's embeddings, the index)
+    and nothing is left half-written: the error to say what became of the vault, as every write does."""
+    failure = e if isinstance(e, VaultUnwritable) else unwritable_in(e)
+    if failure is None or failure.outcome or storage.git.status():
+        return None
+    return failure
 
 
 def _run_night(storage, settings, say, report: DreamReport, budget: Budget, *, plan, labels: list[str],
@@ -142,7 +180,6 @@ def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, t
     job: Job | None = None
     while len(report.batches) < limit:
         done = len(report.batches)
-        total = done + work.remaining
         scrubbing = not scrub_blocked and scrub_due(storage)
         if not scrubbing and (report.gated or not work.remaining):
             break
@@ -151,14 +188,7 @@ def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, t
                                     f"{runner.dream.time_budget:g} s) is spent; the rest waits for the next run")
             say(report.stopped_early)
             break
-        if scrubbing:
-            job = Scrub(runner)
-            say(f"batch {done + 1}/{total + 1} scrub: pages citing forgotten facts")
-        else:
-            batch = work.next_batch()
-            job = DayBatch(runner, batch)
-            say(f"batch {done + 1}/{total} {batch.label}: {len(batch.facts)} fact(s)"
-                + (f", {len(batch.late)} late" if batch.late else "") + (" (asked again)" if work.retrying else ""))
+        job = _next_job(runner, work, scrubbing=scrubbing, done=done)
         runner.step("starting a batch", batch=job.label)
         result = runner.run(job, dry_run=dry_run)
         report.batches.append(result)
@@ -167,21 +197,40 @@ def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, t
             break
         if isinstance(job, Scrub) and result.outcome != "ok":
             scrub_blocked = True
-        if result.outcome == "error":  # provider trouble would fail every batch the same way
-            report.error = report.error or f"batch {result.label}: {result.reason}"
+        if not _goes_on(runner, report, work, job, result):
             break
-        if result.outcome == "failed":
-            report.error = report.error or f"batch {result.label}: {result.reason}"
-            if runner.request_refused:
-                break  # the request itself was refused (content policy, a window too small): not the facts
-            if isinstance(job, DayBatch):
-                work.aside.update(job.fact_ids)
-            # a rejected scrub does not hold up the day batches (their answers may not cite forgotten
-            # facts either); a fact that failed alone waits for the next run, the others go on
-        elif isinstance(job, DayBatch):
-            work.after(job, result)
         work.replan(result)
     work.finish(dry_run=dry_run, job=job, limit=limit, scrub_blocked=scrub_blocked)
+
+
+def _next_job(runner: Runner, work: _Work, *, scrubbing: bool, done: int) -> Job:
+    """The scrub when it is due, else the next day batch; told as "batch N/total"."""
+    total = done + work.remaining
+    if scrubbing:
+        runner.say(f"batch {done + 1}/{total + 1} scrub: pages citing forgotten facts")
+        return Scrub(runner)
+    batch = work.next_batch()
+    runner.say(f"batch {done + 1}/{total} {batch.label}: {len(batch.facts)} fact(s)"
+               + (f", {len(batch.late)} late" if batch.late else "") + (" (asked again)" if work.retrying else ""))
+    return DayBatch(runner, batch)
+
+
+def _goes_on(runner: Runner, report: DreamReport, work: _Work, job: Job, result: BatchResult) -> bool:
+    """Record a job's outcome in the run's work and report; False when the run stops there."""
+    if result.outcome == "error":  # provider trouble would fail every batch the same way
+        report.error = report.error or f"batch {result.label}: {result.reason}"
+        return False
+    if result.outcome == "failed":
+        report.error = report.error or f"batch {result.label}: {result.reason}"
+        if runner.request_refused:
+            return False  # the request itself was refused (content policy, a window too small): not the facts
+        if isinstance(job, DayBatch):
+            work.aside.update(job.fact_ids)
+        # a rejected scrub does not hold up the day batches (their answers may not cite forgotten
+        # facts either); a fact that failed alone waits for the next run, the others go on
+    elif isinstance(job, DayBatch):
+        work.after(job, result)
+    return True
 
 
 class _Work:

@@ -20,6 +20,7 @@ from memvault.dream.notes import DISPOSITION, VERBS, shown_item
 from memvault.dream.schema import PAGE_MAX_BYTES
 from memvault.dream.validate import Proposal, add_conflicts, cited_on_pages
 from memvault.dream.words import COMMON, fold, tokens
+from memvault.formats.facts import Fact
 from memvault.formats.pages import INBOX_ZONE, Page, PagePathError, page_slug, zone_of
 from memvault.storage.wiki import check_page_path, read_page
 
@@ -42,8 +43,8 @@ class BatchFacts:
 
     root: Path
     zones: Sequence[str]
-    facts: dict[str, object]       # the batch's facts by id (those sent to the model)
-    known: dict[str, object]       # every live fact by id: what `of`, `with`, `supersedes` may name
+    facts: dict[str, Fact]         # the batch's facts by id (those sent to the model)
+    known: dict[str, Fact]         # every live fact by id: what `of`, `with`, `supersedes` may name
     shown: set[str]                # fact ids the request showed (the batch and cited on pages shown)
     closed: set[str]               # pages no answer may write (holding a credential, citing a forgotten fact)
     day: str                       # today, for created/updated
@@ -73,11 +74,11 @@ class Review:
         for fid in asked:
             item = items.get(fid)
             problem = self._problem(fid, item) if item is not None else "no item was given for this fact"
-            if problem is None:
+            if problem is not None:
+                self.refused[fid] = Refusal(item, problem, self._fixed(fid, item, problem))
+            elif item is not None:  # (always, when there is no problem)
                 self.accepted[fid] = self._tidy(fid, item)
                 self.refused.pop(fid, None)
-            else:
-                self.refused[fid] = Refusal(item, problem, self._fixed(fid, item, problem))
         self._full_pages()
 
     def refuse_all(self, asked: Sequence[str], problem: str) -> None:
@@ -299,7 +300,7 @@ class Review:
         refusal = self.refused[fid]
         handles = self.batch.checker.handles
         given = shown_item(refusal.item, handles) if refusal.item is not None else \
-            f'(no item for {handles.short.get(fid, fid)})'
+            f'(no item for {handles.short.get(fid, fid) if handles else fid})'
         return given, refusal.problem, shown_item(refusal.fixed, handles)
 
 

@@ -13,15 +13,14 @@ Each message is one line that says what to do.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
+from memvault.dream.response_formats import ResponseFormats, format_for, format_refused, response_format_for
 from memvault.errors import LLMError
 
 # litellm error classes a later attempt may cure; every other class is deterministic.
@@ -155,81 +154,12 @@ def provider_name(model: str) -> str | None:
         return None
 
 
-def response_format_for(litellm, model: str, schema: dict) -> dict | None:
-    """Strongest JSON mode the provider supports; the answer is validated either way."""
-    try:
-        if litellm.supports_response_schema(model=model):
-            return {
-                "type": "json_schema",
-                "json_schema": {"name": "dream_batch", "schema": schema, "strict": False},
-            }
-        if "response_format" in (litellm.get_supported_openai_params(model=model) or []):
-            return {"type": "json_object"}
-    except Exception:  # noqa: BLE001 - unknown model strings: plain text, the validator still guards
-        return None
-    return None
-
-
-# What a local server is sent, strongest first: the answer's schema as OpenAI spells it (llama.cpp's
-# llama-server, vLLM, LM Studio; litellm hands it to ollama as `format`), then as llama-cpp-python's
-# server takes it (json_object with a "schema", which it turns into a grammar; it answers the first
-# with HTTP 500), then plain JSON mode. A server that refuses one is sent the next, at once.
-LADDER = ("json_schema", "json_object_schema", "json_object")
-# what servers say when they refuse a response_format (the status varies: 400, 422, even 500)
-_FORMAT_WORDS = ("response_format", "json_schema", "schema", "grammar")
 
 
 def local_server(settings: LLMSettings) -> bool:
     """ollama, or an OpenAI-compatible server at an api_base of the user's: they enforce a schema."""
     provider = provider_name(settings.model)
     return provider in OLLAMA or (provider == "openai" and bool(settings.api_base))
-
-
-@dataclass
-class ResponseFormats:
-    """Which response_format each model's server takes, remembered for the run and in a small file
-    (.memvault/dream-llm.json) across runs, so a refusal costs one request once."""
-
-    path: Path | None = None
-    known: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def load(cls, path: Path) -> ResponseFormats:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = {}
-        known = {k: v for k, v in data.items() if isinstance(v, str) and v in LADDER} if isinstance(data, dict) else {}
-        return cls(path, known)
-
-    @staticmethod
-    def key(settings: LLMSettings) -> str:
-        return f"{settings.model} {settings.api_base or ''}".strip()
-
-    def current(self, settings: LLMSettings) -> str:
-        return self.known.get(self.key(settings), LADDER[0])
-
-    def step_down(self, settings: LLMSettings) -> bool:
-        """The server refused the current format: use the next one from now on; False at the last."""
-        at = LADDER.index(self.current(settings))
-        if at + 1 >= len(LADDER):
-            return False
-        self.known[self.key(settings)] = LADDER[at + 1]
-        if self.path is not None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.path.write_text(json.dumps(self.known, indent=1) + "\n", encoding="utf-8")
-            except OSError:
-                pass  # remembered for this run only
-        return True
-
-
-def format_for(kind: str, schema: dict) -> dict:
-    if kind == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": "dream_batch", "schema": schema, "strict": False}}
-    if kind == "json_object_schema":
-        return {"type": "json_object", "schema": schema}
-    return {"type": "json_object"}
 
 
 def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
@@ -241,8 +171,8 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
     """
     litellm = load_litellm()
     kwargs = _request(settings, messages, limits)
-    ladder = formats is not None and local_server(settings)
-    fmt = format_for(formats.current(settings), schema) if ladder else response_format_for(
+    ladder = formats if formats is not None and local_server(settings) else None
+    fmt = format_for(ladder.current(settings), schema) if ladder is not None else response_format_for(
         litellm, settings.model, schema)
     if fmt:
         kwargs["response_format"] = fmt
@@ -257,8 +187,8 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
             # now would queue behind it, or run beside it and be billed twice. Next run.
             raise ProviderUnavailable(f"{settings.model}: {exc}; dream tries again next run") from None
         except Exception as exc:  # noqa: BLE001 - litellm maps provider errors onto its own classes
-            if ladder and _format_refused(exc) and formats.step_down(settings):
-                kwargs["response_format"] = format_for(formats.current(settings), schema)
+            if ladder is not None and format_refused(exc) and ladder.step_down(settings):
+                kwargs["response_format"] = format_for(ladder.current(settings), schema)
                 attempt -= 1  # not the server's fault: ask again at once with the next format
                 continue
             kind, last = classify(exc, settings)
@@ -280,15 +210,6 @@ def complete_json(settings: LLMSettings, messages: list[dict], schema: dict, *,
     raise ProviderUnavailable(
         f"{settings.model}: no answer after {settings.attempts} attempt(s): {last}; dream tries again next run"
     )
-
-
-def _format_refused(exc: Exception) -> bool:
-    """Did the server refuse the response_format (not the request as such)?"""
-    status = getattr(exc, "status_code", None)
-    if type(exc).__name__ == "ContextWindowExceededError" or status not in (400, 422, 500, 501):
-        return False
-    text = str(exc).lower()
-    return any(word in text for word in _FORMAT_WORDS)
 
 
 def ping(settings: LLMSettings) -> float:
@@ -372,28 +293,45 @@ def classify(exc: Exception, settings: LLMSettings) -> tuple[str, str]:
     model = settings.model
     if name == "ContextWindowExceededError":
         return "context", f"{model}: the request does not fit the model's context window ({text})"
-    if name == "AuthenticationError" or any(k in lowered for k in _MISSING_KEY):
-        keys = _missing_keys(settings)
-        if keys:
-            return "setup", (f"{model}: no API key: set {' or '.join(keys)} "
-                             "(any value for a local server without authentication)")
-        return "setup", f"{model}: the provider refused the API key ({text}); check it"
-    if "llm provider not provided" in lowered:
-        return "setup", unknown_model(model)
-    if name == "NotFoundError" or status == 404:
-        return "setup", (f"{model}: the provider does not know this model ({text}); check --model, "
-                         "MEMVAULT_MODEL or [llm] model")
+    setup = _setup_problem(name, lowered, status, text, settings)
+    if setup is not None:
+        return "setup", setup
     if name == "ContentPolicyViolationError" or _provider_code(exc) == "content_policy_violation":
         return "refused", f"{model}: the provider refused the batch under its content policy ({text})"
     if name == "APIConnectionError" or any(k in lowered for k in _NO_CONNECTION):
         where = settings.api_base or "the provider"
         return "transient", f"cannot reach {where} ({text}); is the server running?"
+    transient = _transient_problem(name, status, text)
+    if transient is not None:
+        return "transient", transient
+    return "refused", f"{model}: the provider rejected the request ({name}: {text})"
+
+
+def _setup_problem(name: str, lowered: str, status: object, text: str, settings: LLMSettings) -> str | None:
+    """What is wrong with the setup (the key, the model's name), or None when the error is not of it."""
+    model = settings.model
+    if name == "AuthenticationError" or any(k in lowered for k in _MISSING_KEY):
+        keys = _missing_keys(settings)
+        if keys:
+            return (f"{model}: no API key: set {' or '.join(keys)} "
+                    "(any value for a local server without authentication)")
+        return f"{model}: the provider refused the API key ({text}); check it"
+    if "llm provider not provided" in lowered:
+        return unknown_model(model)
+    if name == "NotFoundError" or status == 404:
+        return (f"{model}: the provider does not know this model ({text}); check --model, "
+                "MEMVAULT_MODEL or [llm] model")
+    return None
+
+
+def _transient_problem(name: str, status: object, text: str) -> str | None:
+    """A timeout, rate limit or server error (worth asking again later), or None."""
     if name in TRANSIENT or (isinstance(status, int) and (status >= 500 or status in (408, 429))):
         if name == "Timeout" or status == 408:
-            return "transient", f"timed out: {text}"
+            return f"timed out: {text}"
         words = "rate limited" if status == 429 else _TRANSIENT_WORDS.get(name, "server error")
-        return "transient", f"{words}{f' ({status})' if isinstance(status, int) else ''}: {text}"
-    return "refused", f"{model}: the provider rejected the request ({name}: {text})"
+        return f"{words}{f' ({status})' if isinstance(status, int) else ''}: {text}"
+    return None
 
 
 def _provider_code(exc: Exception) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from memvault.dream.statements import statements
 from memvault.formats.pages import CITATION, Page
@@ -66,7 +67,7 @@ def render_memory(
     return "\n".join(out) + "\n"
 
 
-def lines_from_pages(pages: Mapping[str, Page], when: Mapping[str, object], *, skip: Iterable[str] = (),
+def lines_from_pages(pages: Mapping[str, Page], when: Mapping[str, Any], *, skip: Iterable[str] = (),
                      limit: int = MEMORY_LINE_MAX) -> list[tuple[str, str]]:
     """MEMORY.md lines made by the runner from the pages, without the model: one line per page,
     the most cited pages first (then the newest), each with its newest statements that still hold.

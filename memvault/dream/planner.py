@@ -119,6 +119,31 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
     watermark = storage.dreams.watermark
     entries = storage.dreams.dream_entries()
     tombstoned = set(storage.tombstone_log.tombstones())
+    days, by_day, unreadable = _read_logs(storage, memo, tombstoned)
+    facts_by_id = {f.id: f for day_facts in by_day.values() for f in day_facts}
+    ahead, blocked = _days_ahead(days, watermark, today, unreadable)
+    # facts a page already cites or log.md settled: late facts are the others on dreamed days,
+    # and a day split across batches keeps only the facts not done yet
+    accounted = accounted_ids(storage, entries) | kept_ids(entries)
+    late = _late_facts(days, watermark, by_day, accounted)
+    todo = {d: [f for f in by_day[d] if f.id not in accounted] for d in ahead}
+    skip = set(exclude)
+    asked = {d: [f for f in facts if f.id not in skip] for d, facts in todo.items()}
+    # A day left with nothing to consolidate (its facts all purged, forgotten or accounted for) is
+    # not pending: counting it showed "1 day(s), 0 fact(s)" waiting, and a batch of such days alone
+    # asked for a model (exit 5 without one) to commit a watermark move. The watermark passes it
+    # with the next batch of a later day; a fact backdated into it later makes it pending again.
+    pending = [d for d in ahead if todo[d]]
+    room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines, config.dream.mode))
+    packer = _Packer(room=max(1, room), max_facts=budget.max_facts(), max_days=max_days, costs=memo.costs)
+    batches = packer.pack([f for f in late if f.id not in skip], [d for d in pending if asked[d]], asked)
+    return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned, blocked,
+                days=ahead, todo=todo)
+
+
+def _read_logs(storage: Storage, memo: PlanMemo,
+               tombstoned: set[str]) -> tuple[list[date], dict[date, list], dict[date, list]]:
+    """Each day with a log, its live facts by day, and the problems of each day not wholly readable."""
     by_day: dict[date, list] = defaultdict(list)
     days: list[date] = []
     seen: set[str] = set()  # a repeated fact id counts once, its first copy (as FactLog.iter_facts)
@@ -133,28 +158,24 @@ def make_plan(storage: Storage, *, today: date | None = None, max_days: int | No
             if fact.id not in seen and fact.id not in tombstoned:
                 by_day[day].append(fact)
             seen.add(fact.id)
-    facts_by_id = {f.id: f for day_facts in by_day.values() for f in day_facts}
+    return days, by_day, unreadable
+
+
+def _days_ahead(days: list[date], watermark: date | None, today: date,
+                unreadable: dict[date, list]) -> tuple[list[date], list]:
+    """The days after the watermark and before today, up to the first not wholly readable, and
+    that day's problems (the dream stops there until it is mended)."""
     pending = [d for d in days if (watermark is None or d > watermark) and d < today]
     stop = next((i for i, d in enumerate(pending) if d in unreadable), None)
     blocked = unreadable[pending[stop]] if stop is not None else []
-    pending = ahead = pending[:stop]
-    # facts a page already cites or log.md settled: late facts are the others on dreamed days,
-    # and a day split across batches keeps only the facts not done yet
-    accounted = accounted_ids(storage, entries) | kept_ids(entries)
-    late = [f for d in days if watermark is not None and d <= watermark for f in by_day[d] if f.id not in accounted]
-    todo = {d: [f for f in by_day[d] if f.id not in accounted] for d in pending}
-    skip = set(exclude)
-    asked = {d: [f for f in facts if f.id not in skip] for d, facts in todo.items()}
-    # A day left with nothing to consolidate (its facts all purged, forgotten or accounted for) is
-    # not pending: counting it showed "1 day(s), 0 fact(s)" waiting, and a batch of such days alone
-    # asked for a model (exit 5 without one) to commit a watermark move. The watermark passes it
-    # with the next batch of a later day; a fact backdated into it later makes it pending again.
-    pending = [d for d in pending if todo[d]]
-    room = budget.fact_room(base_tokens(config.zones, config.dream.memory_max_lines, config.dream.mode))
-    packer = _Packer(room=max(1, room), max_facts=budget.max_facts(), max_days=max_days, costs=memo.costs)
-    batches = packer.pack([f for f in late if f.id not in skip], [d for d in pending if asked[d]], asked)
-    return Plan(today, watermark, pending, late, batches, entries, facts_by_id, tombstoned, blocked,
-                days=ahead, todo=todo)
+    return pending[:stop], blocked
+
+
+def _late_facts(days: list[date], watermark: date | None, by_day: dict[date, list], accounted: set[str]) -> list:
+    """Facts on days the watermark has passed that no page cites and log.md never settled."""
+    if watermark is None:
+        return []
+    return [f for d in days if d <= watermark for f in by_day[d] if f.id not in accounted]
 
 
 def watermark_after(plan: Plan, done) -> date | None:

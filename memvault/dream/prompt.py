@@ -181,7 +181,7 @@ def fact_record(fact, handle: str, *, late: bool = False, max_tokens: int | None
 
 
 def page_record(page: Page, handles: Handles, *, cited: bool = False) -> dict:
-    record = {"path": page.path, "title": page.title}
+    record: dict[str, str | list[str]] = {"path": page.path, "title": page.title}
     if page.tags:
         record["tags"] = list(page.tags)
     if cited:

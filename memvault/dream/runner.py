@@ -37,10 +37,11 @@ from memvault.dream.llm import (
     ProviderNotSetUp,
     ProviderRefused,
     ProviderUnavailable,
-    ResponseFormats,
     complete_json,
 )
+from memvault.dream.progress import RunState
 from memvault.dream.prompt import Handles, repair_messages
+from memvault.dream.response_formats import ResponseFormats
 from memvault.dream.results import BatchResult
 from memvault.dream.schema import AnswerRejected, answer_schema
 from memvault.dream.validate import Proposal
@@ -84,7 +85,11 @@ class Job:
     label: str
     handles: Handles | None = None  # the short ids of the latest request
     partial = False  # True: what passes is applied and the facts left are asked about again
-    fact_ids: list[str] = []  # the facts a failed attempt counts against (none: counted by label)
+
+    @property
+    def fact_ids(self) -> list[str]:
+        """The facts a failed attempt counts against (none: counted by label)."""
+        return []
 
     def start(self, tombstoned: set[str]) -> BatchResult | None:
         """Prepare an attempt (called again after a stale answer); a result ends the job at once."""
@@ -152,7 +157,7 @@ class Runner:
         self.credential_pages: dict = {}
         self.formats = ResponseFormats.load(storage.root / DREAM_LLM)
         self.deadline = time.monotonic() + self.dream.time_budget
-        self.progress = None  # memvault.dream.progress.RunState of the run, if it keeps one
+        self.progress: RunState | None = None  # the run's progress file, if it keeps one
         self.request_refused = False  # the last failed attempt was the provider refusing the request
         self._meaning = None
         self._words: tuple[frozenset[str], frozenset[str]] | None = None
@@ -287,8 +292,7 @@ class Runner:
     def _converse(self, job: Job, messages: list[dict], tombstoned: set[str]) -> tuple[Proposal, str, int]:
         """Ask, check, and repair what is wrong while turns are left and the model says something new."""
         said: set[str] = set()
-        proposal: Proposal | None = None
-        rejected: Rejected | None = None
+        outcome: Proposal | Rejected = Proposal()
         for turn in range(REPAIR_TURNS + 1):
             self.say(f"  asking {self.settings.model} …" if turn == 0 else
                      f"  {job.label}: repair turn {turn}/{REPAIR_TURNS}")
@@ -300,24 +304,24 @@ class Runner:
             self.seconds += time.monotonic() - started
             self.step("checking the answer", batch=job.label)
             try:
-                proposal, rejected = job.check(raw, tombstoned), None
+                outcome = job.check(raw, tombstoned)
             except AnswerRejected as e:
-                proposal, rejected = None, Rejected(e, raw, turn)
-            if proposal is not None and not proposal.unresolved:
-                return proposal, raw, turn
+                outcome = Rejected(e, raw, turn)
+            if isinstance(outcome, Proposal) and not outcome.unresolved:
+                return outcome, raw, turn
             if turn == REPAIR_TURNS or " ".join(raw.split()) in said:
                 break  # no turn left, or the model gives the answer it gave before: asking again won't help
             said.add(" ".join(raw.split()))
-            if proposal is not None:
-                repair = job.repair(messages, raw, proposal)
+            if isinstance(outcome, Proposal):
+                repair = job.repair(messages, raw, outcome)
             else:
-                repair = repair_messages(messages, raw, [job.as_told(p) for p in rejected.problems])
+                repair = repair_messages(messages, raw, [job.as_told(p) for p in outcome.problems])
             if repair is None or prompt_tokens(repair) > self.budget.conversation_limit:
                 break  # an answer this long leaves no room to discuss it: the attempt ends as it is
             messages = repair
-        if proposal is None:
-            raise rejected
-        return proposal, raw, turn
+        if isinstance(outcome, Rejected):
+            raise outcome
+        return outcome, raw, turn
 
     # -- writing ---------------------------------------------------------------------------
     def apply(self, job: Job, proposal: Proposal, tombstoned: set[str], snapshot: dict[str, str],

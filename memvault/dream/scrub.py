@@ -133,7 +133,7 @@ class Scrub(Job):
         self.runner = runner
         self.storage: Storage = runner.storage
         self.zones = [z for z in self.storage.config.zones if z != INBOX_ZONE]
-        self.plan: ScrubPlan | None = None
+        self.plan = ScrubPlan(set())  # nothing to do until start() plans the scrub
         self.memory_shown = False
         self.moved: dict[str, str] = {}  # old page path -> the slug of its new title
         self.stand_ins: dict[str, str] = {}  # the path the model sees -> the page's path
@@ -143,10 +143,12 @@ class Scrub(Job):
         return BatchResult(self.label, outcome, removed=[] if outcome in ("ok", "proposed") else None)
 
     def start(self, tombstoned: set[str]) -> BatchResult | None:
-        self.plan = plan_scrub(self.storage, tombstoned)
+        plan = plan_scrub(self.storage, tombstoned)
         self.how = ""
-        if self.plan is None:
+        if plan is None:
+            self.plan = ScrubPlan(tombstoned)
             return self.new_result()
+        self.plan = plan
         # a page holding a credential (a hand edit put it there) is never sent to a model: the
         # runner strips its forgotten statements itself
         day = self.runner.now().date().isoformat()
@@ -258,7 +260,7 @@ class Scrub(Job):
                 page.tags = []  # the old tags were not shown to the model and may repeat a forgotten fact
             pages[path] = page
         removed = list(self.plan.removed)
-        self.moved: dict[str, str] = {}
+        self.moved = {}
         taken = set(list_pages(self.storage.root)) - set(pages) - set(removed)
         for path, page in list(pages.items()):
             if path not in self.plan.ask and page.title != NEUTRAL_TITLE:
@@ -328,10 +330,10 @@ class Scrub(Job):
     def _summary(self, written: dict[str, Page], removed: list[str]) -> dict[str, str]:
         """index.md and MEMORY.md; no summary line may keep text from a rewritten or removed page."""
         storage = self.storage
-        pages = {p: read_page(storage.root, p) for p in list_pages(storage.root) if p not in removed}
-        before = {p: page.body for p, page in pages.items() if page is not None}
+        read = {p: read_page(storage.root, p) for p in list_pages(storage.root) if p not in removed}
+        pages = {p: page for p, page in read.items() if page is not None}
+        before = {p: page.body for p, page in pages.items()}
         pages.update(written)
-        pages = {p: page for p, page in pages.items() if page is not None}
         touched = {p for p, page in written.items() if before.get(p) != page.body} | set(removed)
         watermark = storage.dreams.watermark
         dream = self.runner.dream

@@ -17,7 +17,8 @@ def statement_blocks(body: str) -> list[tuple[int, int, str]]:
     """(first line, end line, text) of each paragraph, list item and table row of a page body;
     headings, rules, fences, HTML comments and bold labels are not statements."""
     blocks: list[tuple[int, int, str]] = []
-    start, current = 0, []
+    start = 0
+    current: list[str] = []
     fence = False
     lines = body.split("\n")
 

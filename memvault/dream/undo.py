@@ -67,7 +67,8 @@ def _changes_since(storage: Storage, sha: str) -> tuple[dict[str, str], list[tup
     target: dict[str, str] = {}
     later = []
     for commit, subject, lines in _records(out):
-        changes = dict(reversed(line.split("\t", 1)) for line in lines if "\t" in line)
+        # `--name-status` lines are "<status>\t<path>": path -> status
+        changes = {path: status for status, path in (line.split("\t", 1) for line in lines if "\t" in line)}
         if commit == sha:
             target = {path: status[0] for path, status in changes.items()}
         else:
@@ -85,6 +86,49 @@ def _without_block(text: str, block: list[str]) -> str | None:
     return None
 
 
+def _is_undone(sha: str, undone: set[str]) -> bool:
+    """Was the commit reverted already (`undone`: the short shas the undo commits name)?"""
+    return any(sha.startswith(short) for short in undone)
+
+
+def _undo_target(commits: list[_DreamCommit], undone: set[str]) -> _DreamCommit:
+    """The newest applied day batch not undone yet; refused when a scrub came after it."""
+    target = scrub = None
+    for commit in commits:
+        if commit.message.startswith(UNDO_PREFIX) or _is_undone(commit.sha, undone):
+            continue
+        if ("ok", True) in commit.outcomes:
+            scrub = scrub or commit
+        elif ("ok", False) in commit.outcomes:
+            target = commit
+            break
+    if target is None:
+        raise NotFound("no applied dream batch to undo" + (
+            f" after the scrub {scrub.sha[:12]} ({scrub.message})" if scrub else ""))
+    if scrub is not None:
+        raise UndoRefused(
+            f"cannot undo {target.sha[:12]} ({target.message}): the later scrub {scrub.sha[:12]} rewrote "
+            "pages without forgotten facts, and undoing past it could bring their statements back"
+        )
+    return target
+
+
+def _refuse_later_changes(target: _DreamCommit, paths: set[str], later: list[tuple[str, str, set[str]]],
+                          undone: set[str]) -> None:
+    """UndoRefused when a later commit changed one of the target's files."""
+    for sha, subject, changed in later:
+        # an undone dream and its undo cancel out; log.md is handled line by line below;
+        # anything else touching these files blocks
+        if subject.startswith(UNDO_PREFIX) or _is_undone(sha, undone):
+            continue
+        clash = paths & changed
+        if clash:
+            raise UndoRefused(
+                f"cannot undo {target.sha[:12]} ({target.message}): later commit {sha[:12]} "
+                f"({subject}) changed {', '.join(sorted(clash)[:3])}"
+            )
+
+
 def undo_last_dream(storage: Storage) -> dict:
     """Revert the newest applied dream batch not undone yet; returns what was reverted."""
     storage.recovery.recover()
@@ -93,40 +137,10 @@ def undo_last_dream(storage: Storage) -> dict:
         commits = _dream_commits(storage)
         undone = {c.message[len(UNDO_PREFIX):].split(" ", 1)[0] for c in commits
                   if c.message.startswith(UNDO_PREFIX)}
-
-        def is_undone(sha: str) -> bool:
-            return any(sha.startswith(short) for short in undone)
-
-        target = scrub = None
-        for commit in commits:
-            if commit.message.startswith(UNDO_PREFIX) or is_undone(commit.sha):
-                continue
-            if ("ok", True) in commit.outcomes:
-                scrub = scrub or commit
-            elif ("ok", False) in commit.outcomes:
-                target = commit
-                break
-        if target is None:
-            raise NotFound("no applied dream batch to undo" + (
-                f" after the scrub {scrub.sha[:12]} ({scrub.message})" if scrub else ""))
-        if scrub is not None:
-            raise UndoRefused(
-                f"cannot undo {target.sha[:12]} ({target.message}): the later scrub {scrub.sha[:12]} rewrote "
-                "pages without forgotten facts, and undoing past it could bring their statements back"
-            )
+        target = _undo_target(commits, undone)
         status, later = _changes_since(storage, target.sha)
         paths = set(status) - {DREAM_LOG}
-        for sha, subject, changed in later:
-            # an undone dream and its undo cancel out; log.md is handled line by line below;
-            # anything else touching these files blocks
-            if subject.startswith(UNDO_PREFIX) or is_undone(sha):
-                continue
-            clash = paths & changed
-            if clash:
-                raise UndoRefused(
-                    f"cannot undo {target.sha[:12]} ({target.message}): later commit {sha[:12]} "
-                    f"({subject}) changed {', '.join(sorted(clash)[:3])}"
-                )
+        _refuse_later_changes(target, paths, later, undone)
         # later log-only commits (failed attempts, errors, skips) appended to log.md: drop only
         # the target's own lines, so their retry counts and watermark lines stay
         log = _without_block(storage.read_text(DREAM_LOG), target.added)

@@ -18,6 +18,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, DreamAnswer
 from memvault.dream.statements import statement_blocks, statements
@@ -34,6 +35,9 @@ from memvault.formats.pages import (
     zone_of,
 )
 from memvault.storage.wiki import check_page_path, list_pages, read_page
+
+if TYPE_CHECKING:
+    from memvault.dream.check import Checker
 
 UNCITED_SHOWN = 3
 
@@ -72,7 +76,7 @@ class Prose:
     label: str
     memory_shown: bool = True
     closed: Collection[str] = ()
-    checker: object = None           # memvault.dream.check.Checker; None: citations only
+    checker: Checker | None = None   # None: citations only
     facts: dict = field(default_factory=dict)  # fact id -> Fact, what statements are checked against
     partial: bool = False            # a day batch: take what passes; the scrub: all or nothing
 

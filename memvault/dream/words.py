@@ -106,9 +106,9 @@ def numbers(text: str) -> set[int | float]:
                 continue
             found.add(int(value) if isinstance(value, float) and value.is_integer() else value)
     for match in _WORD.finditer(text):
-        value = NUMBER_WORDS.get(match.group(0).lower())
-        if value is not None:
-            found.add(value)
+        named = NUMBER_WORDS.get(match.group(0).lower())
+        if named is not None:
+            found.add(named)
     return found
 
 

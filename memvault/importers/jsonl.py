@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memvault.errors import InvalidInput
-from memvault.formats.facts import read_fact_lines
+from memvault.formats.drafts import read_fact_lines
 from memvault.importers.records import Occurrences, Progress, Record, key_of
 
 FORMAT = "jsonl"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import InvalidInput
-from memvault.formats.facts import MAX_LABEL_CHARS, MAX_TEXT_BYTES
+from memvault.formats.drafts import MAX_LABEL_CHARS, MAX_TEXT_BYTES
 
 Progress = Callable[[str, int, int], None]
 

@@ -12,6 +12,7 @@ from memvault.formats.facts import parse_log
 from memvault.formats.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
 from memvault.formats.tombstones import Tombstone
 from memvault.index.documents import Document, fact_documents, page_documents
+from memvault.storage.paths import inside
 from memvault.storage.store import Storage
 
 
@@ -75,7 +76,19 @@ class Corpus:
             pass
         return found
 
-    def documents(self, rel: str, content: str, forgotten: set[str] = frozenset()) -> list[Document]:
+    def read(self, rel: str) -> str | None:
+        """A file's text as the index reads it (undecodable bytes replaced); None once it is gone."""
+        try:
+            with open(inside(self.root, rel), encoding="utf-8", newline="", errors="replace") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+
+    def live_documents(self, rel: str, content: str, tombstoned: set[str]) -> list[Document]:
+        """A file's documents less those of forgotten facts."""
+        return [d for d in self.documents(rel, content, tombstoned) if d.key not in tombstoned]
+
+    def documents(self, rel: str, content: str, forgotten: frozenset[str] | set[str] = frozenset()) -> list[Document]:
         if rel.startswith(WIKI_DIR + "/"):
             # A page citing a fact forgotten since the last dream is withheld until the scrub
             # rewrites it: its statements, title and slug may all repeat what the fact said.

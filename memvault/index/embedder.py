@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -161,11 +159,11 @@ class Embedder:
             # fastembed logs its own failures on stderr; memvault prints one notice instead.
             logger.disable("fastembed")
             kwargs: dict = {"local_files_only": True}
-            if self.spec.path:
-                onnx = self.spec.onnx_file
-                if not onnx.is_file():  # type: ignore[union-attr]
+            onnx = self.spec.onnx_file  # set exactly when the model is read from a path
+            if onnx is not None:
+                if not onnx.is_file():
                     raise ModelUnavailable(
-                        f"cannot load embedding model {self.spec.name}: no {onnx.name} in {self.spec.path}")  # type: ignore[union-attr]
+                        f"cannot load embedding model {self.spec.name}: no {onnx.name} in {self.spec.path}")
                 kwargs["specific_model_path"] = self.spec.path
             else:
                 kwargs["cache_dir"] = str(model_cache_dir())
@@ -206,7 +204,7 @@ class Embedder:
         return _normalize(out)
 
     def embed_ahead(self, batches: Sequence[Sequence[str]],
-                    progress: Callable[[int], None] | None = None) -> Iterator[np.ndarray]:
+                    progress: Callable[[int], None] | None = None) -> Generator[np.ndarray, None, None]:
         """Each batch's vectors in turn, the next batch embedding on a worker thread meanwhile.
 
         The model's run releases the GIL, so what the caller does with a batch (writing it to the
@@ -267,255 +265,3 @@ def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     # The caller goes on with its own "; ..." or ": ...": a trailing stop would read ".;".
     return text[0].rstrip(".") if text else type(exc).__name__
-
-
-# sqlite's primary result codes for a file that is not (or no longer) a sound database. Anything
-# else (locked, read-only, disk full) is not damage and is raised as it is.
-_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-
-
-def is_damage(exc: sqlite3.Error) -> bool:
-    """Does this sqlite error say the file is damaged (garbage, truncated, malformed pages)?"""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return (code & 0xFF) in _DAMAGE_CODES
-    text = str(exc)
-    return "not a database" in text or "malformed" in text
-
-
-class EmbeddingCache:
-    """Vectors by (model identity, content hash), in sqlite under .memvault/cache/.
-
-    A rebuild looks texts up here first, so `reindex --clear` never re-embeds unchanged text.
-    It is only a cache: a damaged file (garbage, truncated, malformed pages) is deleted and started
-    again empty, with one notice, and its vectors are recomputed when next needed; a vector read
-    back with the wrong length is treated as missing.
-    """
-
-    def __init__(self, path: Path, model_identity: str, notify: Callable[[str], None] | None = None):
-        self.path = path
-        self.model = model_identity
-        self.notify = notify
-        self._db = self._open()
-
-    def _open(self) -> sqlite3.Connection:
-        parent = self.path.parent
-        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
-            self._discard(f"{parent.name} is not a directory")
-        if self.path.is_dir() and not self.path.is_symlink():
-            self._discard(f"{self.path.name} is a directory")
-        parent.mkdir(parents=True, exist_ok=True)
-        try:
-            return self._connect()
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
-                raise
-            self._discard(_one_line(exc))
-            return self._connect()
-        except UnknownLayout as exc:
-            self._discard(str(exc), "could not be kept" if isinstance(exc, NoRoomToMove) else "was damaged")
-            return self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
-        # Not tied to the opening thread (as the catalog's is not): a Vault kept open is called
-        # from whichever thread its program has free (asyncio.to_thread), one call at a time.
-        db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            if _table_sql(db) != VECTORS_TABLE:
-                _create_vectors_table(db)
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-    def _discard(self, problem: str, what: str = "was damaged") -> None:
-        """Delete the damaged cache (and its sqlite side files) and say so once."""
-        delete_cache(self.path)
-        if self.notify is not None:
-            self.notify(f"embedding cache {what} ({problem}); started it again empty "
-                        "(vectors it held are recomputed when next needed)")
-
-    def _reset(self, exc: sqlite3.DatabaseError) -> None:
-        """A query found damage the open did not (a malformed page): start the cache again."""
-        with contextlib.suppress(sqlite3.Error):
-            self._db.close()
-        self._discard(_one_line(exc))
-        self._db = self._connect()
-
-    def get_many(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
-        found: dict[bytes, bytes] = {}
-        hashes = list(hashes)
-        try:
-            for start in range(0, len(hashes), 500):
-                chunk = hashes[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
-                    [self.model, *chunk],
-                )
-                found.update(rows)
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
-                raise
-            self._reset(exc)
-            return {}
-        # A vector of the wrong length is not one this model made: recompute it.
-        return {h: v for h, v in found.items() if isinstance(v, bytes) and len(v) == DIMENSIONS * 4}
-
-    def put_many(self, items: Iterable[tuple[bytes, bytes]]) -> None:
-        items = list(items)
-        try:
-            self._put(items)
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
-                raise
-            self._reset(exc)
-            self._put(items)
-
-    def _put(self, items: list[tuple[bytes, bytes]]) -> None:
-        self._db.execute("BEGIN")
-        try:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO vectors (model, hash, vector) VALUES (?, ?, ?)",
-                ((self.model, h, v) for h, v in items),
-            )
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
-        # A big batch leaves a WAL as large as the data; fold it back so the cache is stored once.
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def forget(self, hashes: Iterable[bytes]) -> int:
-        """Delete the vectors of these texts, for every model, and leave no trace of them in the file
-        (VACUUM rewrites it without the freed pages, and the WAL is folded back and emptied)."""
-        hashes = list(hashes)
-        removed = 0
-        for start in range(0, len(hashes), 500):
-            chunk = hashes[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            removed += self._db.execute(f"DELETE FROM vectors WHERE hash IN ({marks})", chunk).rowcount
-        self._db.execute("VACUUM")
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return removed
-
-    def close(self) -> None:
-        self._db.close()
-
-
-# Rows stay in rowid order and only the small (model, hash) key is indexed. The first layout kept
-# each 1.5 KB vector inside a WITHOUT ROWID key tree, where rows land at random hashes: storing
-# 100k vectors took 8.8 s instead of 3.5 s and the file grew to 469 MB instead of 215 MB.
-VECTORS_TABLE = "CREATE TABLE vectors (id INTEGER PRIMARY KEY, model TEXT NOT NULL, hash BLOB NOT NULL, vector BLOB)"
-VECTORS_KEY = "CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, hash)"
-
-
-FIRST_LAYOUT_COLUMNS = ["model", "hash", "vector"]
-
-
-class UnknownLayout(Exception):
-    """The cache file is sound sqlite, but its `vectors` table is not one memvault wrote."""
-
-
-class NoRoomToMove(UnknownLayout):
-    """A cache of the first layout, and no room on the disk to copy it into the current one."""
-
-
-def _table_sql(db: sqlite3.Connection) -> str | None:
-    row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vectors'").fetchone()
-    return row[0] if row else None
-
-
-def _unknown_layout(db: sqlite3.Connection, table_sql: str) -> str | None:
-    """What is wrong with a `vectors` table that is neither the current layout nor the first."""
-    if table_sql == VECTORS_TABLE:
-        return None
-    columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
-    return None if columns == FIRST_LAYOUT_COLUMNS else f"its vectors table has columns {', '.join(columns) or 'none'}"
-
-
-def _create_vectors_table(db: sqlite3.Connection) -> None:
-    """Create the table, or move a cache of the first layout into it (once; its vectors are kept)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        existing = _table_sql(db)  # again, now that no other process can be doing the same
-        if existing == VECTORS_TABLE:
-            db.execute("COMMIT")
-            return
-        if existing is not None:
-            unknown = _unknown_layout(db, existing)
-            if unknown:
-                raise UnknownLayout(unknown)
-            db.execute("ALTER TABLE vectors RENAME TO vectors_before")
-        db.execute(VECTORS_TABLE)
-        db.execute(VECTORS_KEY)
-        if existing is not None:
-            # (Rows without a model or hash cannot be looked up: they are left behind.)
-            db.execute("INSERT OR REPLACE INTO vectors (model, hash, vector) SELECT model, hash, vector"
-                       " FROM vectors_before WHERE model IS NOT NULL AND hash IS NOT NULL")
-            db.execute("DROP TABLE vectors_before")
-        db.execute("COMMIT")
-    except BaseException as exc:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        if existing is not None and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
-            # It is only a cache: dropping it frees the room, rather than every search failing here.
-            raise NoRoomToMove("no room on the disk to move it to the current layout") from None
-        raise
-    if existing is not None:
-        with contextlib.suppress(sqlite3.OperationalError):  # no room to compact: the file stays larger
-            db.execute("VACUUM")  # give back the old layout's pages
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
-def delete_cache(path: Path) -> None:
-    """Remove the embedding cache file and its sqlite side files (or whatever is in their way)."""
-    import shutil
-
-    parent = path.parent
-    if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
-        parent.unlink()
-    elif path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def cache_problem(path: Path) -> str | None:
-    """What is wrong with the embedding cache file, or None (also when there is none yet).
-
-    Reads the whole file (sqlite's quick_check) and changes nothing: `doctor` reports with it. An
-    error that does not mean damage (locked, no access) is no answer, and reported as None.
-    """
-    if not path.exists() and not path.is_symlink():
-        parent = path.parent
-        return f"{parent.name} is not a directory" if parent.exists() and not parent.is_dir() else None
-    if path.is_dir():
-        return f"{path.name} is a directory"
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error as exc:
-        return _one_line(exc) if is_damage(exc) else None
-    try:
-        said = [row[0] for row in db.execute("PRAGMA quick_check")]
-        if said != ["ok"]:
-            return f"sqlite quick_check: {said[0]}"
-        existing = _table_sql(db)
-        if existing is not None:
-            unknown = _unknown_layout(db, existing)
-            if unknown:
-                return unknown
-            wrong = db.execute("SELECT count(*) FROM vectors WHERE length(vector) != ?",
-                               (DIMENSIONS * 4,)).fetchone()[0]
-            if wrong:
-                return f"{wrong} cached vector(s) have the wrong length"
-    except sqlite3.DatabaseError as exc:
-        # Locked, or unreadable here (a read-only vault without sqlite's side files): not damage.
-        return _one_line(exc) if is_damage(exc) else None
-    finally:
-        db.close()
-    return None

@@ -164,7 +164,7 @@ class LexicalIndex:
             for key in removed_keys:
                 writer.delete_documents_by_term("key", key)
             for doc in added:
-                fields = {
+                fields: dict[str, str | int | list[str]] = {
                     "key": doc.key,
                     "file": doc.file,
                     "kind": doc.kind,
@@ -189,8 +189,9 @@ class LexicalIndex:
             writer.rollback()
             # Tantivy words a full disk as "An index writer was killed ... (io::Error most likely)".
             number = no_room(self.path, NO_ROOM_MARGIN) if isinstance(e, ValueError) else None
-            if number is not None:
-                raise unwritable(OSError(number, str(e)), INDEX_FILES) from e
+            full = unwritable(OSError(number, str(e)), INDEX_FILES) if number is not None else None
+            if full is not None:
+                raise full from e
             raise
         self.index.reload()
 

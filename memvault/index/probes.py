@@ -14,7 +14,7 @@ from memvault.storage.store import Storage
 
 def check_embedding_cache(storage: Storage) -> Check:
     """sqlite's quick_check over the whole cache, and the length of every stored vector."""
-    from memvault.index.embedder import cache_problem
+    from memvault.index.embedding_cache import cache_problem
 
     name = "embedding cache"
     path = _embedding_cache(storage)
@@ -37,7 +37,7 @@ def _kept_elsewhere(storage: Storage) -> str:
 
 
 def repair_embedding_cache(storage: Storage) -> list[str]:
-    from memvault.index.embedder import cache_problem, delete_cache
+    from memvault.index.embedding_cache import cache_problem, delete_cache
 
     path = _embedding_cache(storage)
     if cache_problem(path) is None:
@@ -92,6 +92,7 @@ def check_embedding_model(storage: Storage) -> Check:
         origin = "MEMVAULT_EMBED_MODEL_PATH" if os.environ.get("MEMVAULT_EMBED_MODEL_PATH") else CONFIG_FILE
         model_dir = Path(path).expanduser()
         onnx = model_spec(storage).onnx_file
+        assert onnx is not None  # a model path is configured
         if not onnx.is_file():
             return Check("embedding model", FAIL, f"{name}: no {onnx.name} in {model_dir} (from {origin}); "
                          "search falls back to words only")
@@ -112,7 +113,8 @@ def _model_on_disk(storage: Storage) -> bool:
     """Is the embedding model's file where search loads it from (whether it loads is not asked)?"""
     path = storage.config.embed_model_path
     if path:
-        return model_spec(storage).onnx_file.is_file()
+        onnx = model_spec(storage).onnx_file
+        return onnx is not None and onnx.is_file()
     from memvault.index.embedder import model_cache_dir
 
     return cached_model(model_cache_dir(), storage.config.embed_model) is not None

@@ -9,7 +9,7 @@ from datetime import datetime, tzinfo
 
 from memvault.base.dates import Bound, check_range, parse_range
 from memvault.errors import InvalidInput, check_count
-from memvault.formats.facts import check_encodable, validate_category
+from memvault.formats.drafts import check_encodable, validate_category
 
 MAX_LIMIT = 1000
 # A query is words to look for, not a document: past this, one query cost seconds and gigabytes

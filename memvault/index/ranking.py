@@ -62,6 +62,12 @@ class Weights:
     rerank: float = 0.5        # share of the reranker's relevance in the score of what it read
     replies: bool = True       # the reranker reads a reply after the question it follows
 
+    @property
+    def noise_level(self) -> float:
+        """`noise`, which `for_model` sets before anything is fused (search does it first)."""
+        assert self.noise is not None, "Weights.noise is unset: call for_model first"
+        return self.noise
+
 
 DEFAULT_WEIGHTS = Weights()
 # The noise level the cosine thresholds above were measured at (all-MiniLM-L6-v2's).
@@ -116,7 +122,7 @@ def _topic(dense: Sequence[tuple[str, float]] | None, weights: Weights) -> float
     if dense is None:
         return 1.0
     best = max((float(raw) for _k, raw in dense), default=0.0)
-    return min(1.0, max(0.0, (best - weights.noise) / weights.topic_span))
+    return min(1.0, max(0.0, (best - weights.noise_level) / weights.topic_span))
 
 
 def fuse(
@@ -174,7 +180,7 @@ def _matches(lexical: Sequence[tuple[str, float]] | None, ideal: float, dense: S
             if name == "lexical":
                 part = _words_part(float(raw), ideal, topic, entry, weights)
             else:
-                part = min(1.0, max(0.0, (float(raw) - weights.noise) / (weights.sure - weights.noise)))
+                part = min(1.0, max(0.0, (float(raw) - weights.noise_level) / (weights.sure - weights.noise_level)))
                 if part <= 0:
                     continue  # below the noise level: the embedding says nothing
             entry["contribution"] = weight * part / scale
@@ -258,22 +264,16 @@ def newest_first(ranked: list[Ranked], docs: Mapping[str, Any], intent: TimeInte
     if matrix is None:
         return ranked
     position = {r.key: i for i, r in enumerate(window)}
-    for newer in sorted((r for r in window if r.at is not None), key=lambda r: r.at):
-        thresholds = [by_tense] if by_tense is not None else []
-        if docs[newer.key].category == "correction":
-            thresholds.append(weights.correction_subject)
-        if not thresholds:
+
+    def cosine(newer: Ranked, older: Ranked) -> float:
+        return matrix[position[newer.key]][position[older.key]]
+
+    dated = sorted(((r.at, r) for r in window if r.at is not None), key=lambda pair: pair[0])
+    for at, newer in dated:
+        threshold = _same_subject(docs[newer.key].category, by_tense, weights)
+        if threshold is None:
             continue
-        threshold = min(thresholds)
-        over = None
-        for older in window:
-            if older.at is None or older.at >= newer.at or older.score < newer.score:
-                continue
-            if newer.match < weights.state_share * older.match:
-                continue  # the newer fact hardly answers the question
-            if matrix[position[newer.key]][position[older.key]] >= threshold and (
-                    over is None or older.score > over.score):
-                over = older
+        over = _older_state(newer, at, window, cosine, threshold, weights)
         if over is not None:
             lift = over.score - newer.score + 0.001
             newer.explain["newer_state"] = {"over": over.key, "contribution": round(lift, 6)}
@@ -281,6 +281,29 @@ def newest_first(ranked: list[Ranked], docs: Mapping[str, Any], intent: TimeInte
             newer.explain["total"] = round(newer.score, 6)
     ranked.sort(key=lambda r: (-r.score, r.key))
     return ranked
+
+
+def _same_subject(category: str | None, by_tense: float | None, weights: Weights) -> float | None:
+    """The cosine from which an older fact is about the same subject as a newer one of this category
+    (the lower of the tense's threshold and a correction's); None when neither applies."""
+    thresholds = [by_tense] if by_tense is not None else []
+    if category == "correction":
+        thresholds.append(weights.correction_subject)
+    return min(thresholds) if thresholds else None
+
+
+def _older_state(newer: Ranked, at: float, window: list[Ranked], cosine: Callable[[Ranked, Ranked], float],
+                 threshold: float, weights: Weights) -> Ranked | None:
+    """The best-scored older, better-ranked fact that `newer` (dated `at`) is a newer state of."""
+    over: Ranked | None = None
+    for older in window:
+        if older.at is None or older.at >= at or older.score < newer.score:
+            continue
+        if newer.match < weights.state_share * older.match:
+            continue  # the newer fact hardly answers the question
+        if cosine(newer, older) >= threshold and (over is None or older.score > over.score):
+            over = older
+    return over
 
 
 def judged(ranked: list[Ranked], judgement: Mapping[str, tuple[float, float]], weights: Weights = DEFAULT_WEIGHTS,

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memvault.base.config import DEFAULT_RERANK_MODEL
+from memvault.index.catalog import Catalog
+from memvault.index.documents import model_text
 from memvault.index.embedder import ModelUnavailable, fetch_into_cache, model_cache_dir, offline_environment, one_line
 from memvault.index.models import RerankModel, model_file, rerank_model
+from memvault.index.ranking import Ranked
 
 # What the model reads of a text: ms-marco passages are a paragraph, the model reads 512 tokens at
 # most, and a pair costs in proportion to its tokens, so a long wiki section is judged by its start.
@@ -25,6 +28,8 @@ BATCH_SIZE = 16  # a search's candidates in one run (texts sorted by length, so 
 # machine, but with another program busy on the other core they doubled it (98.5 against 52.8 ms:
 # each run waits for its slower thread), and the pool spins after a run (81 against 53 ms of CPU).
 THREADS = 1
+# What the reranker reads of the question a reply follows (its end: where the question is).
+QUESTION_READ_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -153,3 +158,31 @@ def download_rerank_model(spec: RerankSpec) -> str:
         TextCrossEncoder(spec.name, cache_dir=target)
 
     return fetch_into_cache(make, f"rerank model {spec.name}", "MEMVAULT_RERANK_MODEL_PATH")
+
+
+def judgement(reranker: Reranker, catalog: Catalog, query: str, first: list[Ranked], candidates: dict,
+              replies: bool = True) -> dict[str, tuple[float, float]]:
+    """The reranker's (logit, relevance) for the first candidates; {} without its model."""
+    if not first:
+        reranker.settle()
+        return {}
+    if not reranker.available():
+        return {}
+    docs = catalog.by_keys([item.key for item in first] +
+                           [candidates[item.key].prev for item in first if candidates[item.key].prev])
+    keys = [item.key for item in first if item.key in docs]
+    texts = [_as_read(docs[key], docs.get(candidates[key].prev or "") if replies else None) for key in keys]
+    profile = reranker.spec.profile
+    return {key: (logit, profile.relevance(logit)) for key, logit in zip(keys, reranker.logits(query, texts),
+                                                                         strict=True)}
+
+
+def _as_read(doc, prev) -> str:
+    """What the reranker reads of a candidate: a reply to a question is read after the question,
+    so "Yes, clarinet and violin" answers "What instruments does she play?" as the thread did."""
+    text = model_text(doc.kind, doc.text, doc.title, doc.heading)
+    if prev is not None and not prev.secret:
+        asked = model_text(prev.kind, prev.text)
+        if asked.rstrip().endswith("?"):
+            return f"{asked[-QUESTION_READ_CHARS:]}\n{text}"
+    return text

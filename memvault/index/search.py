@@ -6,19 +6,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime
 from typing import TypeVar
 
-from memvault.base.dates import log_days
-from memvault.formats.facts import validate_category
-from memvault.formats.layout import DREAM_LOG, STATE_ASOF
+from memvault.formats.layout import STATE_ASOF
 from memvault.index import location
 from memvault.index.corpus import Corpus
 from memvault.index.current import current_first
-from memvault.index.documents import model_text
-from memvault.index.embedder import ModelSpec, ModelUnavailable
+from memvault.index.dense import cosines, dense_half, similarity
+from memvault.index.embedder import ModelSpec
+from memvault.index.generation import Generation, IndexDamaged
 from memvault.index.hits import Hit
-from memvault.index.indexer import IndexDamaged, Progress, SearchIndex
+from memvault.index.indexer import SearchIndex
 from memvault.index.intent import read_intent
 from memvault.index.lexical import Filters
 from memvault.index.query import SearchQuery
@@ -32,16 +30,14 @@ from memvault.index.ranking import (
     judged,
     newest_first,
 )
-from memvault.index.rerank import Reranker, RerankSpec
-from memvault.index.vectors import VectorsDamaged
+from memvault.index.refresh import Progress
+from memvault.index.rerank import Reranker, RerankSpec, judgement
+from memvault.index.scope import filters_of, unconsolidated, within
 from memvault.storage.store import Storage
-from memvault.storage.wiki import accounted_ids, withheld_pages
 
 # Each list contributes this many candidates per requested hit (at least CANDIDATES_MIN) to fusion.
 CANDIDATES_PER_HIT = 5
 CANDIDATES_MIN = 50
-# What the reranker reads of the question a reply follows (its end: where the question is).
-QUESTION_READ_CHARS = 500
 # Tries of a search whose files vanished under it (a concurrent purge or checkout).
 VANISHED_ATTEMPTS = 4
 
@@ -91,21 +87,6 @@ def _reporting(index: SearchIndex, progress: Progress | None) -> Iterator[None]:
         index.progress = previous
 
 
-def _filters(storage: Storage, query: SearchQuery) -> Filters:
-    category = validate_category(query.category, storage.config.categories) if query.category is not None else None
-    watermark = None if query.include_all else storage.dreams.watermark
-    # Whole days, with a day's slack for facts written in another zone; _within checks the bounds.
-    first, last = log_days(query.since, query.until)
-    return Filters(category=category, tag=query.tag, source=query.source, session=query.session,
-                   since=_day(first), until=_day(last), watermark=_day(watermark))
-
-
-def _day(value) -> int | None:
-    if value is None:
-        return None
-    return value.year * 10000 + value.month * 100 + value.day
-
-
 def search(storage: Storage, query: SearchQuery, *, weights: Weights = DEFAULT_WEIGHTS, dense_only: bool = False,
            progress: Progress | None = None) -> list[Hit]:
     """Hybrid search over the vault; the index is brought up to date with the files first.
@@ -149,9 +130,7 @@ def _vanished(error: Exception) -> bool:
 
 def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_only: bool,
             progress: Progress | None) -> list[Hit]:
-    filters = _filters(storage, query)
-    lower, upper = query.since, query.until
-
+    filters = filters_of(storage, query)
     index = engine(storage)
     reranking = query.rerank and not query.lexical_only and storage.config.rerank.enabled
     if reranking:
@@ -159,34 +138,55 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
     with _reporting(index, progress):
         index.refresh(embed=not query.lexical_only)
     generation = index.open()
-    catalog = generation.catalog
     if filters.watermark is not None:
-        filters = replace(filters, unconsolidated=_unconsolidated(storage, generation, filters.watermark))
-    wanted = max(CANDIDATES_MIN, query.limit * CANDIDATES_PER_HIT)
+        filters = replace(filters, unconsolidated=unconsolidated(storage, generation, filters.watermark))
+    lexical, ideal, dense, candidates = _candidates(index, generation, query, filters, weights, dense_only)
+    if weights.noise is None:
+        weights = for_model(weights, index.model.profile.noise)
+    ranked, superseded = _ranked(storage, generation, query, lexical, ideal, dense, candidates, weights,
+                                 reranking=reranking)
+    return _hits(generation, query, ranked, superseded)
 
+
+def _candidates(index: SearchIndex, generation: Generation, query: SearchQuery, filters: Filters, weights: Weights,
+                dense_only: bool) -> tuple[list | None, float, list | None, dict]:
+    """Both halves' best matches (lexical with its ideal score, dense) and the catalog's ranking
+    rows of every document either found, within the query's exact time bounds."""
+    wanted = max(CANDIDATES_MIN, query.limit * CANDIDATES_PER_HIT)
     # None = that half was not asked (or has no model); [] = asked, and nothing matched.
     lexical, ideal = (None, 0.0) if dense_only else generation.lexical.search(query.text, filters, wanted,
                                                                               context=weights.context)
-    dense, vector = (None, None) if query.lexical_only else _dense(index, generation, query.text, filters, wanted)
-
-    candidates = catalog.ranking_of({k for k, _ in lexical or ()} | {k for k, _ in dense or ()})
+    dense, vector = (None, None) if query.lexical_only else dense_half(index, generation, query.text, filters, wanted)
+    candidates = generation.catalog.ranking_of({k for k, _ in lexical or ()} | {k for k, _ in dense or ()})
     if lexical and dense is not None:
-        dense = dense + _cosines(generation, candidates, vector, {k for k, _ in lexical} - {k for k, _ in dense})
-    if lower or upper:
+        dense = dense + cosines(generation, candidates, vector, {k for k, _ in lexical} - {k for k, _ in dense})
+    if query.since or query.until:
         # The index filters whole days; the exact bound (a time of day, `12h`) is checked here.
-        candidates = {k: c for k, c in candidates.items() if _within(c.at, lower, upper)}
+        candidates = {k: c for k, c in candidates.items() if within(c.at, query.since, query.until)}
+    return lexical, ideal, dense, candidates
+
+
+def _ranked(storage: Storage, generation: Generation, query: SearchQuery, lexical: list | None, ideal: float,
+            dense: list | None, candidates: dict, weights: Weights, *,
+            reranking: bool) -> tuple[list[Ranked], dict[str, str]]:
+    """The candidates in their final order: fused, judged by the reranker, newest state first,
+    current facts before the ones they supersede; and which fact supersedes each superseded one."""
     intent = read_intent(query.text)
-    if weights.noise is None:
-        weights = for_model(weights, index.model.profile.noise)
     ranked = fuse(lexical, ideal, dense, candidates, intent, weights)
     if reranking:
-        ranked = judged(ranked, _judgement(storage, catalog, query.text, ranked, candidates, weights.replies), weights)
-    ranked = newest_first(ranked, candidates, intent, lambda keys: _similarity(generation, candidates, keys),
+        first = ranked[:storage.config.rerank.candidates]
+        judged_by = judgement(_reranker(storage), generation.catalog, query.text, first, candidates, weights.replies)
+        ranked = judged(ranked, judged_by, weights)
+    ranked = newest_first(ranked, candidates, intent, lambda keys: similarity(generation, candidates, keys),
                           weights)
-    ranked, superseded = current_first(ranked, catalog, intent, lambda at: _within(at, lower, upper))
+    return current_first(ranked, generation.catalog, intent, lambda at: within(at, query.since, query.until))
+
+
+def _hits(generation: Generation, query: SearchQuery, ranked: list[Ranked], superseded: dict[str, str]) -> list[Hit]:
+    """The hits over the relevance floor, as many as asked, with what the catalog holds of each."""
     floor = MIN_SCORE if query.min_score is None else float(query.min_score)
     best = [r for r in ranked if r.score >= floor][:query.limit]
-    docs = catalog.by_keys(item.key for item in best)
+    docs = generation.catalog.by_keys(item.key for item in best)
     hits = []
     for item in best:
         doc = docs.get(item.key)
@@ -214,36 +214,6 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
     return hits
 
 
-def _judgement(storage: Storage, catalog, query: str, ranked: list[Ranked], candidates: dict,
-               replies: bool = True) -> dict[str, tuple[float, float]]:
-    """The reranker's (logit, relevance) for the first candidates; {} without its model."""
-    first = ranked[:storage.config.rerank.candidates]
-    reranker = _reranker(storage)
-    if not first:
-        reranker.settle()
-        return {}
-    if not reranker.available():
-        return {}
-    docs = catalog.by_keys([item.key for item in first] +
-                           [candidates[item.key].prev for item in first if candidates[item.key].prev])
-    keys = [item.key for item in first if item.key in docs]
-    texts = [_as_read(docs[key], docs.get(candidates[key].prev or "") if replies else None) for key in keys]
-    profile = reranker.spec.profile
-    return {key: (logit, profile.relevance(logit)) for key, logit in zip(keys, reranker.logits(query, texts),
-                                                                         strict=True)}
-
-
-def _as_read(doc, prev) -> str:
-    """What the reranker reads of a candidate: a reply to a question is read after the question,
-    so "Yes, clarinet and violin" answers "What instruments does she play?" as the thread did."""
-    text = model_text(doc.kind, doc.text, doc.title, doc.heading)
-    if prev is not None and not prev.secret:
-        asked = model_text(prev.kind, prev.text)
-        if asked.rstrip().endswith("?"):
-            return f"{asked[-QUESTION_READ_CHARS:]}\n{text}"
-    return text
-
-
 def _reranker(storage: Storage) -> Reranker:
     """The vault's reranker, kept beside its index (the model itself loads once per process)."""
     index = engine(storage)
@@ -251,137 +221,6 @@ def _reranker(storage: Storage) -> Reranker:
     if index.reranker is None or index.reranker.spec != spec:
         index.reranker = Reranker(spec, notify=storage.notify)
     return index.reranker
-
-
-def _dense(index: SearchIndex, generation, query: str, filters: Filters, wanted: int):
-    """(key, cosine) of the `wanted` nearest documents, best first, and the query's vector;
-    (None, None) when there is no model or no usable vectors."""
-    import numpy as np
-
-    try:
-        vector = index.query_embedder.embed_query(query)
-    except ModelUnavailable as exc:
-        index.model_unavailable(exc)
-        return None, None
-    if not index.verified_vectors(generation):
-        return None, None
-    catalog = generation.catalog
-    if filters.any:
-        where, params = _sql_filters(filters)
-        # The default scope (after a dream) filters every search the same way: keep its slots
-        # for as long as the index does not change, instead of scanning the catalog each time.
-        memo = (generation.version, where, tuple(params), len(filters.unconsolidated))
-        slots = generation.memo.get(memo)
-        if slots is None:
-            found = catalog.slots_where(where, params)
-            if filters.unconsolidated:
-                # Facts brought into scope by id: the same filters, without the watermark, on those ids.
-                rest, rest_params = _sql_filters(replace(filters, watermark=None))
-                found = sorted(set(found) | set(catalog.slots_where(rest, rest_params, filters.unconsolidated)))
-            slots = np.asarray(found, dtype=np.int64)
-            if len(generation.memo) > 16:
-                generation.memo.clear()
-            generation.memo[memo] = slots
-        best = generation.vectors.top(vector, wanted, slots)
-    else:
-        # Rows of deleted documents are dead space in the vector file: ask for a margin and skip them.
-        best = generation.vectors.top(vector, wanted + 16)
-    by_slot = catalog.keys_of_slots(s for s, _ in best)
-    return [(by_slot[s], score) for s, score in best if s in by_slot][:wanted], vector
-
-
-def _cosines(generation, candidates, vector, keys: set[str]) -> list[tuple[str, float]]:
-    """The cosines of lexical candidates the dense half did not list (below its cut), best first:
-    every candidate's match is then the mean of both its parts, not of its words alone."""
-    import numpy as np
-
-    try:
-        matrix = generation.vectors.matrix()
-    except VectorsDamaged:
-        return []
-    found = [(k, candidates[k].slot) for k in sorted(keys)
-             if k in candidates and candidates[k].slot is not None and candidates[k].slot < len(matrix)]
-    if not found:
-        return []
-    scores = matrix[[slot for _k, slot in found]] @ np.asarray(vector, dtype=matrix.dtype)
-    return sorted(((k, float(c)) for (k, _s), c in zip(found, scores, strict=True)), key=lambda kc: -kc[1])
-
-
-def _similarity(generation, candidates, keys: list[str]):
-    """Cosines between the stored vectors of `keys`, or None when any of them has none yet."""
-    slots = [candidates[k].slot for k in keys]
-    try:
-        matrix = generation.vectors.matrix()
-    except VectorsDamaged:
-        return None  # a search by words only; the next search that scores vectors recomputes them
-    if any(slot is None or slot >= len(matrix) for slot in slots):
-        return None
-    rows = matrix[slots]
-    return rows @ rows.T
-
-
-def _unconsolidated(storage: Storage, generation, watermark: int) -> frozenset[str]:
-    """Facts up to the watermark that no page carries (skipped batches, late facts): still in scope.
-
-    Dream's rule for accounted facts (memvault.storage.wiki.accounted_ids: cited by a page, or
-    settled in log.md), with the facts taken from the index rather than from parsing every log;
-    the answer is kept until the index or log.md changes.
-    """
-    try:
-        st = storage.path(DREAM_LOG).stat()
-        stamp = (st.st_mtime_ns, st.st_size)
-    except FileNotFoundError:
-        stamp = None
-    memo = ("unconsolidated", generation.version, stamp, watermark)
-    found = generation.memo.get(memo)
-    if found is None:
-        entries = storage.dreams.dream_entries()
-        accounted = accounted_ids(storage, [e for e in entries if e.outcome != "skipped"],
-                                  skipping=withheld_pages(storage))
-        rows = generation.catalog.db.execute("SELECT key FROM docs WHERE kind = 'fact' AND day <= ?", (watermark,))
-        found = frozenset(key for (key,) in rows if key not in accounted)
-        generation.memo[memo] = found
-    return found
-
-
-def _sql_filters(filters: Filters) -> tuple[str, list]:
-    """The dense half's filters; lexical.LexicalIndex._filter_queries says the same to Tantivy."""
-    clauses, params = [], []
-    if filters.category is not None:
-        clauses.append("category = ?")
-        params.append(filters.category)
-    if filters.tag is not None:
-        clauses.append("EXISTS (SELECT 1 FROM json_each(docs.tags) WHERE value = ?)")
-        params.append(filters.tag)
-    if filters.source is not None:
-        clauses.append("source = ?")
-        params.append(filters.source)
-    if filters.session is not None:
-        clauses.append("session = ?")
-        params.append(filters.session)
-    if filters.since is not None:
-        clauses.append("day >= ?")
-        params.append(filters.since)
-    if filters.until is not None:
-        clauses.append("day <= ?")
-        params.append(filters.until)
-    if filters.watermark is not None:
-        clauses.append("(kind = 'page' OR day > ?)")
-        params.append(filters.watermark)
-    return " AND ".join(clauses) or "1", params
-
-
-def _within(at: str | None, lower: datetime | None, upper: datetime | None) -> bool:
-    if not at:
-        return True
-    try:
-        moment = datetime.fromisoformat(at)
-    except ValueError:
-        return True
-    if moment.tzinfo is None:
-        # A page dated by day only: compare days, so its whole day counts as inside the bound.
-        return (lower is None or moment.date() >= lower.date()) and (upper is None or moment.date() <= upper.date())
-    return (lower is None or moment >= lower) and (upper is None or moment <= upper)
 
 
 def reindex(storage: Storage, clear: bool = False, progress: Progress | None = None) -> dict:
@@ -410,7 +249,7 @@ def _reindex(storage: Storage, clear: bool, progress: Progress | None, started: 
         "embedded": report.embedded,
         "reused": report.reused,
         "removed": report.removed,
-        "pending_embeddings": status.pending_count(),
+        "pending_embeddings": status.slots.pending_count(),
         "seconds": round(time.perf_counter() - started, 3),
     }
 
@@ -422,7 +261,8 @@ def purge_index(storage: Storage, texts: list[str], progress: Progress | None = 
     import shutil
 
     from memvault.index.documents import Document
-    from memvault.index.embedder import EmbeddingCache, content_hash
+    from memvault.index.embedder import content_hash
+    from memvault.index.embedding_cache import EmbeddingCache
 
     index = engine(storage)
     built = index.exists()

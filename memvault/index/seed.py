@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memvault.formats.layout import INDEX_LOCK
-from memvault.index.indexer import BUILDING, POINTER, SearchIndex
+from memvault.index.generation import BUILDING, POINTER
+from memvault.index.indexer import SearchIndex
 from memvault.storage.owner import Owner
 
 WAIT_SECONDS = 1.0

@@ -98,7 +98,7 @@ class VectorFile:
         self.path = path
         self.rows = rows  # what the catalog recorded: rows written and committed, and their CRC-32
         self.crc = crc
-        self._matrix = None
+        self._matrix: np.ndarray | None = None
         self._checked = (0, 0)  # (rows, crc) of the prefix of the current map verified so far
         self._coarse: Coarse | None = None  # built on this process's second full scan, if large enough
         self._full_scans = 0
@@ -179,7 +179,7 @@ class VectorFile:
         done, crc = self._checked
         # Reading the rows here also brings them into memory for the first product, which would
         # read them anyway; zlib releases the GIL while it runs.
-        crc = zlib.crc32(memoryview(matrix[done:]).cast("B"), crc)
+        crc = zlib.crc32(matrix[done:].data.cast("B"), crc)
         if crc != self.crc:
             self._start_over()
             raise VectorsDamaged(f"vector file {self.path.name} does not match its checksum")

@@ -100,6 +100,23 @@ class Bundle:
 def build_context(storage: Storage, query: str | None = None, *, budget: int = DEFAULT_BUDGET,
                   recent: int = 20, relevant: int = 20) -> Bundle:
     """Assemble a bundle of at most `budget` tokens (see the module docstring for the order)."""
+    _check_sizes(budget, recent, relevant)
+    query = " ".join(query.split()) if query else None
+    searched = bool(query) and relevant > 0
+    sections = [
+        (f"## Relevant to: {query}" if query else "## Relevant", _relevant_items(storage, query, relevant)),
+        ("## Recent facts", _recent_items(storage, recent)),
+    ]
+    fitter = _Fitter(budget)
+    _fit_memory(storage, fitter, sections)
+    omitted = _fit_sections(fitter, sections)
+    markdown, included = fitter.finish()
+    return Bundle(query=query, budget=budget, tokenizer=tokens.tokenizer_name(), searched=searched,
+                  items=included, omitted=omitted + fitter.dropped, markdown=markdown,
+                  tokens=tokens.count(markdown))
+
+
+def _check_sizes(budget: int, recent: int, relevant: int) -> None:
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
         raise InvalidInput(f"budget must be a whole number of tokens from 1 to {MAX_BUDGET}, got {budget!r}")
     for name, value in (("recent", recent), ("relevant", relevant)):
@@ -107,12 +124,15 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
             raise InvalidInput(f"{name} must be a whole number of at least 0, got {value!r}")
     if relevant > MAX_LIMIT:  # as many as a search returns
         raise InvalidInput(f"relevant must be a whole number from 0 to {MAX_LIMIT}, got {relevant!r}")
-    query = " ".join(query.split()) if query else None
 
-    searched = bool(query) and relevant > 0
+
+def _relevant_items(storage: Storage, query: str | None, relevant: int) -> list[ContextItem]:
+    """The page sections, then the facts, that a search for `query` finds (none without a query)."""
+    if not query or relevant <= 0:
+        return []
     # A context's query may be a whole prompt: its first MAX_QUERY_CHARS characters are searched
     # (a search query longer than that is refused; a prompt is no mistake).
-    hits = search(storage, SearchQuery(query[:MAX_QUERY_CHARS], limit=relevant)) if searched else []
+    hits = search(storage, SearchQuery(query[:MAX_QUERY_CHARS], limit=relevant))
     # a bundle exists to go into a prompt: a fact holding a credential (--allow-secret, or unmarked
     # by a hand edit) never does, nor a page section holding one
     page_hits = [h for h in hits if h.kind == "page"]
@@ -120,29 +140,36 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
     pages = [_page_item(h) for i, h in enumerate(page_hits) if i not in closed]
     facts = _in_thread_order(storage, [h for h in hits if h.kind == "fact"])
     held = kept_from_prompts(facts)
-    found = [_fact_item(h, "relevant") for h in facts if h.id not in held]
+    return pages + [_fact_item(h, "relevant") for h in facts if h.id not in held]
+
+
+def _recent_items(storage: Storage, recent: int) -> list[ContextItem]:
+    """The `recent` newest facts, each marked with the fact that supersedes it, if any."""
     newest = recent_facts(storage, RecentQuery(recent)) if recent else []
     held = kept_from_prompts(newest)
     latest = [_fact_item(f, "recent") for f in newest if f.id not in held]
     replaced = successors_of(storage, [item.id for item in latest]) if latest else {}
     for item in latest:
         item.superseded_by = replaced.get(item.id)
+    return latest
 
-    sections = [
-        (f"## Relevant to: {query}" if query else "## Relevant", pages + found),
-        ("## Recent facts", latest),
-    ]
+
+def _fit_memory(storage: Storage, fitter: _Fitter, sections: list[tuple[str, list[ContextItem]]]) -> None:
+    """MEMORY.md first, trimmed to what the other items leave, and at least half the budget."""
     memory = _memory_item(storage)
-    fitter = _Fitter(budget)
+    if memory is None:
+        return
     wanted = sum(tokens.count(item.render()) + 2 for _, items in sections for item in items)
+    room = fitter.budget - min(fitter.budget // 2, wanted) - fitter.cost("## MEMORY.md") - 1
+    memory = _trim(memory, room)
     if memory is not None:
-        # MEMORY.md may take what the other items leave, and at least half the budget.
-        room = budget - min(budget // 2, wanted) - fitter.cost("## MEMORY.md") - 1
-        memory = _trim(memory, room)
-        if memory is not None:
-            fitter.add("## MEMORY.md", None)
-            fitter.add(memory.render(), memory)
+        fitter.add("## MEMORY.md", None)
+        fitter.add(memory.render(), memory)
 
+
+def _fit_sections(fitter: _Fitter, sections: list[tuple[str, list[ContextItem]]]) -> int:
+    """Each section's items that fit, under its heading, none shown twice (a fact a section cites
+    is shown); returns how many were left out."""
     shown: set[str] = set()
     omitted = 0
     for heading, items in sections:
@@ -162,11 +189,7 @@ def build_context(storage: Storage, query: str | None = None, *, budget: int = D
             fitter.add(block, item)
             shown.add(item.id)
             shown.update(item.cites)
-
-    markdown, included = fitter.finish()
-    return Bundle(query=query, budget=budget, tokenizer=tokens.tokenizer_name(), searched=searched,
-                  items=included, omitted=omitted + fitter.dropped, markdown=markdown,
-                  tokens=tokens.count(markdown))
+    return omitted
 
 
 class _Fitter:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
+from pathlib import Path
 from typing import Any
 
 from memvault.base.dates import Bound, check_range, log_days, parse_range
 from memvault.errors import check_count
-from memvault.formats.facts import Fact, validate_category
+from memvault.formats.drafts import validate_category
+from memvault.formats.facts import Fact
 from memvault.storage.store import Storage
 
 
@@ -50,40 +52,51 @@ def recent(storage: Storage, query: RecentQuery) -> list[Fact]:
     Newest first, except that one source's or session's facts read as a thread, oldest first
     (`oldest_first` overrides either way).
     """
-    limit, since, until = query.limit, query.since, query.until
-    category, tag, source, session = query.category, query.tag, query.source, query.session
-    oldest_first = query.oldest_first
+    limit, oldest_first = query.limit, query.oldest_first
     if oldest_first is None:
-        oldest_first = source is not None or session is not None
-    if category is not None:
-        category = validate_category(category, storage.config.categories)
+        oldest_first = query.source is not None or query.session is not None
+    category = None if query.category is None else validate_category(query.category, storage.config.categories)
     forgotten = set(storage.tombstone_log.tombstones())
-    first, last = log_days(since, until)
     found: list[Fact] = []
+    for path in _logs_newest_first(storage, *log_days(query.since, query.until)):
+        if limit is not None and len(found) >= limit:
+            break
+        found.extend(_day_facts(storage, path, query, category, forgotten))
+    found = found[:limit] if limit is not None else found
+    # A thread reads in order: the same newest window, told oldest first.
+    return found[::-1] if oldest_first else found
+
+
+def _logs_newest_first(storage: Storage, first: date | None, last: date | None) -> Iterator[Path]:
+    """The daily logs of the days from `first` to `last` (either may be open), newest first."""
     for path in reversed(storage.facts.log_files()):
         day = storage.facts.day_of(path)
         if last is not None and day > last:
             continue
         if first is not None and day < first:
             break
-        if limit is not None and len(found) >= limit:
-            break
-        # a day's log lists a repeated id once, its first copy (a copy in another day's log is
-        # listed there too: recent reads the newest days only; doctor reports both)
-        day_facts = [
-            f for f in {f.id: f for f in reversed(storage.facts.read_log(path)[0])}.values()
-            if f.id not in forgotten
-            and (since is None or f.at >= since)
-            and (until is None or f.at <= until)
-            and (category is None or f.category == category)
-            and (tag is None or tag in f.tags)
-            and (source is None or f.source == source)
-            and (session is None or f.session == session)
-        ]
-        found.extend(sorted(day_facts, key=lambda f: (f.at, f.id), reverse=True))
-    found = found[:limit] if limit is not None else found
-    # A thread reads in order: the same newest window, told oldest first.
-    return found[::-1] if oldest_first else found
+        yield path
+
+
+def _day_facts(storage: Storage, path: Path, query: RecentQuery, category: str | None,
+               forgotten: set[str]) -> list[Fact]:
+    """One day's facts that the query wants, newest first."""
+    # a day's log lists a repeated id once, its first copy (a copy in another day's log is
+    # listed there too: recent reads the newest days only; doctor reports both)
+    day_facts = [f for f in {f.id: f for f in reversed(storage.facts.read_log(path)[0])}.values()
+                 if f.id not in forgotten and _matches(f, query, category)]
+    return sorted(day_facts, key=lambda f: (f.at, f.id), reverse=True)
+
+
+def _matches(fact: Fact, query: RecentQuery, category: str | None) -> bool:
+    """Is the fact within the query's dates, of its category (as the vault spells it), tag, source
+    and session?"""
+    return ((query.since is None or fact.at >= query.since)
+            and (query.until is None or fact.at <= query.until)
+            and (category is None or fact.category == category)
+            and (query.tag is None or query.tag in fact.tags)
+            and (query.source is None or fact.source == query.source)
+            and (query.session is None or fact.session == query.session))
 
 
 @dataclass

@@ -12,6 +12,7 @@ from the fact, its chain of supersedes links, and the sections citing it now.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,7 +171,7 @@ def _ranked(sections: list[Section], line: str) -> list[Section]:
 
 
 def _report(storage: Storage, target: str, kind: str, path: str | None, sections: list[Section],
-            first: list[str] = (), cited: bool = True) -> Why:
+            first: Sequence[str] = (), cited: bool = True) -> Why:
     """The facts are `first`, then (when `cited`) those the sections cite."""
     ids = list(dict.fromkeys([*first, *(fid for s in sections if cited for fid in s.cites)]))
     page = None
@@ -223,9 +224,13 @@ def _consolidated(trail: Trail, journal: dict[str, list]) -> dict[str, Any] | No
         return None
     entries = journal.get(commit.sha) or []
     entry = next((e for e in entries if e.outcome in ("ok", "skipped")), entries[0] if entries else None)
-    return {**_commit(commit), "how": how, "batch": entry.label if entry else None,
+    return {**_commit_fields(commit), "how": how, "batch": entry.label if entry else None,
             "outcome": entry.outcome if entry else None, "dream_at": entry.at if entry else None}
 
 
 def _commit(commit: Commit | None) -> dict[str, Any] | None:
-    return {"commit": commit.sha, "at": commit.at, "message": commit.message} if commit else None
+    return _commit_fields(commit) if commit else None
+
+
+def _commit_fields(commit: Commit) -> dict[str, Any]:
+    return {"commit": commit.sha, "at": commit.at, "message": commit.message}

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from memvault.formats.layout import DREAM_LOCK
 from memvault.health.doctor import FAIL, OK, WARN, Check, Probe, process_of, shown_details
-from memvault.remote.sync import merge_driver_problems, repair_merge_driver
-from memvault.remote.sync_checks import ignored, own_paths
+from memvault.remote.ignores import ignored, own_paths
+from memvault.remote.merge_driver import merge_driver_problems, repair_merge_driver
 from memvault.storage.lock import holder
 from memvault.storage.store import Storage
 

@@ -16,32 +16,36 @@ all (a credential, someone else's private data). Under the write lock and the dr
 4. The search index is deleted and rebuilt, and the texts' vectors leave the embedding cache.
 
 The remote still holds the old history until `memvault sync` pushes the new one (with a lease:
-memvault.remote.sync); other clones adopt it on their next sync (`adopt_purges`).
+memvault.remote.sync); other clones adopt it on their next sync (memvault.remote.purge_adoption).
+Steps 1 and 3 are memvault.remote.purge_history; what this clone knows of purges (an interrupted
+one, a push owed) is memvault.remote.purge_state.
 """
 
 from __future__ import annotations
 
-import errno
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterable
-from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from memvault.errors import InvalidInput, MemvaultError, NotFound, SyncConflict, no_room, unwritable, worded
-from memvault.formats.facts import Fact, id_length_hint, normalize_id, parse_log, stored_id
-from memvault.formats.layout import EMBEDDING_CACHE, KEYS_DB, LOGS_DIR, PURGE_STATE, TOMBSTONES_FILE
+from memvault.errors import InvalidInput, NotFound
+from memvault.formats.facts import Fact, id_length_hint, normalize_id
+from memvault.formats.layout import EMBEDDING_CACHE, KEYS_DB, TOMBSTONES_FILE
 from memvault.formats.tombstones import Tombstone, parse_tombstones
+from memvault.remote.origin import remote_url
 from memvault.remote.purge_filter import needles_of
-from memvault.storage.files import atomic_write, writing
+from memvault.remote.purge_history import (
+    clean_repository,
+    noted_rewrite,
+    purge_derived,
+    refuse_uncommitted,
+    rewrite_history,
+    texts_of,
+)
+from memvault.remote.purge_state import record
 from memvault.storage.store import Storage
 from memvault.storage.tombstone_log import TombstoneLog
 from memvault.storage.wiki import pages_citing
 
-REMOTE = "origin"
 WORDS = 8
 
 
@@ -146,15 +150,6 @@ def _words(fact: Fact) -> str:
     return " ".join(words[:WORDS]) + (" …" if len(words) > WORDS else "")
 
 
-def _remote_url(storage: Storage) -> str | None:
-    import git
-
-    try:
-        return storage.git.run("config", "--get", f"remote.{REMOTE}.url") or None
-    except git.GitCommandError:
-        return None
-
-
 def commits_touching(storage: Storage, ids: Iterable[str], texts: Iterable[str] = ()) -> int:
     """How many commits a rewrite for these ids changes: those that add or remove a mention of
     them (or of a text), those whose message names one, and every descendant of those."""
@@ -197,7 +192,7 @@ def _plan(storage: Storage, facts: list[Fact], done: list[str]) -> PurgePlan:
         already_purged=done,
         commits=commits_touching(storage, ids, [f.text for f in facts]),
         pages=sorted(pages_citing(storage, ids)),
-        remote=_remote_url(storage),
+        remote=remote_url(storage),
         quoting=quoting,
     )
 
@@ -217,31 +212,16 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
         if not facts:
             finishing = sorted(set(done) & set(unfinished_purge(storage)))
             if finishing:
-                # Killed after its tombstones were committed (or a sync adopting it was killed):
-                # the rewrite may be unfinished (again: a no-op where it was done), the old objects
-                # may still be there.
-                refs = storage.git.run("for-each-ref", "--format=%(refname)").split()
-                rewritten = rewrite_history(storage, finishing, list(texts_of(storage, set(finishing), refs).values()))
-                remote = _remote_url(storage)
-                # (killed before it noted these ids scrubbed and the push owed: the next sync must
-                # push the rewritten history, not take the purge for another clone's)
-                _record(storage, finishing, push_owed=remote is not None)
-                clean_repository(storage)
-                storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)
-                storage.path(KEYS_DB).unlink(missing_ok=True)  # (a key may quote the text: rebuilt from the logs)
-                report = PurgeReport([], sorted(set(done) - set(finishing)), rewritten, [], remote=remote,
-                                     finished=finishing, index=purge_derived(storage, [], progress=progress))
-                _record(storage, (), pending=[])
-                return report
+                return _finish(storage, done, finishing, progress)
             return PurgeReport([], done, 0, [])
         the_plan = _plan(storage, facts, done)
         if confirm is not None and not confirm(the_plan):
             raise InvalidInput("purge not confirmed; nothing changed")
         fact_ids = [f.id for f in facts]
         texts = [f.text for f in facts if f.text]
-        rewritten = _noted_rewrite(storage, [(fact_ids, texts)])
+        rewritten = noted_rewrite(storage, [(fact_ids, texts)])
         tombstones = _write_tombstones(storage, fact_ids)
-        _record(storage, fact_ids, push_owed=the_plan.remote is not None)
+        record(storage, fact_ids, push_owed=the_plan.remote is not None)
         clean_repository(storage)
         storage.path(KEYS_DB).unlink(missing_ok=True)  # (a key may quote the text: rebuilt from the logs)
         if len(texts) < len(facts):
@@ -249,86 +229,27 @@ def purge(storage: Storage, ids: Iterable[str], *, confirm: Callable[[PurgePlan]
             storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)
         report = PurgeReport(fact_ids, done, rewritten, the_plan.pages, tombstones, the_plan.remote)
         report.index = purge_derived(storage, texts, progress=progress)
-        _record(storage, (), pending=[])
+        record(storage, (), pending=[])
     return report
 
 
-def refuse_uncommitted(storage: Storage, what: str) -> None:
-    ours, _temp, _foreign = storage.hand_edits.uncommitted()
-    # the rewrite resets tracked files; untracked files that are not the vault's survive it
-    tracked = [line[3:] for line in storage.git.status() if not line.startswith("??")]
-    dirty = sorted(set(ours) | set(tracked))
-    if dirty:
-        paths = ", ".join(dirty[:5]) + (" …" if len(dirty) > 5 else "")
-        raise InvalidInput(f"uncommitted changes in the vault ({paths}): commit them (`memvault doctor --fix`) "
-                           f"before a {what}, which rewrites the history; nothing changed")
-
-
-def rewrite_history(storage: Storage, ids: list[str], texts: list[str]) -> int:
-    """Run the purge filter over every ref (hold the write lock); returns how many commits changed."""
-    if storage.git.head() is None:
-        return 0
-    metadata = storage.git.git_dir / "filter-repo"
-    _remove_tree(metadata)  # a leftover "already_ran" would make filter-repo ask a question
-    spec = json.dumps({"ids": sorted(ids), "needles": needles_of(texts)}, ensure_ascii=False)
-    env = dict(storage.git.env)
-    for name in ("GIT_DIR", "GIT_WORK_TREE"):
-        env.pop(name, None)  # filter-repo works in its current directory (GIT_CEILING_DIRECTORIES stays)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    with writing(".git", "the history may be partly rewritten; run the purge again"):
-        done = subprocess.run([sys.executable, "-m", "memvault.remote.purge_filter"], cwd=storage.root, env=env,
-                              input=spec.encode("utf-8"), capture_output=True, preexec_fn=_die_with_parent)
-    try:
-        if done.returncode != 0:
-            lines = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-            reason = lines[-1] if lines else f"exit status {done.returncode}"
-            if _disk_full(storage, "\n".join(lines)):  # git fast-import died of it: a broken pipe, an OSError
-                raise unwritable(OSError(errno.ENOSPC, reason), ".git",
-                                 "the history may be partly rewritten; free some space and run the purge again")
-            raise MemvaultError(f"rewriting the history failed: {reason}")
-        changed = 0
-        with suppress(OSError):
-            for line in (metadata / "commit-map").read_text(encoding="utf-8").splitlines()[1:]:
-                old, new = (line.split() + ["", ""])[:2]
-                changed += old != new
-        return changed
-    finally:
-        _remove_tree(metadata)
-
-
-def _disk_full(storage: Storage, stderr: str) -> bool:
-    """Did the filter fail for want of room? git fast-import says so, or dies of it (a broken pipe)
-    with under a MiB left."""
-    if "No space left on device" in stderr or "[Errno 28]" in stderr:
-        return True
-    return no_room(storage.root, 1024 * 1024) is not None
-
-
-def _noted_rewrite(storage: Storage, purges: list[tuple[list[str], list[str]]]) -> int:
-    """rewrite_history for each (ids, texts) in turn, noted first (the ids, never the texts, and
-    HEAD before it): a purge killed from here on is named by doctor and sync, the next commands
-    put back only the files it left half checked out (Recovery.recover_locked), and running it
-    again finishes it. A rewrite that fails before moving any ref has changed nothing: the note
-    goes again. Returns how many commits changed."""
-    refs = storage.git.run("for-each-ref", "--format=%(objectname) %(refname)")
-    _record(storage, (), pending=[i for ids, _texts in purges for i in ids], before=storage.git.head())
-    try:
-        return sum(rewrite_history(storage, ids, texts) for ids, texts in purges)
-    except BaseException:
-        with suppress(Exception):
-            if storage.git.run("for-each-ref", "--format=%(objectname) %(refname)") == refs:
-                _record(storage, (), pending=[])
-        raise
-
-
-def _die_with_parent() -> None:
-    """In the filter's process, before it runs: be killed when the purge is (Linux). Left running
-    without the purge's locks, it would move the branch under the writes that come next."""
-    import ctypes
-    import signal
-
-    with suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+def _finish(storage: Storage, done: list[str], finishing: list[str], progress=None) -> PurgeReport:
+    """Finish an interrupted purge of these ids (hold the locks): killed after its tombstones were
+    committed (or a sync adopting it was killed), the rewrite may be unfinished (again: a no-op
+    where it was done), the old objects may still be there."""
+    refs = storage.git.run("for-each-ref", "--format=%(refname)").split()
+    rewritten = rewrite_history(storage, finishing, list(texts_of(storage, set(finishing), refs).values()))
+    remote = remote_url(storage)
+    # (killed before it noted these ids scrubbed and the push owed: the next sync must
+    # push the rewritten history, not take the purge for another clone's)
+    record(storage, finishing, push_owed=remote is not None)
+    clean_repository(storage)
+    storage.path(EMBEDDING_CACHE).unlink(missing_ok=True)
+    storage.path(KEYS_DB).unlink(missing_ok=True)  # (a key may quote the text: rebuilt from the logs)
+    report = PurgeReport([], sorted(set(done) - set(finishing)), rewritten, [], remote=remote,
+                         finished=finishing, index=purge_derived(storage, [], progress=progress))
+    record(storage, (), pending=[])
+    return report
 
 
 def _write_tombstones(storage: Storage, ids: list[str]) -> list[Tombstone]:
@@ -356,223 +277,8 @@ def purge_subject(count: int) -> str:
     return f"{PURGE_SUBJECT}{count} fact{'s' if count != 1 else ''} removed from the history"
 
 
-def clean_repository(storage: Storage) -> None:
-    """Make the old commits unreachable and delete them: reflogs, ORIG_HEAD and the like, then gc."""
-    for name in ("ORIG_HEAD", "FETCH_HEAD", "COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG"):
-        with suppress(FileNotFoundError):
-            (storage.git.git_dir / name).unlink()
-    _remove_tree(storage.git.git_dir / "filter-repo")
-    with writing(".git", "old objects may remain until the next purge or sync"):
-        storage.git.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-        storage.git.run("gc", "--quiet", "--prune=now")
-
-
-def _remove_tree(path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def purge_derived(storage: Storage, texts: list[str], progress=None) -> dict:
-    """The index and the embedding cache, rid of the texts (a failure is reported, not raised:
-    the history is already clean, and `memvault reindex --clear` can finish the job)."""
-    from memvault.index.search import purge_index
-
-    try:
-        return purge_index(storage, texts, progress=progress)
-    except Exception as e:  # noqa: BLE001 - the purge itself is done
-        storage.notify(f"search index not rebuilt after the purge ({worded(e)}); run `memvault reindex --clear`")
-        return {"error": worded(e)}
-
-
 # -- what this clone knows -----------------------------------------------------------------------
-
-def _state(storage: Storage) -> dict:
-    try:
-        data = json.loads(storage.read_text(PURGE_STATE) or "{}")
-    except ValueError:
-        data = {}
-    return data if isinstance(data, dict) else {}
-
-
-def _record(storage: Storage, ids: Iterable[str], *, push_owed: bool | None = None,
-            pending: list[str] | None = None, before: str | None = None) -> None:
-    state = _state(storage)
-    state["clean"] = sorted(set(state.get("clean") or []) | set(ids))
-    if pending is not None:
-        state["pending"] = sorted(set(pending))
-        if pending and before:
-            state["before"] = before  # HEAD before the rewrite (Recovery.recover_locked)
-        elif not pending:
-            state.pop("before", None)
-    if push_owed is not None:
-        state["push_owed"] = bool(push_owed) or bool(state.get("push_owed"))
-    storage.state_dir  # noqa: B018 - creates .memvault/
-    atomic_write(storage.root / PURGE_STATE, json.dumps(state, indent=1) + "\n")
-
-
-def push_owed(storage: Storage) -> bool:
-    """Whether a purge made here has not been pushed yet (the remote still holds the old history)."""
-    return bool(_state(storage).get("push_owed"))
-
-
-def pushed(storage: Storage) -> None:
-    state = _state(storage)
-    if state.get("push_owed"):
-        state["push_owed"] = False
-        atomic_write(storage.root / PURGE_STATE, json.dumps(state, indent=1) + "\n")
 
 
 # -- adopting a purge made elsewhere (memvault.remote.sync) ---------------------------------------------
 
-def purged_ids_at(storage: Storage, ref: str | None) -> set[str]:
-    """The purged ids in tombstones.jsonl of the working tree (ref None) or of a commit."""
-    return {i for i, t in parse_tombstones(_tombstones_at(storage, ref)).items() if t.purged}
-
-
-def _tombstones_at(storage: Storage, ref: str | None) -> str:
-    """tombstones.jsonl of the working tree (ref None) or of a commit; "" where there is none."""
-    import git
-
-    if ref is None:
-        return storage.read_text(TOMBSTONES_FILE)
-    try:
-        return storage.git.run("show", f"{ref}:{TOMBSTONES_FILE}")
-    except git.GitCommandError:
-        return ""
-
-
-def needs_scrub(storage: Storage, tracking: str | None) -> set[str]:
-    """The purged ids (from this vault's and the fetched remote's tombstones) whose text this
-    clone's refs may still hold: ids it never scrubbed, or all of them when the fetched commits
-    mention one (another clone pushed on top of the old history). Empty: nothing to rewrite."""
-    purged = purged_ids_at(storage, None) | (purged_ids_at(storage, tracking) if tracking else set())
-    if not purged:
-        return set()
-    clean = set(_state(storage).get("clean") or [])
-    unknown = purged - clean
-    if unknown:
-        # Never scrubbed here: a clone made after the purge has nothing to rewrite (one look at
-        # the whole history, once), an older one does.
-        if any(_mentioned(storage, fact_id, "--all") for fact_id in sorted(unknown)):
-            return purged
-        _record(storage, unknown)
-    if tracking and storage.git.head() is not None:
-        if any(_mentioned(storage, fact_id, f"HEAD..{tracking}") for fact_id in sorted(purged)):
-            return purged
-    return set()
-
-
-def _mentioned(storage: Storage, fact_id: str, revisions: str) -> bool:
-    """Does a commit in `revisions` add or remove a daily-log item of this fact?"""
-    if storage.git.head() is None and revisions != "--all":
-        return False
-    return bool(storage.git.run("log", "--format=%H", "-1", "-S", stored_id(fact_id), revisions, "--", LOGS_DIR))
-
-
-def texts_of(storage: Storage, ids: set[str], refs: Iterable[str]) -> dict[str, str]:
-    """Id -> the text of each of these facts as this clone knows it: its daily logs, then the logs
-    of `refs`."""
-    found: dict[str, str] = {f.id: f.text for f in storage.facts.iter_facts(include_forgotten=True) if f.id in ids}
-    import git
-
-    for ref in refs:
-        missing = sorted(ids - set(found))
-        if not missing:
-            break
-        patterns = "".join(f"{fact_id}\n" for fact_id in missing)
-        try:
-            hits = storage.git.run("grep", "-l", "-F", "-f", "-", ref, "--", LOGS_DIR, input=patterns).splitlines()
-        except git.GitCommandError:
-            continue  # (git grep exits 1 when nothing matches)
-        for hit in hits:
-            rel = hit.split(":", 1)[1]
-            for fact in parse_log(storage.git.run("show", hit), rel)[0]:
-                if fact.id in ids:
-                    found.setdefault(fact.id, fact.text)
-    return found
-
-
-def adopt_purges(storage: Storage, tracking: str | None) -> list[str]:
-    """Rewrite this clone's history for the purges it has not applied (hold the write lock):
-    the same filter gives the same commits, so the fetched purged history then merges as usual.
-    Returns the ids scrubbed (empty when there was nothing to do)."""
-    ids = needs_scrub(storage, tracking)
-    if not ids:
-        return []
-    refuse_uncommitted(storage, "sync that adopts a purge")
-    _refuse_records_alone(storage, tracking, ids)
-    texts = texts_of(storage, ids, [r for r in ("HEAD", tracking) if r])
-    # One rewrite per purge, in the order they were made: one text replaced inside another gives
-    # another result in one pass than in two, and the commits must come out the same as on the
-    # clone that purged (replaying a purge already applied changes nothing). A sync killed from
-    # here until it has pruned the old objects (`adopted`) leaves a purge to finish.
-    _noted_rewrite(storage, [(group, [texts[i] for i in group if i in texts])
-                             for group in purge_groups(storage, tracking, ids)])
-    _record(storage, ids)
-    purge_derived(storage, list(texts.values()))
-    return sorted(ids)
-
-
-def _refuse_records_alone(storage: Storage, tracking: str | None, ids: set[str]) -> None:
-    """Stop when the remote records a purge its own history does not bear out.
-
-    A purge made on another clone arrives with that history rewritten: no commit of the remote's
-    branch holds the fact's daily-log item any more. A record whose item the branch still holds is
-    a record alone (forged by anyone with push access, or old history pushed back over a purge),
-    and adopting it would rewrite this clone's history wherever the fact's text appears, for good."""
-    if tracking is None:
-        return
-    theirs = sorted(ids & (purged_ids_at(storage, tracking) - purged_ids_at(storage, None)))
-    alone = [fact_id for fact_id in theirs if _item_in_history(storage, fact_id, tracking)]
-    if alone:
-        raise SyncConflict(
-            f"sync stopped: {tracking.removeprefix('refs/remotes/')} records the purge of {', '.join(alone)} but "
-            "its own history still holds the fact (a purge rewrites it away: the record is forged, or old history "
-            "was pushed back over the purge); nothing was merged and the vault is as before; to purge it anyway, "
-            "run `memvault purge ID` here, then `memvault sync`")
-
-
-def _item_in_history(storage: Storage, fact_id: str, rev: str) -> bool:
-    """Does a commit of `rev` hold a daily-log item of this fact? Its id quoted in another fact's
-    text (which a purge leaves) is no item: each commit that changed how often the id is written
-    is read, and only an item parsed as this fact counts."""
-    import git
-
-    needle = stored_id(fact_id)
-    for commit in storage.git.run("log", "--format=%H", "-S", needle, rev, "--", LOGS_DIR).split():
-        try:
-            hits = storage.git.run("grep", "-l", "-F", "-e", needle, commit, "--", LOGS_DIR).splitlines()
-        except git.GitCommandError:
-            continue  # (git grep exits 1 when nothing matches: the commit removed it)
-        for hit in hits:
-            if any(fact.id == fact_id for fact in parse_log(storage.git.run("show", hit), hit.split(":", 1)[1])[0]):
-                return True
-    return False
-
-
-def purge_groups(storage: Storage, tracking: str | None, ids: set[str]) -> list[list[str]]:
-    """The purged `ids` as the purges that made them, oldest first: a purge writes its records
-    together, with one time to the microsecond (the remote's tombstones first, then this
-    clone's own; records of an older memvault carry whole seconds, so two of its purges made in
-    one second replay as one)."""
-    contents = [_tombstones_at(storage, tracking) if tracking else "", _tombstones_at(storage, None)]
-    groups: list[tuple[str, list[str]]] = []
-    seen: set[str] = set()
-    for content in contents:
-        for line in content.splitlines():
-            for fact_id, record in parse_tombstones(line).items():
-                if not record.purged or fact_id not in ids or fact_id in seen:
-                    continue
-                seen.add(fact_id)
-                if groups and groups[-1][0] == record.at:
-                    groups[-1][1].append(fact_id)
-                else:
-                    groups.append((record.at, [fact_id]))
-    rest = sorted(ids - seen)  # (no record found: one rewrite for them)
-    return [sorted(group) for _at, group in groups] + ([rest] if rest else [])
-
-
-def adopted(storage: Storage) -> None:
-    """The sync that adopted a purge has pruned the old objects: nothing is left to finish."""
-    _record(storage, (), pending=[])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from memvault.formats.citations import strip_forgotten_statements
 from memvault.formats.dreamlog import free_text_start
@@ -159,7 +159,7 @@ def _scrub_line(line: str, needles: list[str]) -> str:
     return _replace(line, needles, _citations(line))
 
 
-def _replace(text: str, needles: list[str], kept: list[tuple[int, int]] = ()) -> str:
+def _replace(text: str, needles: list[str], kept: Sequence[tuple[int, int]] = ()) -> str:
     """Every occurrence of any needle becomes PURGED_MARK, all in one pass (overlapping ones merge
     into one mark, so the result does not depend on the needles' order), but for one inside a
     `kept` span: where the vault's structure names a fact by its id (a citation, a commit

@@ -16,35 +16,24 @@ pruned here too.
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from memvault.base.text import shown
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
-from memvault.formats.layout import CONFIG_FILE, GITATTRIBUTES, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
-from memvault.remote.sync_checks import (
-    FIX_AT_SOURCE,
-    RemoteChanges,
-    common_base,
-    merge_base,
-    remote_changes,
-    tree_problem,
-)
-from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS
+from memvault.formats.layout import CONFIG_FILE, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
+from memvault.remote import purge_adoption, purge_history, purge_state
+from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE, current_branch, ref_exists, remote_url
+from memvault.remote.revisions import common_base, merge_base
+from memvault.remote.sync_checks import FIX_AT_SOURCE, RemoteChanges, remote_changes
+from memvault.remote.tree_checks import tree_problem
 from memvault.storage import lock
-from memvault.storage.gitstore import GitStore, git_reason, require_git
+from memvault.storage.gitstore import git_reason, require_git
 from memvault.storage.journal import MERGE
 from memvault.storage.store import Storage
 
-REMOTE = "origin"
-MERGE_DRIVER_NAME = "memvault: union of daily-log items and tombstone lines"
 PUSH_ATTEMPTS = 3
-NETWORK_TIMEOUT_SECONDS = 300
 # A sync fetches and pushes up to PUSH_ATTEMPTS times, each git call killed after its timeout.
 SYNC_WAIT_SECONDS = PUSH_ATTEMPTS * 2 * NETWORK_TIMEOUT_SECONDS
 
@@ -68,146 +57,11 @@ class SyncReport:
         return asdict(self)
 
 
-# -- merge driver -------------------------------------------------------------------------------
-
-def driver_command() -> str:
-    return f"{shlex.quote(sys.executable)} -m memvault.remote.union_merge %O %A %B %P"
-
-
-# The driver's module before it moved into memvault/remote/: a vault set up then still names it.
-_FORMER_DRIVER = " -m memvault.union_merge "
-
-
-def ensure_merge_driver(storage: Storage) -> bool:
-    """Install the union driver in the vault's git config if missing or naming its former module;
-    True if it was installed.
-
-    Runs on every open (a fresh clone has no such entry), so the usual path is one small read.
-    """
-    try:
-        config = (storage.git.git_dir / "config").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    if f'[merge "{MERGE_DRIVER}"]' in config and _FORMER_DRIVER not in config:
-        return False
-    try:
-        install_merge_driver(storage.git)
-    except Exception:  # noqa: BLE001 - a read-only vault or a concurrent writer; doctor reports it
-        return False
-    return True
-
-
-def install_merge_driver(store: GitStore) -> None:
-    store.run("config", f"merge.{MERGE_DRIVER}.name", MERGE_DRIVER_NAME)
-    store.run("config", f"merge.{MERGE_DRIVER}.driver", driver_command())
-
-
-def merge_driver_problems(storage: Storage) -> list[str]:
-    """What keeps the append-only files from merging item by item (empty when all is well)."""
-    problems = []
-    attributes = storage.path(GITATTRIBUTES)
-    lines = attributes.read_text(encoding="utf-8").splitlines() if attributes.exists() else []
-    for pattern in UNION_PATTERNS:
-        if f"{pattern} merge={MERGE_DRIVER}" not in [" ".join(line.split()) for line in lines]:
-            problems.append(f".gitattributes lacks `{pattern} merge={MERGE_DRIVER}`")
-    driver = _config_get(storage, f"merge.{MERGE_DRIVER}.driver")
-    if not driver:
-        problems.append(f"git config has no merge.{MERGE_DRIVER}.driver (item-aware union for daily logs)")
-    else:
-        try:
-            interpreter = shlex.split(driver)[0]
-        except (ValueError, IndexError):
-            interpreter = ""
-        if "memvault.remote.union_merge" not in driver or not shutil.which(interpreter):
-            problems.append(f"merge.{MERGE_DRIVER}.driver points to a missing program: {driver}")
-    return problems
-
-
-def repair_merge_driver(storage: Storage) -> list[str]:
-    """Restore the driver config and, if needed, the .gitattributes lines (one commit)."""
-    done = []
-    problems = merge_driver_problems(storage)
-    if any("git config" in p or "missing program" in p for p in problems):
-        install_merge_driver(storage.git)
-        done.append(f"installed the union merge driver in the vault's git config ({driver_command()})")
-    missing = [p for p in UNION_PATTERNS if any(f"`{p} merge=" in q for q in problems)]
-    if missing:
-        path = storage.path(GITATTRIBUTES)
-        with storage.write_lock():
-            text = path.read_text(encoding="utf-8") if path.exists() else ""
-            if text and not text.endswith("\n"):
-                text += "\n"
-            text += "".join(f"{p} merge={MERGE_DRIVER}\n" for p in missing)
-            path.write_text(text, encoding="utf-8")
-            storage.git.commit([GITATTRIBUTES], "doctor: union merge for daily logs and tombstones")
-        done.append(f"added {', '.join(missing)} to .gitattributes (committed)")
-    return done
-
-
-def _config_get(storage: Storage, key: str) -> str | None:
-    import git
-
-    try:
-        return storage.git.run("config", "--get", key) or None
-    except git.GitCommandError:
-        return None
-
-
-# -- remote -------------------------------------------------------------------------------------
-
-def set_remote(storage: Storage, url: str) -> dict:
-    """Point the vault at a remote (no network access); returns remote_info()."""
-    url = (url or "").strip()
-    if not url:
-        raise InvalidInput("remote URL is empty")
-    if "\n" in url or url.startswith("-"):
-        raise InvalidInput("remote URL must be one line and must not start with '-'")
-    previous = _config_get(storage, f"remote.{REMOTE}.url")
-    if previous is None:
-        storage.git.run("remote", "add", REMOTE, url)
-    elif previous != url:
-        storage.git.run("remote", "set-url", REMOTE, url)
-        # What we knew of the old remote says nothing of the new one (an empty remote must get
-        # everything pushed, and ahead/behind must not be reported from the old one).
-        for ref in storage.git.run("for-each-ref", "--format=%(refname)", f"refs/remotes/{REMOTE}/").splitlines():
-            storage.git.run("update-ref", "--no-deref", "-d", ref)
-    return remote_info(storage) or {}
-
-
-def remote_info(storage: Storage) -> dict | None:
-    """The remote and how far this vault is ahead/behind it, as of the last sync (no network)."""
-    url = _config_get(storage, f"remote.{REMOTE}.url")
-    if url is None:
-        return None
-    branch = current_branch(storage)
-    tracking = f"refs/remotes/{REMOTE}/{branch}"
-    info = {"name": REMOTE, "url": url, "branch": branch, "synced": False, "ahead": None, "behind": None}
-    if _ref_exists(storage, tracking):
-        counts = storage.git.run("rev-list", "--left-right", "--count", f"HEAD...{tracking}").split()
-        info.update(synced=True, ahead=int(counts[0]), behind=int(counts[1]))
-    return info
-
-
-def current_branch(storage: Storage) -> str:
-    return storage.git.run("symbolic-ref", "--short", "-q", "HEAD") or "main"
-
-
-def _ref_exists(storage: Storage, ref: str) -> bool:
-    import git
-
-    try:
-        storage.git.run("rev-parse", "--verify", "-q", ref)
-    except git.GitCommandError:
-        return False
-    return True
-
-
-# -- sync ---------------------------------------------------------------------------------------
 
 def sync(storage: Storage) -> SyncReport:
     """Fetch, merge the remote branch into this one under the write lock, push; retry if raced."""
     require_git()
-    url = _config_get(storage, f"remote.{REMOTE}.url")
+    url = remote_url(storage)
     if url is None:
         raise RemoteError("no remote set for this vault; run `memvault remote set URL` first")
     with _one_sync_at_a_time(storage):
@@ -240,13 +94,11 @@ def _sync(storage: Storage, url: str) -> SyncReport:
         storage.recovery.recover_locked()
         _refuse_unfinished_purge(storage)
         _refuse_uncommitted(storage)
-    from memvault.remote import purge  # (lazy: every Vault open imports this module for the merge driver)
-
     before = storage.git.head()
-    owed = purge.push_owed(storage)
+    owed = purge_state.push_owed(storage)
     # This clone's own purges are applied to the fetched commits too (the remote still holds the
     # old history until the push): only the others are reported as adopted.
-    own = purge.purged_ids_at(storage, None)
+    own = purge_adoption.purged_ids_at(storage, None)
     adopted: set[str] = set()
     try:
         for attempt in range(1, PUSH_ATTEMPTS + 1):
@@ -267,35 +119,33 @@ def _sync(storage: Storage, url: str) -> SyncReport:
                         f"{url} kept receiving new commits while this vault pushed; run `memvault sync` again"
                     ) from None
         if owed or report.rewritten:
-            purge.pushed(storage)
+            purge_state.pushed(storage)
     finally:
         if owed or adopted or report.rewritten:
             # The fetch brought the old commits back (FETCH_HEAD, the tracking ref's reflog): prune them.
             with storage.write_lock():
-                purge.clean_repository(storage)
+                purge_history.clean_repository(storage)
                 if adopted:
-                    purge.adopted(storage)
+                    purge_state.adopted(storage)
     if storage.git.head() != before and report.changed:
         report.index = _catch_up_index(storage)
     return report
 
 
 def _sha(storage: Storage, ref: str) -> str | None:
-    return storage.git.run("rev-parse", "--verify", "-q", ref) if _ref_exists(storage, ref) else None
+    return storage.git.run("rev-parse", "--verify", "-q", ref) if ref_exists(storage, ref) else None
 
 
 def _adopt_purges(storage: Storage, branch: str) -> list[str]:
     """Rewrite this clone's history for purges it has not applied (see the module docstring)."""
-    from memvault.remote import purge
-
-    tracking = f"refs/remotes/{REMOTE}/{branch}"
-    tracking = tracking if _ref_exists(storage, tracking) else None
-    if not purge.needs_scrub(storage, tracking):
+    ref = f"refs/remotes/{REMOTE}/{branch}"
+    tracking = ref if ref_exists(storage, ref) else None
+    if not purge_adoption.needs_scrub(storage, tracking):
         return []
     with storage.dream_lock(), storage.write_lock():
         storage.recovery.recover_locked()
         storage.refuse_during_merge()
-        return purge.adopt_purges(storage, tracking)
+        return purge_adoption.adopt_purges(storage, tracking)
 
 
 def _refuse_unfinished_purge(storage: Storage) -> None:
@@ -331,7 +181,7 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
     import git
 
     tracking = f"refs/remotes/{REMOTE}/{branch}"
-    if not _ref_exists(storage, tracking):
+    if not ref_exists(storage, tracking):
         return 0, []  # an empty remote: nothing to merge, the push will fill it
     with storage.write_lock():
         storage.recovery.recover_locked()
@@ -457,7 +307,7 @@ def _push(storage: Storage, url: str, branch: str, fetched: str | None) -> tuple
 
     tracking = f"refs/remotes/{REMOTE}/{branch}"
     replace = fetched is not None and not _is_ancestor(storage, fetched, "HEAD")
-    base = fetched if replace else (tracking if _ref_exists(storage, tracking) else None)
+    base = fetched if replace else (tracking if ref_exists(storage, tracking) else None)
     ahead = int(storage.git.run("rev-list", "--count", f"{base}..HEAD" if base else "HEAD"))
     if ahead == 0 and not replace:
         return 0, False
@@ -497,92 +347,3 @@ def _catch_up_index(storage: Storage) -> dict | None:
     except Exception as e:  # noqa: BLE001 - the sync itself succeeded; search catches up later
         return {"error": f"{worded(e)}; the next search catches up"}
     return result if isinstance(result, dict) else {}
-
-
-# -- clone --------------------------------------------------------------------------------------
-
-def clone(url: str, root: Path) -> Path:
-    """Set up a vault at `root` (absent or empty) from a remote that holds one; returns `root`."""
-    require_git()
-    import git
-
-    url = (url or "").strip()
-    if not url or "\n" in url or url.startswith("-"):
-        raise InvalidInput("remote URL must be one line and must not start with '-'")
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise InvalidInput(f"{root} already exists and is not empty; choose a new directory")
-    created = not root.exists()
-    blocker = next((p for p in root.parents if p.exists() and not p.is_dir()), None)
-    if blocker is not None:  # git would fail making the folder: "unexpected error: FileExistsError"
-        raise InvalidInput(f"cannot clone into {root}: {blocker} is not a directory")
-    root.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        store = GitStore.clone(url, root, remote=REMOTE, timeout=NETWORK_TIMEOUT_SECONDS)
-    except git.GitCommandError as e:
-        _remove(root, created)
-        raise RemoteError(f"cannot clone {url}: {git_reason(e)}") from None
-    # Before anything is checked out: under a global core.autocrlf = true the files came out with
-    # CRLF, and once the vault's own setting turned it off every one of them read as changed.
-    store.configure()
-    # The tree is checked before git writes any of it: a path git refuses (`..`) failed the
-    # checkout itself, as if the remote could not be reached (exit 8), and a symlink was on disk.
-    head = store.head()
-    branch = _vault_branch(store, head)
-    problem = tree_problem(store, f"{REMOTE}/{branch}" if branch else "HEAD") if head or branch else None
-    if problem:
-        _remove(root, created)
-        raise SyncConflict(f"{url} {problem}; nothing was cloned")
-    if branch:
-        store.run("checkout", "-q", "-B", branch, "--track", f"{REMOTE}/{branch}")
-    elif head is not None:
-        store.run("reset", "-q", "--hard")
-    if not (root / CONFIG_FILE).is_file() or (root / CONFIG_FILE).is_symlink():
-        vaults = [] if branch else _vault_branches(store)
-        _remove(root, created)
-        if vaults:  # several, none named main, and HEAD names none of them
-            raise InvalidInput(
-                f"{url} holds a vault on several branches ({shown(vaults)}) and its HEAD names none of them; "
-                f"clone one with `git clone -b {vaults[0]} {url} DIR` (memvault sets it up on first use), or make "
-                "the remote's HEAD name it"
-            )
-        raise InvalidInput(
-            f"{url} holds no memvault vault (no {CONFIG_FILE}); to publish one, run "
-            "`memvault remote set URL` and `memvault sync` in an existing vault"
-        )
-    return root
-
-
-def _vault_branch(store, head: str | None) -> str | None:
-    """The branch to check out when the remote's HEAD holds no vault: a bare remote made by
-    `git init --bare` may name a HEAD branch that was never pushed (master, while vaults use
-    main), so its main branch, or the only one holding a vault; None when HEAD holds one (or
-    nothing does, or several branches do)."""
-    if head is not None and _holds(store, "HEAD", CONFIG_FILE):
-        return None
-    vaults = _vault_branches(store)
-    return "main" if "main" in vaults else (vaults[0] if len(vaults) == 1 else None)
-
-
-def _vault_branches(store) -> list[str]:
-    """The remote's branches (as this clone fetched them) whose tree holds a vault, asked of one
-    git process: a remote may have many branches."""
-    names = store.run("for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/{REMOTE}").split()
-    names = [name for name in names if name != "HEAD"]
-    if not names:
-        return []
-    found = store.run("cat-file", "--batch-check",
-                      input="".join(f"refs/remotes/{REMOTE}/{name}:{CONFIG_FILE}\n" for name in names)).split("\n")
-    # each line "<sha> blob <size>", or "<name> missing"
-    return [name for name, line in zip(names, found, strict=True) if line.split(" ")[1:2] == ["blob"]]
-
-
-def _holds(store, rev: str, path: str) -> bool:
-    return bool(store.run("ls-tree", "--name-only", rev, "--", path))
-
-
-def _remove(root: Path, created: bool) -> None:
-    if created:
-        shutil.rmtree(root, ignore_errors=True)
-    elif root.is_dir():
-        for child in root.iterdir():
-            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)

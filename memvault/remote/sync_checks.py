@@ -1,33 +1,24 @@
-"""What sync and clone refuse to take from a remote, checked on the fetched commits before a merge.
+"""What sync refuses to take from what a remote changed, checked on the fetched commits before a merge.
 
-A shared remote may be written by someone else, so its commits are read as untrusted input:
+A shared remote may be written by someone else, so its commits are read as untrusted input. Its
+tree is checked first (memvault.remote.tree_checks: paths git refuses, symlinks, submodules, this
+machine's state folder and the like); then what it changed since the common base of both sides:
 
-- a path git refuses to check out (`..`, `.`, `.git` in any case, at any depth): the merge would
-  fail halfway through, after the journal of a merge was written;
-- a symlink: once checked out, a log or tombstones.jsonl pointing outside the vault would have
-  memvault read or append to whatever it names;
-- a path under `.memvault/`: that folder is this machine's own state (write queue, journal, locks,
-  index), never committed by memvault; a planted queue request would be committed by the next
-  `add` without any of add's checks, a planted journal would be "recovered";
 - a fact or a forget record removed: logs and tombstones.jsonl are append-only, and a fast-forward
   (or a file changed on the remote side only) would take a removal as it is, un-forgetting a fact
   or dropping one, where memvault's merge driver never drops an item. Edits of an item stay
   allowed, as the driver allows them (a typo fixed by hand on another machine);
-- a submodule, a folder where the vault keeps a file (a daily log, tombstones.jsonl) or a file
-  where it keeps a folder (logs/2025): every read of it would fail;
-- a daily log named for a day that does not exist (logs/2026/2026-02-30.md): no reader takes it
-  for a log, so its facts would be in the vault and read by nothing;
 - a memvault.toml memvault cannot load (a value out of range, a TOML syntax error): every command
   on every clone would stop at it, sync and `doctor --fix` included;
 - a .gitignore (at any depth) that makes git ignore the vault's own files: plain git would pass
-  over them (memvault stages its own files regardless);
+  over them (memvault stages its own files regardless; memvault.remote.ignores);
 - an item added under the id of a fact a daily log holds (another log, or the same one): readers
   take one of two items with one id, so a forged copy would stand in for the fact;
 - a change of where dream sends the facts (`[llm] model` or `api_base` in memvault.toml): those
   decide which server receives the vault's facts and this machine's API key, so they change only
   by a commit made here too (the same edit on both sides merges as one); `.gitattributes` alike,
   which decides how git converts and merges the vault's files (but for the union lines memvault's
-  own `doctor --fix` restores), and one in a folder is refused outright.
+  own `doctor --fix` restores).
 
 Each check answers a one-line reason, or None. A sync also reports the facts whose text the remote
 edited (`RemoteChanges.edited`), which it takes, and stops at a fact edited differently on both
@@ -37,100 +28,22 @@ text, and the remote's would silently leave the tree.
 
 from __future__ import annotations
 
-import os
-import re
-import tempfile
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date
 
-from memvault.base.config import DEFAULT_ZONES, parse_config, resolve_timezone
+from memvault.base.config import parse_config, resolve_timezone
 from memvault.base.text import shown
 from memvault.errors import InvalidInput
 from memvault.formats.facts import item_id, parse_log, split_log, stored_id
-from memvault.formats.layout import (
-    CONFIG_FILE,
-    GITATTRIBUTES,
-    GITIGNORE,
-    LOGS_DIR,
-    STATE_DIR,
-    TOMBSTONES_FILE,
-    TOP_FILES,
-    WIKI_DIR,
-    is_misdated_log,
-    is_vault_file,
-    log_relpath,
-)
-from memvault.formats.tombstones import parse_tombstones
+from memvault.formats.layout import CONFIG_FILE, GITATTRIBUTES, GITIGNORE, LOGS_DIR, TOMBSTONES_FILE
+from memvault.formats.tombstones import Tombstone, parse_tombstones
+from memvault.remote.ignores import ignored, own_paths
+from memvault.remote.revisions import common_base, read_files
 from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS
-from memvault.storage.gitstore import GitStore, execute
+from memvault.storage.gitstore import GitStore
 
 LLM_ENDPOINT_KEYS = ("model", "api_base")
-
-
-def tree_problem(store: GitStore, rev: str) -> str | None:
-    """Paths git refuses to check out, symlinks, submodules, folders where the vault's files belong,
-    daily logs named for no real day, or this machine's state folder in the tree of `rev`."""
-    invalid = _invalid_path(store, rev)
-    if invalid is not None:
-        return (f"holds a path git refuses to check out ({invalid}): no name in a vault is `.`, `..` or `.git` "
-                "(in any case); remove it")
-    listing = [line for line in store.run("ls-tree", "-r", "-z", "--full-tree", rev).split("\0") if line]
-    symlinks = sorted(line.split("\t", 1)[1] for line in listing if line.startswith("120000 "))
-    if symlinks:
-        return (f"holds symlink(s) ({shown(symlinks)}); memvault never reads or writes through a symlink; "
-                "replace them with regular files")
-    submodules = sorted(line.split("\t", 1)[1] for line in listing if line.startswith("160000 "))
-    if submodules:
-        return f"holds submodule(s) ({shown(submodules)}), which a vault never has; remove them"
-    paths = [line.split("\t", 1)[1] for line in listing]
-    folders = sorted({folder for path in paths for folder in _parents(path) if is_vault_file(folder)})
-    folders += sorted(path for path in paths if _year_folder(path))
-    if folders:
-        return (f"holds a folder where the vault keeps a file, or a file where it keeps a folder "
-                f"({shown(folders)}); memvault would fail on every read of them; put them back as they were")
-    misdated = sorted({name for path in paths for name in (*_parents(path), path) if is_misdated_log(name)})
-    if misdated:
-        return (f"holds daily log(s) named for a day that does not exist ({shown(misdated)}), whose facts no "
-                "command would read; rename each to the real day its facts belong to")
-    attributes = sorted(path for path in paths if path.endswith("/" + GITATTRIBUTES))
-    if attributes:
-        return (f"holds {GITATTRIBUTES} in a folder ({shown(attributes)}), which would change how git converts "
-                "and merges the vault's files; remove it")
-    state = sorted(path for path in (line.split("\t", 1)[1] for line in listing)
-                   if path == STATE_DIR or path.startswith(STATE_DIR + "/"))
-    if state:
-        return (f"holds files under {STATE_DIR}/ ({shown(state)}), which is each machine's own local state and "
-                "never committed; remove them from the repository (git rm --cached)")
-    return None
-
-
-def _invalid_path(store: GitStore, rev: str) -> str | None:
-    """The first path of `rev`'s tree that git refuses to check out, or None. git itself is asked
-    (a read of the tree into a throwaway index): its rules (`..`, `.git` in any case and at any
-    depth, core.protectNTFS's `git~1`) vary with its version and settings, and a merge that meets
-    such a path fails halfway."""
-    with tempfile.TemporaryDirectory(prefix="memvault-check-") as folder:
-        command = ["git", "read-tree", rev]
-        status, _out, err = execute(command, {**store.env, "GIT_INDEX_FILE": os.path.join(folder, "index")})
-    if status == 0:
-        return None
-    refused = re.search(r"invalid path '(.*)'", err)
-    if refused is None:
-        raise store.error(command, status, err)
-    return refused.group(1)
-
-
-def _year_folder(path: str) -> bool:
-    """Is `path` (a file) where a year folder of the daily logs belongs (logs/2025)?"""
-    parts = path.split("/")
-    return len(parts) == 2 and parts[0] == LOGS_DIR and re.fullmatch(r"\d{4}", parts[1]) is not None
-
-
-def _parents(path: str) -> list[str]:
-    parts = path.split("/")
-    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 FIX_AT_SOURCE = "fix it where it was pushed from, then sync again"
@@ -188,47 +101,23 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
     nothing: no fact to remove or edit, but an endpoint set there is still a move)."""
     changes = RemoteChanges()
     base = common_base(store, head, rev)
-    # (memvault's paths to git are literal, so the .gitignore files at any depth are picked here)
-    changed = [path for path in store.run("diff", "--name-only", "-z", "--no-renames", base, rev).split("\0")
-               if path.startswith(LOGS_DIR + "/") or path in (TOMBSTONES_FILE, CONFIG_FILE, GITATTRIBUTES)
-               or path.rsplit("/", 1)[-1] == GITIGNORE]
+    changed = _changed_paths(store, base, rev)
     # Both versions of every changed file from one git process: a sync after months away may bring
     # hundreds of daily logs.
-    files = _read_many(store, [(commit, path) for path in [*changed, TOMBSTONES_FILE] for commit in (base, head, rev)])
+    files = read_files(store, [(commit, path) for path in [*changed, TOMBSTONES_FILE] for commit in (base, head, rev)])
     theirs_tombstones = parse_tombstones(files[rev, TOMBSTONES_FILE])
     added: dict[str, set[str]] = {}  # id -> the logs the remote added an item of it to
     for path in changed:
+        versions = tuple(files[commit, path] for commit in (base, head, rev))
         if path.rsplit("/", 1)[-1] == GITIGNORE:  # logs/.gitignore too
             changes.ignore_files.append(path)
         elif path == TOMBSTONES_FILE:
-            before = parse_tombstones(files[base, path])
-            changes.unforgotten = sorted(set(before) - set(theirs_tombstones))
-            ours = parse_tombstones(files[head, path])
-            changes.forgotten = sorted(i for i, t in theirs_tombstones.items()
-                                       if i not in before and i not in ours and not t.purged)
+            _forget_records_changed(changes, *versions)
         elif path.startswith(LOGS_DIR + "/"):
-            log = _LogReader(path)
-            before, ours, after = (log.read(files[commit, path]) for commit in (base, head, rev))
-            for i in after.parsed.keys() - before.parsed.keys():
-                added.setdefault(i, set()).add(path)
-            # an id twice in one log (readers take one of them): counted as reused unless it was so before
-            changes.reused += sorted(after.repeated() - before.repeated())
-            # A purge (adopted before this check) removes a fact's item with a purge record.
-            changes.removed_facts += sorted(i for i in before.parsed.keys() - after.parsed.keys()
-                                            if not (i in theirs_tombstones and theirs_tombstones[i].purged))
-            for i in sorted(before.parsed.keys() & after.parsed.keys()):
-                if after.stored.get(i) == before.stored.get(i):
-                    continue  # the remote left its item as it was (every item of an append-only log)
-                kind = _edit(before.stored.get(i), ours.stored.get(i), after.stored.get(i),
-                             before.fact(i), ours.fact(i), after.fact(i))
-                if kind == "taken":
-                    changes.edited.append(i)
-                elif kind == "conflict":
-                    changes.edited_both.append(i)
-                    changes.edited_logs.add(path)
+            _log_changed(changes, path, versions, theirs_tombstones, added)
         elif path == CONFIG_FILE:
             changes.config_problem = _config_problem(files[rev, path])
-            changes.endpoint_move = _llm_endpoint_change(*(files[commit, path] for commit in (base, head, rev)))
+            changes.endpoint_move = _llm_endpoint_change(*versions)
         elif path == GITATTRIBUTES:
             changes.attributes_move = not _own_attributes_added(files[head, path], files[rev, path])
     if changes.ignore_files:
@@ -236,6 +125,46 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
         changes.ignored = sorted(set(ignored(store, own, rev)) - set(ignored(store, own, head)))
     changes.reused = sorted(set(changes.reused) | set(_reused(store, head, added)))
     return changes
+
+
+def _changed_paths(store: GitStore, base: str, rev: str) -> list[str]:
+    """The files `rev` changed since `base` that the checks read: the logs, the forget records,
+    memvault.toml, .gitattributes and the .gitignore files."""
+    # (memvault's paths to git are literal, so the .gitignore files at any depth are picked here)
+    return [path for path in store.run("diff", "--name-only", "-z", "--no-renames", base, rev).split("\0")
+            if path.startswith(LOGS_DIR + "/") or path in (TOMBSTONES_FILE, CONFIG_FILE, GITATTRIBUTES)
+            or path.rsplit("/", 1)[-1] == GITIGNORE]
+
+
+def _forget_records_changed(changes: RemoteChanges, base: str, ours: str, theirs: str) -> None:
+    """Forget records the remote removed (refused), and those it added that this side lacks (taken)."""
+    before, here, there = (parse_tombstones(text) for text in (base, ours, theirs))
+    changes.unforgotten = sorted(set(before) - set(there))
+    changes.forgotten = sorted(i for i, t in there.items() if i not in before and i not in here and not t.purged)
+
+
+def _log_changed(changes: RemoteChanges, path: str, versions: tuple[str, ...],
+                 theirs_tombstones: dict[str, Tombstone], added: dict[str, set[str]]) -> None:
+    """What the remote did to one daily log's items: added (noted in `added`), repeated, removed, edited."""
+    log = _LogReader(path)
+    before, ours, after = (log.read(text) for text in versions)
+    for i in after.parsed.keys() - before.parsed.keys():
+        added.setdefault(i, set()).add(path)
+    # an id twice in one log (readers take one of them): counted as reused unless it was so before
+    changes.reused += sorted(after.repeated() - before.repeated())
+    # A purge (adopted before this check) removes a fact's item with a purge record.
+    changes.removed_facts += sorted(i for i in before.parsed.keys() - after.parsed.keys()
+                                    if not (i in theirs_tombstones and theirs_tombstones[i].purged))
+    for i in sorted(before.parsed.keys() & after.parsed.keys()):
+        if after.stored.get(i) == before.stored.get(i):
+            continue  # the remote left its item as it was (every item of an append-only log)
+        kind = _edit(before.stored.get(i), ours.stored.get(i), after.stored.get(i),
+                     before.fact(i), ours.fact(i), after.fact(i))
+        if kind == "taken":
+            changes.edited.append(i)
+        elif kind == "conflict":
+            changes.edited_both.append(i)
+            changes.edited_logs.add(path)
 
 
 def _reused(store: GitStore, head: str, added: dict[str, set[str]]) -> list[str]:
@@ -254,49 +183,10 @@ def _reused(store: GitStore, head: str, added: dict[str, set[str]]) -> list[str]
         except git.GitCommandError:  # exit 1: no log names any of them
             hits = []
         ours = [hit.split(":", 1)[1] for hit in hits if hit]
-    files = _read_many(store, [(head, path) for path in ours])
+    files = read_files(store, [(head, path) for path in ours])
     for path in ours:
         reused.update(i for i in _LogReader(path).read(files[head, path]).parsed if i in added and path not in added[i])
     return sorted(reused)
-
-
-def own_paths(store: GitStore, *revs: str) -> list[str]:
-    """The vault's own files in the trees of `revs`, its top files, and a new day's log and a page
-    in each zone: a .gitignore may name those before they exist."""
-    listed = {path for rev in revs
-              for path in store.run("ls-tree", "-r", "--name-only", "-z", "--full-tree", rev).split("\0") if path}
-    zones = {path.split("/")[1] for path in listed if path.startswith(WIKI_DIR + "/") and path.count("/") == 2}
-    new = {log_relpath(date.today()), *(f"{WIKI_DIR}/{zone}/page.md" for zone in zones | set(DEFAULT_ZONES))}
-    return sorted(path for path in listed | TOP_FILES | new if is_vault_file(path))
-
-
-def ignored(store: GitStore, paths: list[str], rev: str | None = None) -> list[str]:
-    """Which of `paths` git ignores by the .gitignore files of `rev`'s tree (None: of the working
-    tree), asked of git itself (`check-ignore --no-index`: tracked files too); this clone's own
-    .git/info/exclude and core.excludesFile count alike for every `rev`."""
-    if rev is None:
-        return _check_ignore(store, store.root, paths)
-    rules = [path for path in store.run("ls-tree", "-r", "--name-only", "-z", "--full-tree", rev).split("\0")
-             if path.rsplit("/", 1)[-1] == GITIGNORE]
-    files = _read_many(store, [(rev, path) for path in rules])
-    with tempfile.TemporaryDirectory(prefix="memvault-check-") as folder:
-        for path in rules:  # tree_problem has refused `..`, symlinks and the like in these paths
-            target = os.path.join(folder, *path.split("/"))
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8", errors="surrogateescape", newline="") as rule:
-                rule.write(files[rev, path])
-        return _check_ignore(store, folder, paths)
-
-
-def _check_ignore(store: GitStore, tree: str | os.PathLike, paths: list[str]) -> list[str]:
-    command = ["git", "-C", str(tree), "check-ignore", "--no-index", "--stdin", "-z"]
-    # check-ignore takes file names, not pathspecs, and refuses to run with literal pathspecs set.
-    environ = {key: value for key, value in store.env.items() if key != "GIT_LITERAL_PATHSPECS"}
-    status, out, err = execute(command, {**environ, "GIT_WORK_TREE": str(tree)},
-                               input="".join(f"{path}\0" for path in paths))
-    if status not in (0, 1):  # 1: none of them ignored
-        raise store.error(command, status, err)
-    return sorted(path for path in out.split("\0") if path)
 
 
 def _own_attributes_added(ours: str, theirs: str) -> bool:
@@ -404,58 +294,4 @@ class _LogReader:
                 version.ids.append(fact_id)
                 version.parsed[fact_id] = item
         return version
-
-
-def _read(store: GitStore, rev: str, path: str) -> str:
-    """The file at `rev`, "" where it does not exist."""
-    import git
-
-    try:
-        return store.run("show", f"{rev}:{path}")
-    except git.GitCommandError:  # not in that commit (a new day's log, a log the remote deleted)
-        return ""
-
-
-def _read_many(store: GitStore, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """Each (commit, path)'s file, "" where it does not exist, read by one `git cat-file --batch`."""
-    found: dict[tuple[str, str], str] = {}
-    asked = []
-    for commit, path in dict.fromkeys(wanted):
-        if not path.isprintable():  # a newline, or bytes that are no UTF-8: the batch's lines cannot carry it
-            found[commit, path] = _read(store, commit, path)
-        else:
-            asked.append((commit, path))
-    if not asked:
-        return found
-    answer = store.run("cat-file", "--batch", input="".join(f"{commit}:{path}\n" for commit, path in asked))
-    data = (answer + "\n").encode("utf-8", "surrogateescape")  # run() dropped the final newline
-    at = 0
-    for key in asked:
-        end = data.index(b"\n", at)
-        header = data[at:end]
-        at = end + 1
-        if header.endswith((b" missing", b" ambiguous")):
-            found[key] = ""
-            continue
-        _sha, kind, size = header.split(b" ")  # then `size` bytes and a newline
-        found[key] = data[at : at + int(size)].decode("utf-8", "surrogateescape") if kind == b"blob" else ""
-        at += int(size) + 1
-    return found
-
-
-def common_base(store: GitStore, head: str, rev: str) -> str:
-    """The commit `head` and `rev` have in common, or the empty tree when they have none (two
-    vaults started apart): then all of `rev` is new here, and all of it is checked."""
-    return merge_base(store, head, rev) or store.run("hash-object", "-t", "tree", "/dev/null")
-
-
-def merge_base(store: GitStore, head: str, rev: str) -> str | None:
-    """The commit `head` and `rev` have in common; None for unrelated histories."""
-    import git
-
-    try:
-        return store.run("merge-base", head, rev)
-    except git.GitCommandError:  # exit 1: no common commit
-        return None
-
 

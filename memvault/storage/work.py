@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memvault.base.config import Config, load_config
 from memvault.errors import UNWRITABLE_ERRNOS, DreamRunning, SyncConflict, VaultBusy, VaultUnwritable
@@ -62,7 +62,7 @@ class UnitOfWork:
         self.notify: Notify = notify or _log.info
         # The search engine memvault.index opens on first use, kept here so a long-lived process
         # (the MCP server, the Python API) pays the index opening and model load once.
-        self.search_index = None
+        self.search_index: Any = None  # a SearchIndex: storage may not import the index layer above it
         # Its calls take turns: a Vault may be shared by a program's threads, and the open index
         # (its generation, folder watch, embedding cache connection) serves one call at a time.
         self.index_turn = threading.RLock()
@@ -70,7 +70,7 @@ class UnitOfWork:
         self.queue = Queue(self.root / QUEUE_DIR)
         # What memvault.recall.asof keeps between questions about the past (the vault as of a few
         # commits, open); each of those borrows its vault's embedding cache (`embedding_cache`).
-        self.pasts = None
+        self.pasts: Any = None  # a recall.asof.Pasts: a feature's type, which storage may not import
         self.embedding_cache: Path | None = None
         # Which log items supersede which, by log and its (mtime, size) (memvault.recall.succession).
         self.links_memo: dict[str, tuple] = {}

@@ -1,0 +1,232 @@
+"""Giving every document of a generation its vector: from the embedding cache when its text was seen,
+else from the model; a new vector file when the model changes or the rows are damaged."""
+
+from __future__ import annotations
+
+import contextlib
+from contextlib import AbstractContextManager, suppress
+from typing import Any, Protocol
+
+from memvault.index.embedder import Embedder, ModelSpec
+from memvault.index.embedding_cache import EmbeddingCache
+from memvault.index.generation import Generation
+from memvault.index.refresh import Notify, Progress, RefreshReport
+from memvault.index.vectors import VectorsDamaged
+
+# Up to this many new texts (a search catching up after a few adds) use the one-thread model.
+SMALL_BATCH = 64
+# Fresh vectors go to the embedding cache every this many texts, so an interrupted rebuild keeps
+# the work it finished and its rerun does not start from zero.
+CACHE_EVERY = 1024
+# A stored vector is unit length; one further off than this is damaged (float32 rounding is ~1e-6).
+UNIT_TOLERANCE = 1e-3
+
+
+class EmbeddingHost(Protocol):
+    """What embedding needs of memvault.index.indexer.SearchIndex (a protocol: that module imports this one)."""
+
+    model: ModelSpec
+    embedder: Embedder
+    query_embedder: Embedder
+    generation: Generation | None
+    notify: Notify
+    progress: Progress | None
+
+    @property
+    def cache(self) -> EmbeddingCache: ...
+    def lock(self) -> AbstractContextManager[None]: ...
+    def is_live(self, generation: Generation) -> bool: ...
+    def open_live(self) -> str | None: ...
+    def model_usable(self) -> bool: ...
+    def load_model(self, embedder: Embedder) -> None: ...
+
+
+def embed_pending(index: EmbeddingHost, generation: Generation) -> RefreshReport:
+    """Give every document a vector: from the cache when its text was seen, else from the model."""
+    report = RefreshReport()
+    catalog = generation.catalog
+    if catalog.get_meta("model") != index.model.identity:
+        # Without the new model nothing could be re-embedded: keep the old vectors until it loads.
+        if not index.model_usable():
+            return report
+        _switch_model(index, generation)
+    pending = catalog.slots.pending()
+    if not pending:
+        return report
+    by_hash: dict[bytes, str] = {}
+    for _key, ehash, text in pending:
+        by_hash.setdefault(ehash, text)
+    vectors = _cached_vectors(index, by_hash)
+    report.reused = len(vectors)
+    missing = [h for h in by_hash if h not in vectors]
+    if missing:
+        report.embedded = _embed_missing(index, missing, by_hash, vectors)
+    if vectors:
+        _store_vectors(index, generation, vectors)
+    return report
+
+
+def _embed_missing(index: EmbeddingHost, missing: list[bytes], by_hash: dict[bytes, str],
+                   vectors: dict[bytes, Any]) -> int:
+    """Run the model on the texts the cache lacks, caching each chunk as it comes and adding it to
+    `vectors`; returns how many were embedded."""
+    if not index.model_usable():
+        missing = []
+    # Similar lengths batch together: fastembed pads each batch to its longest text.
+    missing.sort(key=lambda h: len(by_hash[h]))
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        if index.progress:
+            index.progress("embedding", done, len(missing))
+
+    embedder = index.embedder if len(missing) > SMALL_BATCH else index.query_embedder
+    index.load_model(embedder)
+    chunks = [missing[start : start + CACHE_EVERY] for start in range(0, len(missing), CACHE_EVERY)]
+    batches = embedder.embed_ahead([[by_hash[h] for h in chunk] for chunk in chunks], progress=tick)
+    embedded = 0
+    # closing: a failed cache write stops the worker after the batch in flight, not later
+    with contextlib.closing(batches):
+        for chunk, fresh in zip(chunks, batches, strict=True):
+            index.cache.put_many((h, fresh[i].tobytes()) for i, h in enumerate(chunk))
+            for i, h in enumerate(chunk):
+                vectors[h] = fresh[i]
+            embedded += len(chunk)
+    return embedded
+
+
+def _store_vectors(index: EmbeddingHost, generation: Generation, vectors: dict[bytes, Any]) -> None:
+    """Append the vectors of the documents still pending to the vector file and give them slots."""
+    import numpy as np
+
+    catalog = generation.catalog
+    with index.lock():
+        if generation is index.generation and not index.is_live(generation):
+            return  # swapped out meanwhile; the vectors are cached for the next search
+        generation.load_state()
+        if catalog.get_meta("model") != index.model.identity:
+            return  # another process switched models meanwhile; the next search redoes this
+        rows = [(key, ehash) for key, ehash, _text in catalog.slots.pending() if ehash in vectors]
+        if rows:
+            matrix = np.stack([vectors[h] for _k, h in rows])
+            start, total, crc = generation.vectors.append(matrix)
+            catalog.begin()
+            try:
+                catalog.slots.assign((start + i, key, h) for i, (key, h) in enumerate(rows))
+                catalog.slots.set_record(total, crc)
+                catalog.commit()
+            except BaseException:
+                catalog.rollback()
+                raise
+        generation.load_state()
+
+
+def _cached_vectors(index: EmbeddingHost, by_hash: dict[bytes, str]) -> dict[bytes, Any]:
+    """The cache's vectors for these hashes; any that is not a unit (or zero) vector (garbage
+    that still reads as a sound database) is left out, so it is recomputed and overwritten in the cache."""
+    import numpy as np
+
+    found = index.cache.get_many(by_hash)
+    if not found:
+        return {}
+    hashes = list(found)
+    matrix = np.frombuffer(b"".join(found[h] for h in hashes), dtype=np.float32).reshape(len(hashes), -1)
+    with np.errstate(all="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+    # (A text with nothing to embed gets the zero vector.)
+    sound = (np.abs(norms - 1.0) < UNIT_TOLERANCE) | (norms == 0.0)
+    bad = len(hashes) - int(sound.sum())
+    if bad:
+        index.notify(f"embedding cache held {bad} damaged vector(s); recomputing them")
+    return {h: matrix[i] for i, h in enumerate(hashes) if sound[i]}
+
+
+def _switch_model(index: EmbeddingHost, generation: Generation) -> None:
+    catalog = generation.catalog
+    with index.lock():
+        previous = catalog.get_meta("model")
+        if previous == index.model.identity:
+            return
+        count = catalog.count()
+        if previous is not None and count:
+            index.notify(f"embedding model changed ({previous} -> {index.model.identity}); "
+                         f"re-embedding {count} documents")
+        _new_vector_file(generation, index.model.identity, fresh=previous is None)
+
+
+def _new_vector_file(generation: Generation, model: str | None, fresh: bool = False) -> None:
+    """Give every document up for a new vector, in a new, empty vector file (caller holds the lock).
+
+    A new file rather than truncating the old one: readers may still have it mapped.
+    """
+    catalog = generation.catalog
+    old = catalog.get_meta("vectors") or "vectors-0.f32"
+    number = int(old.removeprefix("vectors-").removesuffix(".f32")) + (0 if fresh else 1)
+    catalog.begin()
+    try:
+        catalog.slots.clear()
+        if model is not None:
+            catalog.set_meta("model", model)
+        catalog.slots.set_record(0, 0, name=f"vectors-{number}.f32")
+        catalog.commit()
+    except BaseException:
+        catalog.rollback()
+        raise
+    generation.load_state()
+
+
+def verified_vectors(index: EmbeddingHost, generation: Generation) -> bool:
+    """Verify the rows not yet checked in this process against their checksum before they are
+    scored; damaged rows are recomputed (from the embedding cache, else by the model) with a
+    notice. False when no sound vectors could be had (the caller scores by words only)."""
+    try:
+        generation.vectors.verify()
+        return True
+    except VectorsDamaged as exc:
+        _recompute_vectors(index, generation, str(exc))
+    try:
+        generation.vectors.verify()
+    except VectorsDamaged as exc:
+        index.notify(f"search index vectors are still damaged after recomputing them ({exc}); "
+                     "search works by words only until they are rebuilt (`memvault reindex --clear`)")
+        return False
+    return True
+
+
+def _recompute_vectors(index: EmbeddingHost, generation: Generation, problem: str) -> None:
+    with index.lock():
+        generation.load_state()
+        try:
+            generation.vectors.verify(full=True)
+            return  # another process recomputed them while we waited for the lock
+        except VectorsDamaged as exc:
+            problem = str(exc)
+        index.notify(f"search index is damaged ({problem}); recomputing its vectors "
+                     "(from the embedding cache where it has them)")
+        damaged = generation.vectors.path
+        _new_vector_file(generation, generation.catalog.get_meta("model"))
+        with suppress(OSError):
+            damaged.unlink()  # a reader that still maps it keeps its pages until it moves on
+    embed_pending(index, generation)
+
+
+def refill_cache(index: EmbeddingHost) -> int:
+    """Put the index's vectors (verified first) back into an emptied embedding cache, so a later
+    rebuild reuses them instead of running the model; returns how many were stored."""
+    if index.open_live() is not None or index.generation is None:
+        return 0
+    generation = index.generation
+    generation.load_state()
+    if generation.catalog.get_meta("model") != index.model.identity:
+        return 0
+    try:
+        matrix = generation.vectors.matrix()
+    except VectorsDamaged:
+        return 0
+    rows = generation.catalog.db.execute("SELECT embed_hash, slot FROM docs WHERE slot IS NOT NULL").fetchall()
+    items = [(ehash, matrix[slot].tobytes()) for ehash, slot in rows if slot < len(matrix)]
+    for start in range(0, len(items), CACHE_EVERY * 16):
+        index.cache.put_many(items[start : start + CACHE_EVERY * 16])
+    return len(items)
