@@ -27,10 +27,10 @@ def test_pages_citing_finds_body_and_sources_but_not_plain_mentions(vault):
     write_page(vault.root, "wiki/people/carol.md", [LIVE], f"Carol wrote {GONE} on a wall [^{LIVE}].")
     write_page(vault.root, "wiki/people/dan.md", [OTHER], f"Dan [^{OTHER}].")
 
-    found = pages_citing(vault, [GONE, f" {OTHER} "])
+    found = pages_citing(vault.storage, [GONE, f" {OTHER} "])
     assert found == {"wiki/people/alice.md": [GONE], "wiki/people/bob.md": [GONE], "wiki/people/dan.md": [OTHER]}
-    assert pages_citing(vault, []) == {}
-    assert pages_citing(vault) == {}  # nothing forgotten in this vault
+    assert pages_citing(vault.storage, []) == {}
+    assert pages_citing(vault.storage) == {}  # nothing forgotten in this vault
 
 
 def test_strip_drops_cited_lines_items_and_their_children_only():

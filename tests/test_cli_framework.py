@@ -44,5 +44,6 @@ def test_the_command_line_and_the_current_context_are_found():
     ctx = group.make_context("memvault", ["--vault", "/tmp/v", "show", "0123456789abcdef", "--json"])
     assert click_private.command_line(ctx) == ["show", "0123456789abcdef", "--json"]
     assert click_private.get_current_context(silent=True) is None
+    assert isinstance(ctx, click_private.ClickContext)  # what the CLI's command classes annotate
     with ctx:
         assert click_private.get_current_context() is ctx

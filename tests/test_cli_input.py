@@ -5,7 +5,6 @@ takes, and the Ctrl-D hint of `add --stdin`."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import datetime
@@ -160,21 +159,12 @@ def test_a_json_string_line_is_a_fact_text(cli):
 
 
 def test_add_stdin_on_a_terminal_says_how_to_end(vault_dir):
-    """A real pseudo-terminal as standard input: the hint appears; piped input gets none."""
-    import pty
-
-    command = [sys.executable, "-m", "memvault", "add", "--stdin", "--vault", str(vault_dir)]
-    leader, follower = pty.openpty()
-    with subprocess.Popen(command, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          cwd=ROOT, env=os.environ) as process:
-        os.close(follower)
-        os.write(leader, b"typed at the terminal\n\x04")
-        out, err = process.communicate(timeout=60)
-    os.close(leader)
-    assert process.returncode == 0, err
-    assert b"Ctrl-D" in err and len(out.split()) == 1
-    piped = subprocess.run(command, input="piped in\n", capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert piped.returncode == 0 and "Ctrl-D" not in piped.stderr
+    """Standard input on a terminal (an injected Environment): the hint appears; piped input gets none."""
+    typed = Cli(vault_dir, stdin_isatty=True)("add", "--stdin", input="typed at the terminal\n")
+    assert typed.exit_code == 0, typed.stderr
+    assert "Ctrl-D" in typed.stderr and len(typed.stdout.split()) == 1
+    piped = Cli(vault_dir)("add", "--stdin", input="piped in\n")
+    assert piped.exit_code == 0 and "Ctrl-D" not in piped.stderr
     assert _texts(Cli(vault_dir)) == ["piped in", "typed at the terminal"]
 
 

@@ -33,16 +33,14 @@ def facts(cli):
 
 
 @pytest.fixture
-def terminal(monkeypatch):
-    """stdout behaves as an 80-column colour terminal (rich honours FORCE_COLOR and COLUMNS)."""
-    monkeypatch.setenv("FORCE_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.delenv("NO_COLOR", raising=False)
+def terminal(cli):
+    """memvault with stdout on an 80-column colour terminal (an injected Environment, no pty)."""
+    return cli.on_terminal(width=80)
 
 
-def test_recent_on_a_terminal_is_a_coloured_table_cut_to_the_width(cli, facts, terminal):
+def test_recent_on_a_terminal_is_a_coloured_table_cut_to_the_width(facts, terminal):
     """Faults tried: a 100 KB one-line fact and a two-line fact in an 80-column terminal."""
-    result = cli("recent")
+    result = terminal("recent")
     assert result.exit_code == 0, result.stderr
     lines = visible(result.stdout)
     assert lines[0].split() == ["when", "id", "category", "text", "tags"]
@@ -54,8 +52,8 @@ def test_recent_on_a_terminal_is_a_coloured_table_cut_to_the_width(cli, facts, t
     assert facts["Alice"] in tea_row and "preference" in tea_row and "#alice" in tea_row
 
 
-def test_full_shows_whole_texts_wrapped_to_the_width(cli, facts, terminal):
-    result = cli("recent", "--full")
+def test_full_shows_whole_texts_wrapped_to_the_width(facts, terminal):
+    result = terminal("recent", "--full")
     lines = visible(result.stdout)
     assert all(len(line) <= 80 for line in lines)
     text = " ".join(lines)
@@ -63,55 +61,57 @@ def test_full_shows_whole_texts_wrapped_to_the_width(cli, facts, terminal):
     assert text.count("word") == 20_000  # nothing of the 100 KB fact is cut
 
 
-def test_a_narrow_terminal_drops_optional_columns_but_keeps_ids_whole(cli, facts, monkeypatch, terminal):
-    monkeypatch.setenv("COLUMNS", "50")
-    lines = visible(cli("recent").stdout)
+def test_a_narrow_terminal_drops_optional_columns_but_keeps_ids_whole(cli, facts):
+    lines = visible(cli.on_terminal(width=50)("recent").stdout)
     assert lines[0].split() == ["when", "id", "text"]
     assert all(len(line) <= 50 for line in lines)
     assert facts["Alice"] in lines[3]
 
 
-def test_no_color_keeps_the_table_and_writes_no_escape_sequence(cli, facts, monkeypatch, terminal):
-    monkeypatch.setenv("NO_COLOR", "1")
-    result = cli("search", "green tea", "--lexical")
+def test_no_color_keeps_the_table_and_writes_no_escape_sequence(cli, facts):
+    result = cli.on_terminal(width=80, colors=False)("search", "green tea", "--lexical")
     assert "\x1b" not in result.stdout
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["score", "date", "category", "text", "id"]
     assert facts["Alice"] in lines[1] and "preference" in lines[1]
 
 
-def test_no_color_in_a_real_terminal_writes_no_escape_sequence_on_either_stream(vault_dir):
+def test_no_color_on_a_terminal_writes_no_escape_sequence_on_either_stream(cli, vault_dir):
     """The first search builds the index, whose progress bar would draw with escape sequences on
-    stderr: under NO_COLOR, a real terminal (a pty for stdin, stdout and stderr) gets none at all."""
-    import pty
-
+    stderr: under NO_COLOR, a terminal on stdin, stdout and stderr gets none at all."""
     from memvault import Vault
 
     Vault(vault_dir).add_many([f"note {n} about green tea" for n in range(30)])
-    leader, follower = pty.openpty()
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "80", "TERM": "xterm-256color"}
-    env.pop("FORCE_COLOR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "memvault", "search", "green tea", "--vault", str(vault_dir)],
-                            stdin=follower, stdout=follower, stderr=follower, env=env)
-    os.close(follower)
-    said = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the other end closed: the process is done
-            break
-        if not chunk:
-            break
-        said += chunk
-    os.close(leader)
-    assert proc.wait(timeout=120) == 0, said
-    assert b"score" in said and b"about green tea" in said  # the table, drawn without colour
-    assert b"\x1b" not in said, said
+    result = cli.on_terminal(width=80, colors=False, stdin_isatty=True, stderr_isatty=True)("search", "green tea")
+    assert result.exit_code == 0, result.stderr
+    assert "score" in result.stdout and "about green tea" in result.stdout  # the table, drawn without colour
+    assert "\x1b" not in result.stdout + result.stderr, result.stderr
 
 
-def test_piped_output_is_plain_tab_separated_rows_with_nothing_cut(cli, facts, monkeypatch):
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({}, dict(colors=True, force_terminal=False, dumb=False)),
+    ({"NO_COLOR": "1", "COLUMNS": "57"}, dict(colors=False, force_terminal=False, dumb=False, width=57)),
+    ({"FORCE_COLOR": "1", "COLUMNS": "abc"}, dict(colors=True, force_terminal=True, dumb=False, width=80)),
+    ({"TERM": "dumb", "COLUMNS": "200"}, dict(colors=True, force_terminal=False, dumb=True, width=80)),
+    ({"COLUMNS": "0"}, dict(colors=True, force_terminal=False, dumb=False, width=80)),
+])
+def test_the_terminal_is_read_from_the_process_environment(monkeypatch, environ, expected):
+    """What the injected Environment makes of NO_COLOR, FORCE_COLOR, TERM=dumb and COLUMNS (bad
+    input tried: COLUMNS of letters, and 0), as rich itself reads them; the real streams are pipes here."""
+    from memvault.cli.terminal import Environment
+
+    for key in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    env = Environment.from_process(stdin=sys.stdin, stdin_isatty=False)
+    assert {key: getattr(env, key) for key in expected} == expected
+    assert env.stdout is sys.stdout and not env.stdin_isatty
+    assert env.draws is expected["force_terminal"]
+
+
+def test_piped_output_is_plain_tab_separated_rows_with_nothing_cut(cli, facts):
     """Piped (no terminal): no header, no colour, every field whole; scripts can cut -f."""
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
     result = cli("recent")
     assert "\x1b" not in result.stdout
     rows = [line.split("\t") for line in result.stdout.splitlines()]
@@ -131,25 +131,24 @@ ANSWER_DEEP = ("Long story: after the move to Lyon in 2019 with her sister, two 
                "books, Alice mostly drinks rooibos in the morning and coffee at night")
 
 
-def test_a_search_hit_shows_the_words_it_matched_not_only_its_start(cli, monkeypatch, terminal):
+def test_a_search_hit_shows_the_words_it_matched_not_only_its_start(cli, terminal):
     """Seen: long facts were cut to their first ~70 characters, which hid the answer to "what does
     Alice drink". On a terminal the text starts a little before the matched words; piped, a
     multi-line fact shows the line that matched."""
     fact = cli("add", ANSWER_DEEP, "--tag", "alice").stdout.strip()
     notes = cli("add", "Meeting notes\nBob runs the builds\nAlice said she drinks rooibos now\nmore later").stdout
-    row = next(line for line in visible(cli("search", "what does alice drink", "--lexical").stdout) if fact in line)
+    hits = visible(terminal("search", "what does alice drink", "--lexical").stdout)
+    row = next(line for line in hits if fact in line)
     assert "Alice mostly drin" in row and "Long story" not in row and len(row) <= 80
     shown = row[row.index("…"):].split()
     assert shown[0][1:] in ANSWER_DEEP.split(), row  # from the start of a word
-    monkeypatch.delenv("FORCE_COLOR")
     piped = cli("search", "rooibos drinks", "--lexical").stdout.splitlines()
     assert [line.split("\t")[3] for line in piped if notes.strip() in line] == ["… Alice said she drinks rooibos now …"]
 
 
-def test_explain_wraps_the_signals_rather_than_cutting_them(cli, facts, monkeypatch, terminal):
+def test_explain_wraps_the_signals_rather_than_cutting_them(cli, facts):
     """Seen: `--explain` was cut even at 120 columns."""
-    monkeypatch.setenv("COLUMNS", "120")
-    lines = visible(cli("search", "green tea", "--explain").stdout)
+    lines = visible(cli.on_terminal(width=120)("search", "green tea", "--explain").stdout)
     text = " ".join(lines)
     assert all(len(line) <= 120 for line in lines)
     for signal in ("lexical #1", "dense #", "recency +", "importance +", "(floor 0.05)"):
@@ -159,19 +158,18 @@ def test_explain_wraps_the_signals_rather_than_cutting_them(cli, facts, monkeypa
 def test_the_relevance_floor_is_named_when_it_hides_hits(cli, facts, terminal):
     """Seen: the floor the docs speak of was shown only with --explain."""
     cli("reindex")  # so that the only notice left is the search's
-    empty = cli("search", "zebra crossing", "--lexical")
+    empty = terminal("search", "zebra crossing", "--lexical")
     assert empty.stderr == "memvault: no matches (relevance floor 0.05; --min-score 0 shows every match)\n"
-    some = cli("search", "green tea", "--lexical")
+    some = terminal("search", "green tea", "--lexical")
     assert "Alice prefers green tea" in some.stdout
     assert "hits scoring under 0.05 (the relevance floor) are left out; --min-score 0 shows them" in some.stderr
 
 
-def test_a_column_left_out_for_want_of_width_is_named(cli, facts, monkeypatch, terminal):
+def test_a_column_left_out_for_want_of_width_is_named(cli, facts, terminal):
     """Seen: tags vanished at 80 columns without a sign."""
-    result = cli("search", "alice tea", "--lexical")
+    result = terminal("search", "alice tea", "--lexical")
     assert "memvault: tags left out at 80 columns: a wider terminal or --json shows them" in result.stderr
-    monkeypatch.setenv("COLUMNS", "160")
-    wide = cli("search", "alice tea", "--lexical")
+    wide = cli.on_terminal(width=160)("search", "alice tea", "--lexical")
     assert "#alice" in wide.stdout and "tags left out" not in wide.stderr
 
 
@@ -181,16 +179,16 @@ def test_a_search_of_an_empty_vault_says_the_vault_is_empty(cli):
     assert result.stderr == "memvault: no matches: the vault holds no facts yet (`memvault add` remembers one)\n"
 
 
-def test_json_is_unchanged_on_a_terminal(cli, facts, terminal):
-    result = cli("recent", "--json")
+def test_json_is_unchanged_on_a_terminal(facts, terminal):
+    result = terminal("recent", "--json")
     assert "\x1b" not in result.stdout
     assert [f["id"] for f in json.loads(result.stdout)] == [facts["word"], facts["first"], facts["Alice"]]
 
 
-def test_search_scores_and_doctor_marks_are_coloured(cli, facts, terminal):
-    search = cli("search", "green tea", "--lexical").stdout
+def test_search_scores_and_doctor_marks_are_coloured(facts, terminal):
+    search = terminal("search", "green tea", "--lexical").stdout
     assert re.search(r"\x1b\[[0-9;]*32m1\.\d{3}", search)  # a strong score in green
-    doctor = cli("doctor").stdout
+    doctor = terminal("doctor").stdout
     assert re.search(r"\x1b\[32mok", doctor)
 
 
@@ -248,42 +246,20 @@ def test_a_real_terminal_gets_the_table_and_a_pipe_gets_plain_rows(vault_dir, fa
     assert "\x1b" not in piped.stdout and piped.stdout.splitlines()[2].split("\t")[1] == facts["Alice"]
 
 
-def _on_a_terminal(*args: str) -> str:
-    """memvault with stdout and stderr on a real pseudo-terminal; what the terminal received."""
-    import pty
-
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "memvault", *args], stdout=follower, stderr=follower,
-                            env={**os.environ, "COLUMNS": "200"})
-    os.close(follower)
-    received = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal hangs up when the process has exited
-            break
-        if not chunk:
-            break
-        received += chunk
-    proc.wait(timeout=60)
-    os.close(leader)
-    assert proc.returncode == 0, received
-    return received.decode("utf-8", "replace")
-
-
-def test_stored_escape_sequences_are_shown_not_run_on_a_terminal(vault_dir):
+def test_stored_escape_sequences_are_shown_not_run_on_a_terminal(cli):
     """A fact (from an agent or a synced remote) holding OSC 52 (write the clipboard), a title
     change, a screen clear, a carriage return and a C1 CSI: `show`, `recent` and `search` on a
     terminal print each as its escape; piped, the text stays byte-exact (click used to strip what
     looked like a colour code from it)."""
     hostile = "osc \x1b]52;c;cHduZWQ=\x1b\\ title \x1b]0;TITLE\x07 \x1b[2J\x1b[H cleared\rover \x9b31m"
-    added = subprocess.run([sys.executable, "-m", "memvault", "add", hostile, "--vault", str(vault_dir)],
-                           capture_output=True, text=True, check=True).stdout.strip()
+    added = cli("add", hostile).stdout.strip()
+    terminal = cli.on_terminal(width=200, stderr_isatty=True)
     for args in (["show", added], ["recent"], ["search", "cleared", "--lexical"]):
-        shown = _on_a_terminal(*args, "--vault", str(vault_dir))
+        result = terminal(*args)
+        assert result.exit_code == 0, result.stderr
+        shown = result.stdout + result.stderr
         assert "cleared" in shown and "\\x1b]52" in shown and "\\x0d" in shown, shown
         # (memvault's own progress line may hide the cursor: only the stored sequences count)
         assert not any(raw in shown for raw in ("\x1b]52", "\x1b]0;", "\x07", "\x1b[2J", "\x9b", "cleared\rover"))
-    piped = subprocess.run([sys.executable, "-m", "memvault", "show", added, "--vault", str(vault_dir)],
-                           capture_output=True, check=True).stdout
-    assert piped.startswith((hostile + "\n").encode())
+    piped = cli("show", added).stdout
+    assert piped.startswith(hostile + "\n")

@@ -51,6 +51,7 @@ def wait_until(condition, timeout: float = 60) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_eight_processes_adding_25_facts_each_lose_nothing(vault_dir):
     """Fault tried: 8 writers at once, so most adds find the lock taken and are group-committed."""
     def worker(w: int) -> list[int]:
@@ -76,6 +77,7 @@ def test_eight_processes_adding_25_facts_each_lose_nothing(vault_dir):
     assert_fsck_clean(vault_dir)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_never_loses_an_acknowledged_fact(vault_dir):
     """Fault tried: SIGKILL of `add` at 50 seeded random moments across its whole run."""
     rng = random.Random(7)

@@ -15,6 +15,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from support.cli import run_memvault
 from support.git import assert_fsck_clean, git, is_clean
 from support.process import compiled_children  # noqa: F401  (fixture)
@@ -22,6 +23,7 @@ from support.process import compiled_children  # noqa: F401  (fixture)
 from memvault import Vault
 
 
+@pytest.mark.slow
 def test_forty_processes_adding_25_facts_each_are_all_committed_once(vault_dir):
     """Fault tried: 40 concurrent writer processes x 25 `memvault add` each, default lock timeout,
     on a 2-core machine: the load that refused 9-630 adds with a plain 10 s lock."""
@@ -58,6 +60,7 @@ def test_forty_processes_adding_25_facts_each_are_all_committed_once(vault_dir):
           f"{int(git(vault_dir, 'rev-list', '--count', 'HEAD'))} commits")
 
 
+@pytest.mark.slow
 def test_writers_killed_at_random_in_a_crowd_never_lose_or_double_an_acknowledged_fact(vault_dir):
     """Fault tried: 12 concurrent writers; a third of their adds get SIGKILL at a seeded random
     moment, committers (holding queued facts of others) included."""

@@ -4,15 +4,12 @@ dry runs, all or nothing with the bad record's place, credentials, and the progr
 from __future__ import annotations
 
 import json
-import os
-import pty
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from support.cli import Cli
 from support.git import commit_count, git, is_clean, snapshot
 
 from memvault import Vault
@@ -263,28 +260,11 @@ def test_a_credential_is_refused_by_place_unless_skipped_or_allowed(cli, vault_d
 
 
 def test_a_progress_bar_is_drawn_on_a_terminal_and_never_into_a_pipe(vault_dir, tmp_path):
+    """stderr on a 100-column colour terminal (an injected Environment) gets the bar; a pipe nothing."""
     source = copy("openclaw", tmp_path)
-    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
-    env.pop("NO_COLOR", None)
-    piped = subprocess.run([sys.executable, "-m", "memvault", "import", str(source), "--dry-run", "--vault",
-                            str(vault_dir)], capture_output=True, text=True, env=env, timeout=120)
-    assert piped.returncode == 0 and piped.stderr == ""
-    main, secondary = pty.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "memvault", "import", str(source), "--vault", str(vault_dir)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=secondary, env=env)
-        os.close(secondary)
-        drawn = b""
-        while True:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:  # the process closed the terminal
-                break
-            if not chunk:
-                break
-            drawn += chunk
-        assert proc.wait(timeout=120) == 0
-    finally:
-        os.close(main)
-    assert b"reading" in drawn and "━".encode() in drawn
-    assert proc.stdout.read().decode().startswith("imported 13 facts")
+    piped = Cli(vault_dir)("import", str(source), "--dry-run")
+    assert piped.exit_code == 0 and piped.stderr == ""
+    drawn = Cli(vault_dir, stderr_isatty=True, width=100, colors=True, dumb=False)("import", str(source))
+    assert drawn.exit_code == 0, drawn.stderr
+    assert "reading" in drawn.stderr and "━" in drawn.stderr
+    assert drawn.stdout.startswith("imported 13 facts")

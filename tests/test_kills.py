@@ -96,6 +96,7 @@ def timed(proc: subprocess.Popen) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_add_stdin_over_many_days_is_all_or_nothing_under_signals(vault_dir):
     """Faults tried: SIGINT, SIGTERM, SIGKILL at 9 seeded moments of a 3,000-fact batch over 300 days."""
     rng = random.Random(11)
@@ -124,6 +125,7 @@ def test_add_stdin_over_many_days_is_all_or_nothing_under_signals(vault_dir):
     assert len({f.id for f in facts}) == len(facts)
 
 
+@pytest.mark.slow
 def test_forget_is_all_or_nothing_under_signals(vault_dir):
     """Faults tried: SIGINT, SIGTERM, SIGKILL at 9 seeded moments of `forget`."""
     rng = random.Random(5)
@@ -144,6 +146,7 @@ def test_forget_is_all_or_nothing_under_signals(vault_dir):
         assert forgotten <= set(Vault(vault_dir).tombstones())
 
 
+@pytest.mark.slow
 def test_a_writer_killed_holding_the_lock_leaves_doctor_a_warning_not_a_failure(vault_dir):
     """Fault tried: SIGKILL of `add` while it holds the write lock (its holder record written).
     The lock goes with the process; the record left is harmless: a read (status) works, doctor
@@ -177,6 +180,7 @@ def _cached_vectors(vault_dir: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_interrupted_reindex_leaves_nothing_and_keeps_finished_embeddings(vault_dir):
     """Faults tried: SIGKILL of `reindex --clear` once some embedding batches are cached, then
     SIGINT and SIGTERM at seeded moments; the next run cleans up at once and reuses the vectors."""
@@ -225,6 +229,7 @@ def slow_model(monkeypatch):
         yield server
 
 
+@pytest.mark.slow
 def test_dream_under_signals_commits_a_batch_whole_or_not_at_all(vault_dir, slow_model):
     """Faults tried: SIGINT, SIGTERM, SIGKILL at 9 seeded moments of `dream` with a model that
     answers in 0.6 s (so kills land while it waits, while it applies, and after)."""
@@ -250,6 +255,7 @@ def test_dream_under_signals_commits_a_batch_whole_or_not_at_all(vault_dir, slow
     assert_usable(vault_dir)
 
 
+@pytest.mark.slow
 def test_dream_ends_when_terminated_while_its_model_call_runs(vault_dir, slow_model):
     """Fault tried: SIGTERM 0-0.4 s after dream starts asking a model that answers in 6 s. The call
     runs on a thread of its own, maybe inside litellm's lazy imports; at exit litellm's finalizers
@@ -277,6 +283,7 @@ def test_dream_ends_when_terminated_while_its_model_call_runs(vault_dir, slow_mo
     assert_usable(vault_dir)
 
 
+@pytest.mark.slow
 def test_sync_under_signals_never_leaves_a_half_merge(tmp_path, vault_dir):
     """Faults tried: SIGINT, SIGTERM, SIGKILL at 9 seeded moments of `sync` against a local bare
     remote that keeps receiving commits from a second machine."""

@@ -391,6 +391,7 @@ def _noted(root, fact_id: str) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_a_purge_killed_at_any_moment_is_finished_by_running_it_again(tmp_path):
     """Fault tried: SIGKILL of `memvault purge` at 6 seeded moments (before, during and after the
     history rewrite). doctor names the unfinished purge; an add meanwhile commits only its own fact
@@ -536,6 +537,7 @@ def test_files_left_half_purged_by_a_kill_are_put_back_before_the_next_write(tmp
     assert "written after the kill" in _texts(root)
 
 
+@pytest.mark.slow
 def test_searches_running_during_purges_all_answer(tmp_path):
     """Concurrency tried: three purges one after another (each deletes and rebuilds the index and
     checks out rewritten logs) while searches run in other processes, as agents would: every

@@ -95,6 +95,7 @@ def test_a_merge_driver_outliving_its_killed_git_never_brings_back_a_temp_file(t
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_two_machines_add_concurrently_and_sync_to_the_same_facts(tmp_path):
     """Adds run in parallel on both machines (one sync races the adds on A); after syncing both
     hold the union of every fact, once each, multi-line texts intact, no conflict markers, and
@@ -129,6 +130,7 @@ def test_two_machines_add_concurrently_and_sync_to_the_same_facts(tmp_path):
     assert status["remote"]["ahead"] == 0 and status["remote"]["behind"] == 0
 
 
+@pytest.mark.slow
 def test_two_syncs_of_one_clone_at_once_both_succeed(tmp_path):
     """Fault tried: a cron sync and a person's sync of one clone at once, while the other machine
     keeps pushing. git refused one's fetch ("cannot lock ref 'refs/remotes/origin/main'") or push,

@@ -66,6 +66,7 @@ def test_a_log_named_for_a_day_that_does_not_exist_is_refused_by_sync_and_clone(
     assert not c.exists()
 
 
+@pytest.mark.slow
 def test_a_log_misdated_by_hand_crashes_no_command_and_doctor_names_it(tmp_path):
     """A typo in a log's name made here (uncommitted, then committed with plain git): every reader
     passes over it, as over any file that is no daily log, and doctor names it with what to do."""
@@ -87,6 +88,7 @@ def test_a_log_misdated_by_hand_crashes_no_command_and_doctor_names_it(tmp_path)
         assert "Bob moved to Rome" not in run_memvault("recent", "--vault", str(b)).stdout
 
 
+@pytest.mark.slow
 def test_paths_git_refuses_to_check_out_are_refused_before_any_merge(tmp_path):
     """`..` made the merge fail halfway ("invalid path '..'") and left a journal that stopped every
     later command; `.git` (any case, any depth) and `logs/../x` ended as exit 1 "could not merge"."""

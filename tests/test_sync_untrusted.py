@@ -116,6 +116,7 @@ def test_a_forget_record_added_on_the_remote_is_taken_and_named(tmp_path):
     assert report["forgotten"] == [] and tea not in _ids(a)
 
 
+@pytest.mark.slow
 def test_a_fact_edited_differently_on_both_sides_stops_the_sync_until_resolved(tmp_path):
     """The merge driver would keep this side's text and drop the remote's from the tree: a conflict
     (exit 7), resolved as a wiki page conflict is. The same edit on both sides is no conflict."""

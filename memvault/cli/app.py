@@ -12,16 +12,16 @@ import threading
 import traceback
 from contextlib import suppress
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
-from typer import Context
 from typer.core import TyperGroup
 from typer.exceptions import Abort, Exit
 
 from memvault import __version__
-from memvault.cli.click_private import ClickException, NoArgsIsHelpError, NoSuchOption, command_line
+from memvault.cli.click_private import ClickContext, ClickException, NoArgsIsHelpError, NoSuchOption, command_line
 from memvault.cli.click_private import UsageError as BadCommandLine
+from memvault.cli.terminal import Environment, current
 from memvault.errors import (
     ExitCode,
     InternalError,
@@ -44,7 +44,7 @@ class MemvaultGroup(TyperGroup):
         super().__init__(*args, **kwargs)
         _reflow_help(self)
 
-    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         # `memvault --bogus` fails here, before `invoke`: one line as well, not a framed box.
         try:
             return super().parse_args(ctx, args)
@@ -56,7 +56,7 @@ class MemvaultGroup(TyperGroup):
                 message = _misplaced(self, e.option_name, args) or message
             _fail(UsageError(f"{message} (see `memvault --help`)"), _asks_json(args))
 
-    def invoke(self, ctx: Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         args = command_line(ctx)  # (the group's invoke empties them)
         wants_json = _asks_json(args)
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
@@ -157,7 +157,7 @@ def end_past_litellm(code: int | str | None) -> None:
     os._exit(code if isinstance(code, int) else (0 if code is None else 1))
 
 
-def _interrupt_inside(error: BaseException) -> KeyboardInterrupt | None:
+def _interrupt_inside(error: BaseException | None) -> KeyboardInterrupt | None:
     """The Ctrl-C or SIGTERM an error was raised from, if any (a signal landing in a class body's
     `__set_name__` while a library is imported comes out as RuntimeError)."""
     seen = set()
@@ -199,7 +199,7 @@ def _asks_json(args: list[str]) -> bool:
     return "--json" in (args[:args.index("--")] if "--" in args else args)
 
 
-def _unexpected(e: Exception, wants_json: bool) -> None:
+def _unexpected(e: Exception, wants_json: bool) -> NoReturn:
     if os.environ.get("MEMVAULT_DEBUG"):
         traceback.print_exc()
     _fail(InternalError(f"unexpected error: {failure_detail(e)} (set MEMVAULT_DEBUG=1 for details)"), wants_json)
@@ -210,14 +210,15 @@ def quiet_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
-def _fail(error: MemvaultError | Terminated, wants_json: bool) -> None:
+def _fail(error: MemvaultError | Terminated, wants_json: bool) -> NoReturn:
     from memvault.cli.output import emit_error, visible  # an error may quote stored or typed text
 
     if wants_json:
         emit_error(error)
     else:
         message = one_line(str(error))
-        sys.stderr.write(f"memvault: {visible(message) if sys.stderr.isatty() else message}\n")
+        env = current()
+        env.stderr.write(f"memvault: {visible(message) if env.stderr_isatty else message}\n")
     raise typer.Exit(int(error.exit_code))
 
 
@@ -263,8 +264,12 @@ def _root(
 
     Example: memvault add "Alice prefers green tea" --category preference --tag alice
     """
+    obj = ctx.ensure_object(dict)
     # Read by memvault.cli.output.root_vault() when the command opens its vault.
-    ctx.ensure_object(dict)["vault"] = vault
+    obj["vault"] = vault
+    # The terminal the renderers write to, built once; a caller may fake parts of it (`terminal`:
+    # Environment fields, e.g. a test's 60-column colour terminal).
+    obj["environment"] = Environment.from_process(**obj.get("terminal", {}))
 
 
 def _register() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -23,6 +22,7 @@ from memvault.cli.output import (
     reader,
     table,
 )
+from memvault.cli.terminal import current
 
 
 def context(
@@ -59,7 +59,7 @@ def context(
     if json_:
         emit_json({**bundle.to_dict(), "as_of": memory.moment.to_dict()} if as_of else bundle.to_dict())
     else:
-        sys.stdout.write(bundle.markdown)
+        current().stdout.write(bundle.markdown)
 
 
 def sessions(
@@ -109,7 +109,7 @@ def completions(
     if json_:
         emit_json({"shell": shell, "script": script})
     else:
-        sys.stdout.write(script)
+        current().stdout.write(script)
 
 
 def register(app: typer.Typer) -> None:

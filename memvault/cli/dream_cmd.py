@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -30,6 +30,23 @@ def dream(
 
     Example: memvault dream --min-facts 5 --model openai/gpt-4o-mini
     """
+    _check_options(dry_run=dry_run, max_batches=max_batches, min_facts=min_facts, model=model, undo=undo,
+                   status=status)
+    vault = open_vault(vault_path)
+    if status:
+        data = vault.dream_status()
+        emit_json(data) if json_ else _print_status(data)
+    elif undo:
+        _undo(vault, json_)
+    else:
+        report = vault.dream(dry_run=dry_run, max_batches=max_batches, min_facts=min_facts, model=model,
+                             progress=None if json_ else notice)
+        _finish(report, json_)
+
+
+def _check_options(*, dry_run: bool, max_batches: int | None, min_facts: int | None, model: str | None,
+                   undo: bool, status: bool) -> None:
+    """Refuse a command line whose options contradict or would be ignored, before a vault is opened."""
     if undo and (dry_run or status):
         raise InvalidInput("--undo cannot be combined with --dry-run or --status")
     run_options = {"--dry-run": dry_run, "--max-batches": max_batches is not None,
@@ -40,22 +57,18 @@ def dream(
     for name, value in (("--max-batches", max_batches), ("--min-facts", min_facts)):
         if value is not None:
             check_count(name, value, 0)  # before a first use could create the default vault
-    vault = open_vault(vault_path)
-    if status:
-        data = vault.dream_status()
-        emit_json(data) if json_ else _print_status(data)
-        return
-    if undo:
-        done = vault.dream_undo()
-        if json_:
-            emit_json(done)
-        else:
-            echo(f"reverted {done['reverted'][:12]} ({done['message']}); watermark now {done['watermark'] or 'none'}")
-        return
-    report = vault.dream(
-        dry_run=dry_run, max_batches=max_batches, min_facts=min_facts, model=model,
-        progress=None if json_ else notice,
-    )
+
+
+def _undo(vault: Any, json_: bool) -> None:
+    done = vault.dream_undo()
+    if json_:
+        emit_json(done)
+    else:
+        echo(f"reverted {done['reverted'][:12]} ({done['message']}); watermark now {done['watermark'] or 'none'}")
+
+
+def _finish(report: Any, json_: bool) -> None:
+    """Print a run's report, then exit as its outcome asks (5 for a model failure, 1 when stopped)."""
     data = report.to_dict()
     if json_:
         emit_json(data)

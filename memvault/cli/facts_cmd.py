@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -25,6 +24,7 @@ from memvault.cli.output import (
     reader,
     table,
 )
+from memvault.cli.terminal import current
 from memvault.errors import InvalidInput, InvalidItem, check_count
 from memvault.formats.drafts import read_fact_lines
 
@@ -69,9 +69,10 @@ def add(
     if stdin and key is not None:
         raise InvalidInput("--key names one fact: with --stdin give each line its own \"key\"")
     if stdin:
-        if sys.stdin.isatty():
+        env = current()
+        if env.stdin_isatty:
             notice("reading facts from the terminal, one per line; press Ctrl-D on an empty line to end")
-        drafts, line_numbers = read_fact_lines(sys.stdin.read())
+        drafts, line_numbers = read_fact_lines(env.stdin.read())
         vault = open_vault(vault_path)
         try:
             facts = vault.add_many(drafts, allow_secret=allow_secret)
@@ -228,7 +229,8 @@ def purge(
     Example: memvault purge 01jdq5x8k2m7v3qa --yes
     """
     vault = open_vault(vault_path)
-    if not yes and not (sys.stdin.isatty() and sys.stderr.isatty()):
+    env = current()
+    if not yes and not (env.stdin_isatty and env.stderr_isatty):
         raise InvalidInput("purge rewrites the history and cannot be undone: pass --yes to confirm "
                            "(there is no terminal to ask on); nothing changed")
     report = vault.purge(fact_ids, confirm=None if yes else _ask)

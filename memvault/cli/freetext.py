@@ -12,16 +12,15 @@ from __future__ import annotations
 import re
 import shlex
 
-from typer import Context
 from typer.core import TyperCommand
 
-from memvault.cli.click_private import NoSuchOption, UsageError
+from memvault.cli.click_private import ClickContext, NoSuchOption, UsageError
 
 _OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?", re.S)
 
 
 class FreeTextCommand(TyperCommand):
-    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, text_after_dashes(self, args))
         except NoSuchOption as e:

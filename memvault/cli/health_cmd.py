@@ -36,6 +36,23 @@ def status(as_of: AsOfOption = None, json_: JsonOption = False, vault_path: Vaul
     if json_:
         emit_json(state)
         return
+    _print_vault(state, as_of)
+    _print_dream(state)
+    if as_of:
+        return  # (the index, the remote and the lock are of now)
+    _print_index(state["index"])
+    _print_remote(state["remote"])
+    lock = state["lock"]
+    if lock:
+        from memvault.vault import Vault
+
+        echo(f"lock        {Vault.held_by(lock)}")
+    if state["git"]["uncommitted"]:
+        echo(f"git         {state['git']['uncommitted']} uncommitted change(s) (see `memvault doctor`)")
+
+
+def _print_vault(state: dict, as_of: str | None) -> None:
+    """Status's first lines: where the vault is (and which commit answered), its facts and pages."""
     facts = state["facts"]
     echo(f"vault       {state['path']}")
     if as_of:
@@ -44,6 +61,10 @@ def status(as_of: AsOfOption = None, json_: JsonOption = False, vault_path: Vaul
     echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten, {facts['purged']} purged) "
          f"in {state['days']} daily log(s)")
     echo(f"pages       {state['pages']}")
+
+
+def _print_dream(state: dict) -> None:
+    """Status's dream lines: the watermark, what is pending, the last dream, one running or failing."""
     echo(f"watermark   {state['watermark'] or 'none (nothing consolidated yet)'}")
     scrub = state["pending"].get("scrub_pages")
     echo(f"pending     {state['pending']['days']} day(s), {state['pending']['facts']} fact(s)"
@@ -62,9 +83,9 @@ def status(as_of: AsOfOption = None, json_: JsonOption = False, vault_path: Vaul
              f"{failing['reason']}")
     if state.get("stopped"):
         echo(f"stopped     {state['stopped']}")
-    if as_of:
-        return  # (the index, the remote and the lock are of now)
-    index = state["index"]
+
+
+def _print_index(index: dict) -> None:
     if not index["built"]:
         echo("index       not built yet (the first search builds it)")
     elif index["unavailable"]:
@@ -80,20 +101,15 @@ def status(as_of: AsOfOption = None, json_: JsonOption = False, vault_path: Vaul
         else:
             echo(f"model       {built or index['model']}")
     echo(f"rerank      {index['rerank'] or 'off'}")
-    remote = state["remote"]
+
+
+def _print_remote(remote: dict | None) -> None:
     if remote is None:
         echo("remote      none")
     elif remote["synced"]:
         echo(f"remote      {remote['url']}: {remote['ahead']} ahead, {remote['behind']} behind (as of last sync)")
     else:
         echo(f"remote      {remote['url']}: never synced")
-    lock = state["lock"]
-    if lock:
-        from memvault.vault import Vault
-
-        echo(f"lock        {Vault.held_by(lock)}")
-    if state["git"]["uncommitted"]:
-        echo(f"git         {state['git']['uncommitted']} uncommitted change(s) (see `memvault doctor`)")
 
 
 def doctor(

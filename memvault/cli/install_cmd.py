@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from memvault.cli.output import JsonOption, VaultOption, echo, emit_json, notice, open_vault
+from memvault.cli.terminal import current
 
 HostArgument = Annotated[str, typer.Argument(metavar="HOST", help="claude-code, claude-desktop, cursor or codex.", show_default=False)]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the change to each file as a diff; write nothing.")]
@@ -63,7 +63,7 @@ def _render(report, json_: bool) -> None:
         return
     if report.dry_run:
         for change in report.changes:
-            sys.stdout.write(change.diff())
+            current().stdout.write(change.diff())
         notice("dry run: nothing was written")
         return
     for change in report.changes:

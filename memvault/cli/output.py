@@ -3,23 +3,23 @@
 On a terminal, lists are tables with headers and colour, fitted to its width (long texts cut,
 whole with --full). Piped, the same rows are plain tab-separated lines without a header, nothing
 cut, so scripts get stable text; `--json` is the format meant for programs. rich is imported
-only to draw on a terminal, which keeps `memvault add` and piped output fast.
+only to draw on a terminal, which keeps `memvault add` and piped output fast. What the terminal
+is (streams, tty, colour, width) comes from memvault.cli.terminal, never from sys or os here.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
+from memvault.cli.terminal import current
 from memvault.errors import MemvaultError, Terminated, error_json
 
 VaultOption = Annotated[
@@ -50,7 +50,7 @@ class Column:
     style: Style = ""
     text: bool = False        # the free text: cut to the room left (whole with --full)
     optional: bool = False    # dropped on a narrow terminal before the text gets too short
-    justify: str = "left"
+    justify: Literal["left", "center", "right"] = "left"
 
 
 # Colours shared by every listing, so an id or a category looks the same everywhere.
@@ -64,28 +64,31 @@ def score_style(cell: str) -> str:
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    current().stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def emit_error(error: MemvaultError | Terminated) -> None:
     """A failure with --json: `{"error": ...}` on stderr (stdout keeps the result, if any)."""
-    sys.stderr.write(json.dumps(error_json(error)) + "\n")
+    current().stderr.write(json.dumps(error_json(error)) + "\n")
 
 
 def emit_jsonl(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
-    sys.stdout.flush()
+    stdout = current().stdout
+    stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    stdout.flush()
 
 
 def echo(text: str = "") -> None:
     # color=True: click would otherwise strip what looks like a colour code from piped output,
     # and a fact's text must reach a script byte for byte.
-    typer.echo(visible(text) if sys.stdout.isatty() else text, color=True)
+    env = current()
+    env.echo(visible(text) if env.stdout_isatty else text, color=True)
 
 
 def notice(text: str) -> None:
     """A message for the person at the terminal: stderr, never mixed into results."""
-    typer.echo(f"memvault: {visible(text) if sys.stderr.isatty() else text}", err=True)
+    env = current()
+    env.echo(f"memvault: {visible(text) if env.stderr_isatty else text}", err=True)
 
 
 # Every C0 and C1 control character but tab and newline. Stored text comes from agents and from
@@ -107,14 +110,15 @@ def nothing(message: str = NOTHING_TO_SHOW) -> None:
 def terminal():
     """A rich Console when stdout is a terminal (or FORCE_COLOR asks for one); None when piped.
 
-    With NO_COLOR the layout stays and no escape sequence is written at all; rich reads COLUMNS.
+    With NO_COLOR the layout stays and no escape sequence is written at all.
     """
-    if not (sys.stdout.isatty() or os.environ.get("FORCE_COLOR")):
+    env = current()
+    if not env.draws:
         return None
     from rich.console import Console
 
-    return Console(file=sys.stdout, highlight=False, emoji=False, markup=False,
-                   color_system=None if os.environ.get("NO_COLOR") else "auto")
+    return Console(file=env.stdout, force_terminal=True, width=env.width, highlight=False, emoji=False,
+                   markup=False, color_system="auto" if env.colors else None)
 
 
 def first_line(text: str) -> str:
@@ -168,50 +172,71 @@ def table(columns: Sequence[Column], rows: Sequence[Sequence[str]], *, full: boo
     _draw(console, list(columns), cut, full, matches, wrapped)
 
 
+GAP = 2  # spaces between columns
+
+
 def _draw(console, columns: list[Column], raw: list[list[str]], full: bool, matches: list[int | None],
           wrapped: frozenset[int]) -> None:
-    from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
-    gap = 2
     rows = [[visible(cell) for cell in row] for row in raw]
-    widths = [max(cell_len(column.header), *(cell_len(line) for n, row in enumerate(rows) if n not in wrapped
-                                             for line in row[i].split("\n")))
-              for i, column in enumerate(columns)]
-    shown = list(range(len(columns)))
-
-    def room() -> int:
-        fixed = sum(widths[i] for i in shown if not columns[i].text)
-        return console.width - fixed - gap * (len(shown) - 1)
-
-    # A narrow terminal drops optional columns (last first) rather than squeezing ids and dates.
-    for i in reversed(range(len(columns))):
-        if room() >= MIN_TEXT_WIDTH:
-            break
-        if columns[i].optional:
-            shown.remove(i)
-    dropped = [columns[i].header for i in range(len(columns)) if i not in shown and any(row[i] for row in rows)]
-    if dropped:  # a sign, rather than tags that silently are not there
-        notice(f"{' and '.join(dropped)} left out at {console.width} columns: a wider terminal or --json shows them")
+    widths = _natural_widths(columns, rows, wrapped)
+    shown = _fit(columns, widths, console.width)
+    _say_dropped(columns, rows, shown, console.width)
+    room = _room(columns, widths, shown, console.width)
     text = next((i for i in shown if columns[i].text), None)
     if text is not None and not full:
         for n, at in enumerate(matches):
             if at is not None and n not in wrapped:
-                rows[n][text] = _around(rows[n][text], len(visible(raw[n][text][:at])), room())
-    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, gap, 0, 0), header_style="bold")
+                rows[n][text] = _around(rows[n][text], len(visible(raw[n][text][:at])), room)
+    grid = Table(box=None, pad_edge=False, show_edge=False, padding=(0, GAP, 0, 0), header_style="bold")
     for i in shown:
         column = columns[i]
         if column.text:
             grid.add_column(column.header, no_wrap=not full, overflow="fold" if full else "ellipsis",
-                            max_width=max(room(), 8))
+                            max_width=max(room, 8))
         else:
-            grid.add_column(column.header, no_wrap=True, width=widths[i], justify=column.justify)  # type: ignore[arg-type]
+            grid.add_column(column.header, no_wrap=True, width=widths[i], justify=column.justify)
     for n, row in enumerate(rows):
-        grid.add_row(*(Text(row[i], style=_style(columns[i].style, row[i]),
-                            **({"no_wrap": False, "overflow": "fold"} if n in wrapped else {}))
+        # a wrapped row folds its text over lines rather than being cut
+        grid.add_row(*(Text(row[i], style=_style(columns[i].style, row[i]), no_wrap=False, overflow="fold")
+                       if n in wrapped else Text(row[i], style=_style(columns[i].style, row[i]))
                        for i in shown))
     console.print(grid)
+
+
+def _natural_widths(columns: list[Column], rows: list[list[str]], wrapped: frozenset[int]) -> list[int]:
+    """Each column's width unsqueezed: its header or its longest line (wrapped rows aside)."""
+    from rich.cells import cell_len
+
+    return [max(cell_len(column.header), *(cell_len(line) for n, row in enumerate(rows) if n not in wrapped
+                                           for line in row[i].split("\n")))
+            for i, column in enumerate(columns)]
+
+
+def _room(columns: list[Column], widths: list[int], shown: list[int], width: int) -> int:
+    """The columns the text column is left with, beside the others shown."""
+    fixed = sum(widths[i] for i in shown if not columns[i].text)
+    return width - fixed - GAP * (len(shown) - 1)
+
+
+def _fit(columns: list[Column], widths: list[int], width: int) -> list[int]:
+    """The columns shown: a narrow terminal drops optional ones (last first) rather than squeezing
+    ids and dates, until the text has MIN_TEXT_WIDTH."""
+    shown = list(range(len(columns)))
+    for i in reversed(range(len(columns))):
+        if _room(columns, widths, shown, width) >= MIN_TEXT_WIDTH:
+            break
+        if columns[i].optional:
+            shown.remove(i)
+    return shown
+
+
+def _say_dropped(columns: list[Column], rows: list[list[str]], shown: list[int], width: int) -> None:
+    dropped = [columns[i].header for i in range(len(columns)) if i not in shown and any(row[i] for row in rows)]
+    if dropped:  # a sign, rather than tags that silently are not there
+        notice(f"{' and '.join(dropped)} left out at {width} columns: a wider terminal or --json shows them")
 
 
 def _around(cell: str, at: int, room: int) -> str:
@@ -252,7 +277,8 @@ def progress_bar() -> Iterator[Any]:
     The bar starts with the first piece of work reported, so a command with none writes nothing
     to stderr. With NO_COLOR (or TERM=dumb) there is no bar at all, since drawing one takes escape
     sequences (the notices still say what is being done)."""
-    if not sys.stderr.isatty() or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+    env = current()
+    if not env.progress:
         yield None
         return
     from rich.console import Console
@@ -264,7 +290,7 @@ def progress_bar() -> Iterator[Any]:
     def update(phase: str, done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
-            bar = Progress(console=Console(stderr=True), transient=True)
+            bar = Progress(console=Console(file=env.stderr, force_terminal=True, width=env.width), transient=True)
             bar.start()
         if phase not in tasks:
             tasks[phase] = bar.add_task(phase, total=total)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -32,6 +32,7 @@ from memvault.cli.output import (
     table,
     terminal,
 )
+from memvault.cli.terminal import current
 from memvault.errors import ExitCode, InvalidInput, MemvaultError, error_detail
 from memvault.formats.drafts import BOM
 
@@ -81,11 +82,12 @@ def search(
     if not stdin and query is None:
         raise InvalidInput("missing QUERY (or use --stdin)")
     vault = open_vault(vault_path)
-    options = dict(limit=limit, category=category, tag=tag, source=source, session=session, since=since,
-                   until=until, include_all=all_, lexical_only=lexical, explain=explain, min_score=min_score,
-                   rerank=not no_rerank, as_of=as_of)
-    if stdin:
-        if sys.stdin.isatty():
+    options: dict[str, Any] = dict(
+        limit=limit, category=category, tag=tag, source=source, session=session, since=since, until=until,
+        include_all=all_, lexical_only=lexical, explain=explain, min_score=min_score, rerank=not no_rerank,
+        as_of=as_of)
+    if query is None:  # (--stdin, as checked above)
+        if current().stdin_isatty:
             notice("reading queries from the terminal, one per line; press Ctrl-D on an empty line to end")
         failed = _search_stdin(vault, options, json_, full)
         if failed:
@@ -112,7 +114,7 @@ def _query(vault: Any, text: str, options: dict):
 def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
     """Answer each input line; a bad line gets an error result and the rest still run."""
     failed = 0
-    for number, raw in enumerate(sys.stdin, start=1):
+    for number, raw in enumerate(current().stdin, start=1):
         line = raw.rstrip("\r\n").removeprefix(BOM)  # (a Windows tool's byte-order mark)
         if not line.strip():
             continue
@@ -134,7 +136,7 @@ def _search_stdin(vault: Any, defaults: dict, as_json: bool, full: bool) -> int:
             if as_json:
                 emit_jsonl({"query": query, "error": error})
             else:
-                notice(error["message"])
+                notice(str(error["message"]))
             continue
         past = getattr(memory, "moment", None)
         if as_json:
@@ -185,7 +187,9 @@ def _print_hits(vault: Any, query: Any, hits: list, full: bool = False) -> None:
         else:
             nothing(f"{NO_MATCHES} (relevance floor {floor:g}; --min-score 0 shows every match)")
         return
-    rows, focus, wrapped = [], [], set()
+    rows: list[list[str]] = []
+    focus: list[Sequence[tuple[int, int]]] = []
+    wrapped: set[int] = set()
     for hit in hits:
         text = hit.text.strip()
         if getattr(hit, "superseded_by", None):  # marked as `context` marks it: the text stays whole

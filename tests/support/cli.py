@@ -6,16 +6,28 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
 
 class Cli:
-    """Runs memvault in-process through Typer's CliRunner, stdout and stderr kept apart."""
+    """Runs memvault in-process through Typer's CliRunner, stdout and stderr kept apart.
 
-    def __init__(self, vault_dir: Path | None):
+    `terminal` fakes what the command's terminal is (memvault.cli.terminal.Environment's fields:
+    `stdout_isatty`, `width`, `colors`...); by default every stream is a pipe, as in a script.
+    """
+
+    def __init__(self, vault_dir: Path | None, **terminal: Any):
         self.vault_dir = vault_dir
         self.runner = CliRunner()
+        self.terminal = terminal
+
+    def on_terminal(self, width: int = 80, colors: bool = True, **streams: bool) -> Cli:
+        """This vault's memvault with stdout on a colour terminal `width` columns wide (and any
+        `stdin_isatty`/`stderr_isatty` given)."""
+        return Cli(self.vault_dir, stdout_isatty=True, width=width, colors=colors, force_terminal=False,
+                   dumb=False, **streams)
 
     def __call__(self, *args: str, input: str | None = None, vault: bool = True):
         from memvault.cli.app import app
@@ -23,7 +35,7 @@ class Cli:
         argv = list(args)
         if vault and self.vault_dir is not None:
             argv += ["--vault", str(self.vault_dir)]
-        return self.runner.invoke(app, argv, input=input, catch_exceptions=False)
+        return self.runner.invoke(app, argv, input=input, catch_exceptions=False, obj={"terminal": self.terminal})
 
 
 def run_memvault(*args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None,
