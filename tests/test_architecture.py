@@ -196,6 +196,25 @@ def test_the_linter_finds_nothing():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_the_type_checker_finds_nothing(tmp_path):
+    """mypy, configured in pyproject.toml ([tool.mypy]: memvault/), runs within the test command."""
+    result = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache")],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_function_is_too_complex_to_hold_in_mind():
+    """Cyclomatic complexity at most 20 per function or method, as radon counts it."""
+    from radon.complexity import cc_visit
+
+    found = [f"{path.relative_to(ROOT)}:{block.lineno} {block.name} ({block.complexity})"
+             for path in sorted((ROOT / "memvault").rglob("*.py"))
+             for block in cc_visit(path.read_text(encoding="utf-8"))
+             for block in [block, *getattr(block, "methods", [])]
+             if block.complexity > 20]
+    assert found == []
+
+
 def test_tests_take_helpers_from_the_support_package_not_from_conftest():
     """tests/support/ holds what the tests share; conftest.py holds fixtures only."""
     tests = ROOT / "tests"

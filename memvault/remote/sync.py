@@ -218,7 +218,8 @@ def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list
                     raise _conflict(storage, conflicts, branch) from None
                 raise MemvaultError(
                     f"git could not merge {REMOTE}/{branch}: {git_reason(e)}; nothing changed") from None
-        changed = _names(storage, "diff", "--name-only", "-z", before, "HEAD")
+        # a vault with no commit yet took every file of the remote: git's empty tree is its "before"
+        changed = _names(storage, "diff", "--name-only", "-z", before or EMPTY_TREE, "HEAD")
         report.merged = report.merged or len(storage.git.run("rev-list", "--parents", "-n1", "HEAD").split()) > 2
         report.edited = sorted(set(report.edited) | set(taken.edited))
         report.forgotten = sorted(set(report.forgotten) | set(taken.forgotten))
@@ -242,6 +243,9 @@ def _refuse_untrusted(storage: Storage, rev: str, name: str) -> RemoteChanges:
             f"this side's items), edit each item to the text to keep (the remote's: `git show {name}:{logs[0]}`), "
             f"`git commit -a`, and `memvault sync`{_identity_first(storage)}")
     return changes
+
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _names(storage: Storage, *args: str) -> list[str]:
