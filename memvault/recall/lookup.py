@@ -66,7 +66,7 @@ def purged(storage: Storage, fact_id: str) -> Tombstone | None:
     """The purge record of a fact no log holds any more, if it was purged."""
     from memvault.remote.purge import purged_tombstone
 
-    return purged_tombstone(storage, fact_id)
+    return purged_tombstone(storage.tombstone_log, fact_id)
 
 
 def show(vault: Storage, fact_id: str, as_of: Any = None) -> FactView:
