@@ -164,7 +164,7 @@ def test_a_moment_being_read_is_never_evicted(vault, vault_dir, months, monkeypa
     with asof.past(vault.storage, "2026-01-15") as reading:
         vault.recent(as_of="2026-02-15")        # makes room: the moment being read stays
         assert (vault_dir / ".memvault" / "asof" / first).is_dir()
-        assert [f.text for f in reading.iter_facts()] == ["Alice lives in Paris"]
+        assert [f.text for f in reading.facts.iter_facts()] == ["Alice lives in Paris"]
     vault.recent(as_of="2026-04-15")            # no longer read: it goes now
     assert not (vault_dir / ".memvault" / "asof" / first).exists()
 
