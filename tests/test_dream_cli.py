@@ -15,6 +15,7 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
+import pytest
 from support.cli import run_memvault
 from support.dream import MODEL, request_data
 from support.fake_llm import (
@@ -183,6 +184,7 @@ def test_a_failing_batch_is_told_once_on_stderr_then_named_by_status_and_doctor(
     assert refused.exit_code == 5 and refused.stderr.count("unknown model string 'foo/bar'") == 1
 
 
+@pytest.mark.slow
 def test_status_shows_a_running_dream_and_never_a_killed_one(vault_dir, fake):
     """Real processes: while a dream waits on its model, `status` and `dream --status` (text and
     JSON) show its batch and step; once it is killed (its progress file left behind), neither does."""
