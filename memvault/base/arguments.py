@@ -146,6 +146,5 @@ def shown(value: Any) -> str:
 def _parameter_hints(function: Callable[..., Any]) -> dict[str, Any]:
     """The parameters' annotations, resolved; the return annotation is left out, so a method may
     return a type only imported for type checkers (a feature loaded when first used)."""
-    stub = types.FunctionType((lambda: None).__code__, function.__globals__)
-    stub.__annotations__ = {name: hint for name, hint in function.__annotations__.items() if name != "return"}
-    return typing.get_type_hints(stub)
+    parameters = {name: hint for name, hint in function.__annotations__.items() if name != "return"}
+    return typing.get_type_hints(types.SimpleNamespace(__annotations__=parameters), globalns=function.__globals__)
