@@ -23,8 +23,10 @@ from memvault.formats.facts import Fact
 from memvault.formats.tombstones import Tombstone
 from memvault.index.hits import Hit
 from memvault.index.query import SearchQuery
+from memvault.recall.forgetting import Forgotten
+from memvault.recall.lookup import FactView
 from memvault.recall.timeline import RecentQuery
-from memvault.vault import FactView, Forgotten, Vault
+from memvault.vault import Vault
 
 __all__ = [
     "DreamRunning",

@@ -10,35 +10,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from datetime import date, datetime, tzinfo
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from memvault.base.arguments import checked
 from memvault.base.dates import Bound
-from memvault.errors import BrokenRepository, InvalidInput, InvalidItem, NotAVault
+from memvault.errors import InvalidInput, InvalidItem
 from memvault.formats.drafts import FactDraft
 from memvault.formats.facts import Fact, ParseProblem
-from memvault.formats.layout import CONFIG_FILE
 from memvault.formats.reports import DreamStatus, IndexStatus, ReindexReport, RemoteInfo, UndoReport, VaultStatus
 from memvault.formats.tombstones import Tombstone
 from memvault.index.query import SearchQuery
 from memvault.recall.forgetting import Forgotten
 from memvault.recall.lookup import CommitRecord, FactView
 from memvault.recall.timeline import RecentQuery
-from memvault.storage import vault_dir
-from memvault.storage.store import Storage
-
-# (found here too: the names front ends and tests have always taken from memvault.vault)
-from memvault.storage.vault_dir import default_vault_path, explained_if_broken, locate
+from memvault.storage.vault_dir import locate
+from memvault.vault.moment import VaultAt, reading
+from memvault.vault.opening import Notify, Opening
+from memvault.vault.probes import doctor_probes
 
 if TYPE_CHECKING:
     from memvault.dream.results import DreamReport
-    from memvault.health.doctor import DoctorReport, Probe
+    from memvault.health.doctor import DoctorReport
     from memvault.importers.run import ImportReport
     from memvault.index.hits import Hit
-    from memvault.recall.asof import Moment
     from memvault.recall.context import Bundle
     from memvault.recall.timeline import SessionSummary
     from memvault.recall.why import Why
@@ -46,35 +41,10 @@ if TYPE_CHECKING:
     from memvault.remote.sync import SyncReport
     from memvault.storage.gitstore import GitStore
 
-Notify = Callable[[str], None]
 Progress = Callable[..., None]  # what each long task tells of its stages (see the task's docs)
 
 
-class VaultAt:
-    """The vault as it stood at one commit, read-only (`Vault.as_of`); `moment` says which commit
-    answered, for what was asked."""
-
-    def __init__(self, vault: Vault, moment: Moment):
-        self.vault = vault
-        self.moment = moment
-
-    def search(self, query: str | SearchQuery, **options: Any) -> list[Hit]:
-        return self.vault.search(query, as_of=self.moment, **options)
-
-    def context(self, query: str | None = None, **options: Any) -> Bundle:
-        return self.vault.context(query, as_of=self.moment, **options)
-
-    def recent(self, limit: int | None = 20, **options: Any) -> list[Fact]:
-        return self.vault.recent(limit, as_of=self.moment, **options)
-
-    def show(self, fact_id: str) -> FactView:
-        return self.vault.show(fact_id, as_of=self.moment)
-
-    def status(self) -> VaultStatus:
-        return self.vault.status(as_of=self.moment)
-
-
-def _ids(fact_ids: Iterable[str]) -> list[str]:
+def fact_ids_given(fact_ids: Iterable[str]) -> list[str]:
     if isinstance(fact_ids, str):
         return [fact_ids]
     ids = list(fact_ids)
@@ -83,130 +53,9 @@ def _ids(fact_ids: Iterable[str]) -> list[str]:
     return ids
 
 
-class Vault:
+class Vault(Opening):
     """One vault. `notify` receives notices meant for a person (an index rebuilt, a repair done);
     without it they go to the `memvault` logger at INFO level. The library never prints."""
-
-    @checked
-    def __init__(self, root: os.PathLike[str] | str, *, notify: Notify | None = None):
-        root = Path(root).resolve()
-        vault_dir.check_vault_dir(root)
-        self.storage = Storage(root, notify=notify)
-        self.root = root
-        self.config = self.storage.config
-        self.created = False
-        self.recovered: list[str] = []
-        from memvault.remote.merge_driver import ensure_merge_driver
-
-        with explained_if_broken(root):
-            ensure_merge_driver(self.storage)  # a fresh clone lacks it: git config is not pushed
-
-    @staticmethod
-    def held_by(holder: dict) -> str:
-        """A lock holder (`status()["lock"]`) in words: "held by pid N (command) since TIME"."""
-        from memvault.storage.lock import held_by
-
-        return held_by(holder)
-
-    @staticmethod
-    def search_on_one_thread() -> None:
-        """For a long-lived process that answers searches beside other work (the MCP server): from
-        now on numpy's products run on the calling thread alone (see index/vectors.py)."""
-        from memvault.index.vectors import products_on_one_thread
-
-        products_on_one_thread()
-
-    def close(self) -> None:
-        """Release the search index this object keeps open between searches."""
-        self.storage.close()
-
-    def __enter__(self) -> Vault:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- finding and creating (memvault.storage.vault_dir) ------------------------------------
-
-    @classmethod
-    @checked
-    def init(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
-        """Create a vault from the template, with its own git repository and a first commit."""
-        root = Path(path).expanduser().resolve()
-        if vault_dir.holds_vault(root):
-            try:
-                return cls(root, notify=notify)  # idempotent: `created` stays False
-            except BrokenRepository as e:
-                raise InvalidInput(f"{root} is a vault, but {e.problem}; `memvault init --adopt {root}` "
-                                   "re-creates the repository from the vault's files") from None
-        vault_dir.make_vault(root)
-        vault = cls(root, notify=notify)
-        vault.created = True
-        return vault
-
-    @classmethod
-    @checked
-    def open(cls, path: os.PathLike[str] | str | None = None, *, create_default: bool = True,
-             notify: Notify | None = None) -> Vault:
-        """Find the vault: explicit path > MEMVAULT_VAULT > enclosing vault of cwd > default vault."""
-        root = locate(path)
-        if not (path or os.environ.get("MEMVAULT_VAULT")) and not (root / CONFIG_FILE).exists():
-            # No vault given or enclosing: the default vault, not created yet.
-            if not create_default:
-                raise NotAVault(f"no vault here and no default vault at {root}; run `memvault init`")
-            vault = cls.init(root, notify=notify)
-            vault.storage.notify(f"created a new vault at {vault.root}")
-        else:
-            vault = cls(root, notify=notify)
-        with explained_if_broken(vault.root):
-            vault.recover()
-        return vault
-
-    @classmethod
-    @checked
-    def adopt(cls, path: os.PathLike[str] | str, *, notify: Notify | None = None) -> Vault:
-        """Re-create the git repository of a vault whose .git is missing or broken, from its files, in
-        one commit (`created` is then True). A vault with a healthy repository is left as it is."""
-        root = Path(path).expanduser().resolve()
-        done = vault_dir.recreate_if_broken(root)
-        if done is None:
-            return cls(root, notify=notify)
-        vault = cls(root, notify=notify)
-        for line in done:
-            vault.storage.notify(line)
-        vault.created = True
-        return vault
-
-    @classmethod
-    @checked
-    def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False, llm: bool = False,
-                 notify: Notify | None = None) -> DoctorReport:
-        """`doctor` for a vault that may not open: its git repository is checked first (re-created
-        from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
-        from memvault.health.checks import diagnose
-
-        root = locate(path)
-        return diagnose(root, fix, then=lambda: cls.open(root, notify=notify).doctor(fix=fix, llm=llm))
-
-    @classmethod
-    @checked
-    def clone(cls, url: str, path: os.PathLike[str] | str | None = None, *,
-              notify: Notify | None = None) -> Vault:
-        """Set up a vault from a remote that holds one (default path: the default vault)."""
-        from memvault.remote.clone import clone
-
-        root = clone(url, Path(path).expanduser().resolve() if path else default_vault_path())
-        vault = cls(root, notify=notify)  # installs the merge driver
-        vault.created = True
-        return vault
-
-    def recover(self) -> list[str]:
-        """Repair what an interrupted command left behind; returns (and tells) what was done."""
-        done = self.storage.recovery.recover()
-        for line in done:
-            self.storage.notify(line)
-        self.recovered.extend(done)
-        return done
 
     # -- what the storage knows ------------------------------------------------------------
 
@@ -293,7 +142,7 @@ class Vault:
         and first words, the commits to rewrite and the pages citing them."""
         from memvault.remote.purge import plan
 
-        return plan(self.storage, _ids(fact_ids))
+        return plan(self.storage, fact_ids_given(fact_ids))
 
     @checked
     def purge(self, fact_ids: str | Iterable[str], *, confirm: Callable[[Any], bool] | None = None,
@@ -306,7 +155,7 @@ class Vault:
         the old history until `sync` (report.remote says so). See docs/purge.md."""
         from memvault.remote.purge import purge
 
-        return purge(self.storage, _ids(fact_ids), confirm=confirm, progress=progress)
+        return purge(self.storage, fact_ids_given(fact_ids), confirm=confirm, progress=progress)
 
     # -- reading facts (memvault.recall) -------------------------------------------------------
 
@@ -337,7 +186,7 @@ class Vault:
         else:
             query = RecentQuery.parse(limit, tz=self.tz, since=since, until=until, category=category, tag=tag,
                                       source=source, session=session, oldest_first=oldest_first)
-        with self._reading(as_of) as storage:
+        with reading(self.storage, as_of) as storage:
             return recent(storage, query)
 
     @checked
@@ -376,7 +225,7 @@ class Vault:
             query = SearchQuery.parse(query, tz=self.tz, categories=self.config.categories, **options)
         elif options:
             raise InvalidInput("give search options either in the SearchQuery or as keywords, not both")
-        with self._reading(as_of) as storage:
+        with reading(self.storage, as_of) as storage:
             return search(storage, query, progress=progress)
 
     @checked
@@ -410,7 +259,7 @@ class Vault:
         """A prompt-ready Bundle of at most `budget` tokens: MEMORY.md, relevant, then recent."""
         from memvault.recall.context import build_context
 
-        with self._reading(as_of) as storage:
+        with reading(self.storage, as_of) as storage:
             return build_context(storage, query, budget=budget, recent=recent, relevant=relevant)
 
     # -- dream (memvault.dream) --------------------------------------------------------------
@@ -465,7 +314,7 @@ class Vault:
             from memvault.recall.asof import moment, status_at
 
             found = moment(self.storage, as_of)
-            with self._reading(found) as storage:
+            with reading(self.storage, found) as storage:
                 return cast(VaultStatus, status_at(self.storage, storage, found))
         from memvault.dream.status import dream_status
         from memvault.health.status import status
@@ -491,16 +340,16 @@ class Vault:
 
         return VaultAt(self, moment(self.storage, when))
 
-    @contextmanager
-    def _reading(self, as_of: Any) -> Iterator[Storage]:
-        """The storage to read: the vault's own, or the vault as of a moment (memvault.recall.asof)."""
-        if as_of is None:
-            yield self.storage
-            return
-        from memvault.recall.asof import past
+    @classmethod
+    @checked
+    def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False, llm: bool = False,
+                 notify: Notify | None = None) -> DoctorReport:
+        """`doctor` for a vault that may not open: its git repository is checked first (re-created
+        from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
+        from memvault.health.checks import diagnose
 
-        with past(self.storage, as_of) as storage:
-            yield storage
+        root = locate(path)
+        return diagnose(root, fix, then=lambda: cls.open(root, notify=notify).doctor(fix=fix, llm=llm))
 
     @checked
     def doctor(self, fix: bool = False, llm: bool = False) -> DoctorReport:
@@ -508,18 +357,4 @@ class Vault:
         returns a memvault.health.doctor.DoctorReport."""
         from memvault.health.doctor import doctor
 
-        return doctor(self.storage, _doctor_probes(), fix=fix, llm=llm)
-
-
-def _doctor_probes() -> list[Probe]:
-    """Every check doctor runs, each from the package it checks, in the order they are shown and
-    repaired: leftovers are committed before the index is rebuilt from the files."""
-    from memvault.dream import probes as dream
-    from memvault.health import checks as vault
-    from memvault.index import probes as index
-    from memvault.remote import probes as remote
-
-    return [vault.LOCKS, vault.SYMLINKS, remote.PURGE, vault.WORKTREE, remote.MERGE_DRIVER, remote.IGNORED,
-            vault.IDENTITY, vault.LOG_LINES, vault.FACT_COUNTS, vault.LOG_NAMES, vault.FACT_IDS, vault.CITATIONS,
-            vault.FORGOTTEN_CITATIONS, vault.CREDENTIALS, index.EMBEDDING_CACHE, index.INDEX, index.EMBEDDING_MODEL,
-            index.RERANK_MODEL, dream.DREAM, dream.LLM]
+        return doctor(self.storage, doctor_probes(), fix=fix, llm=llm)

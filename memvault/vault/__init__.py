@@ -1,0 +1,7 @@
+"""The Vault facade (memvault.vault.facade) and the half that opens one (memvault.vault.opening)."""
+
+from memvault.storage.vault_dir import default_vault_path, explained_if_broken, locate
+from memvault.vault.facade import Vault
+from memvault.vault.moment import VaultAt
+
+__all__ = ["Vault", "VaultAt", "default_vault_path", "explained_if_broken", "locate"]
