@@ -592,3 +592,18 @@ def test_a_line_that_does_not_parse_stops_the_watermark_before_its_day(vault, fa
     log.write_text(original)
     git(vault.root, "commit", "-qam", "fixed")
     assert dream(vault, fake).caught_up and vault.watermark == date(2026, 10, 3)
+
+
+def test_the_prose_schema_a_local_server_gets_has_no_bound_a_grammar_would_unroll(vault, fake):
+    """Fault: llama-cpp-python's server turned `maxItems: 20000` and `maxLength: 500` into a grammar
+    of that many nested repetitions and crashed (segfault). The schema goes without them; the
+    answer is still held to them when read: a page title over its length is refused."""
+    a = add(vault, "Alice prefers green tea", "2026-11-01")
+    fake.script = [answer(
+        pages=[{"action": "create", "path": TEA, "title": "T" * 500, "body": f"Alice prefers green tea [^{a.id}]."}],
+        facts=[consolidated(a.id, TEA)],
+    )] * 3
+    report = dream(vault, fake)
+    schema = json.dumps(fake.requests[0]["response_format"]["json_schema"]["schema"])
+    assert "maxItems" not in schema and "maxLength" not in schema and '"facts"' in schema
+    assert not report.ok and vault.watermark is None and not (vault.root / TEA).exists()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -84,9 +84,23 @@ class Parsed:
     problems: list[str] = field(default_factory=list)
 
 
+# Bounds a grammar would unroll stay out of the schema a server is sent: llama.cpp's converters turn
+# `maxLength: 500` into 500 nested optional characters and `maxItems: 20000` into as many items (the
+# prose schema crashed llama-cpp-python's server so). The answer is held to them when it is read.
+_UNROLLED = frozenset({"maxLength", "minLength", "maxItems"})
+
+
 def answer_schema() -> dict:
     """JSON schema handed to providers that support structured output."""
-    return DreamAnswer.model_json_schema()
+    return _without_bounds(DreamAnswer.model_json_schema())
+
+
+def _without_bounds(node: object) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_bounds(v) for k, v in node.items() if k not in _UNROLLED}
+    if isinstance(node, list):
+        return [_without_bounds(v) for v in node]
+    return node
 
 
 # What models put around the object: a reasoning block first (`<think>…</think>`, from reasoning
