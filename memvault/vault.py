@@ -383,7 +383,7 @@ class Vault:
     @classmethod
     @checked
     def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False, llm: bool = False,
-                 notify: Notify | None = None):
+                 notify: Notify | None = None, full: bool | None = None, progress: Progress | None = None):
         """`doctor` for a vault that may not open: its git repository is checked first (re-created
         from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
         from memvault.health.checks import repository_check
@@ -398,7 +398,7 @@ class Vault:
                 return DoctorReport(str(root), [first], [])
             done = recreate_repository(root, template_root())
             first = Check(first.name, FIXED, "; ".join(done))
-        report = cls.open(root, notify=notify).doctor(fix=fix, llm=llm)
+        report = cls.open(root, notify=notify).doctor(fix=fix, llm=llm, full=full, progress=progress)
         if first is not None:
             report.checks.insert(0, first)
             report.fixed[:0] = done
@@ -905,12 +905,13 @@ class Vault:
             yield storage
 
     @checked
-    def doctor(self, fix: bool = False, llm: bool = False):
-        """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
+    def doctor(self, fix: bool = False, llm: bool = False, full: bool | None = None, progress: Progress | None = None):
+        """Health checks (safe repairs with `fix`, one tiny model request with `llm`; the checks that
+        read every log with `full`, by default only where they are quick: docs/scale.md);
         returns a memvault.health.doctor.DoctorReport."""
         from memvault.health.doctor import doctor
 
-        return doctor(self.storage, _doctor_probes(), fix=fix, llm=llm)
+        return doctor(self.storage, _doctor_probes(), fix=fix, llm=llm, full=full, progress=progress)
 
 
 def _doctor_probes() -> list:
