@@ -7,7 +7,10 @@ real write path: the documented log format, one commit per chunk of 100,000 fact
 For each size, in one run: the build rate; `memvault status` the first time (it counts every log
 and plans dream once, then keeps the answers under .memvault/) and again (warm), also right after
 an add, and `memvault dream --status`; the first `memvault search --lexical` (it builds the
-lexical index) and a second one; peak RSS of each process. Every figure is printed with its ratio
+lexical index) and a second one; `memvault doctor` (its default run); peak RSS of each process.
+With --before, `status` right after an `add` also runs --add-turns times turn about, each tree
+on a copy of the vault of its own. At --doctor-full-sizes, `doctor --full` against the estimate
+doctor gives for it. Every figure is printed with its ratio
 to the same figure at --base (100,000 facts; run first). With --before REF, the status and the first lexical search
 also run with memvault as of git REF (a temporary worktree), turn about with this tree's (A B A B),
 at the sizes up to --before-max.
@@ -17,7 +20,8 @@ against raw fastembed on the same texts. At 250-700 facts/s on a 2-core machine 
 would take 25-65 minutes, so the 1M embedding figures are not measured here; the output says so.
 
 Usage: python bench/scale.py [--sizes 10000,100000,1000000] [--before main] [--before-max 100000]
-                             [--embed-sizes 10000] [--base 100000] [--keep DIR]
+                             [--embed-sizes 10000] [--base 100000] [--keep DIR] [--add-turns 3]
+                             [--doctor-full-sizes 100000,1000000]
 """
 
 from __future__ import annotations
@@ -77,8 +81,9 @@ runpy.run_module("memvault", run_name="__main__", alter_sys=True)
 """
 
 
-def measured(args: list[str], env: dict, stdin: str | None = None) -> tuple[float, float, str]:
-    """Seconds, peak RSS in MB and stdout of `memvault ARGS` in a process of its own."""
+def measured(args: list[str], env: dict, stdin: str | None = None, codes: tuple[int, ...] = (0,)
+             ) -> tuple[float, float, str]:
+    """Seconds, peak RSS in MB and stdout of `memvault ARGS` in a process of its own (exit code in `codes`)."""
     with tempfile.TemporaryFile("w+") as given, tempfile.TemporaryFile("w+") as out, \
             tempfile.TemporaryFile("w+") as err, tempfile.NamedTemporaryFile("r") as peak:
         given.write(stdin or "")
@@ -89,13 +94,14 @@ def measured(args: list[str], env: dict, stdin: str | None = None) -> tuple[floa
         elapsed = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
-        if done.returncode:
+        if done.returncode not in codes:
             raise SystemExit(f"memvault {' '.join(args)} failed ({done.returncode}): {err.read().strip()}")
         return elapsed, int(peak.read() or 0) / 1024, out.read()
 
 
-def memvault(env: dict, vault: Path, *args: str, stdin: str | None = None) -> tuple[float, float, str]:
-    return measured([*args, "--vault", str(vault)], env, stdin)
+def memvault(env: dict, vault: Path, *args: str, stdin: str | None = None, codes: tuple[int, ...] = (0,)
+             ) -> tuple[float, float, str]:
+    return measured([*args, "--vault", str(vault)], env, stdin, codes)
 
 
 def tree_env(tree: Path) -> dict:
@@ -143,7 +149,28 @@ def status_and_search(vault: Path, env: dict) -> dict:
                                           for _ in range(3)), key=lambda r: r[0])
     memvault(env, vault, "add", "one more fact, today")
     found["status after an add"] = memvault(env, vault, "status", "--json")[:2]
+    found["doctor (default run)"] = memvault(env, vault, "doctor", "--json", codes=(0, 1))[:2]
     return found
+
+
+def after_adds(vaults: dict[str, Path], envs: dict[str, dict], turns: int = 3) -> dict[str, list]:
+    """`status` right after an `add`, each tree on its own copy of the vault (their kept counts
+    differ in layout), turn about (A B A B), every copy warmed by one status first."""
+    for label, vault in vaults.items():
+        memvault(envs[label], vault, "status", "--json")
+    found: dict[str, list] = {label: [] for label in vaults}
+    for turn in range(turns):
+        for label, vault in vaults.items():
+            memvault(envs[label], vault, "add", f"one more fact, today ({turn})")
+            found[label].append(memvault(envs[label], vault, "status", "--json")[:2])
+    return found
+
+
+def doctor_full(vault: Path, env: dict) -> tuple[float, float, float]:
+    """`doctor --full`: its own estimate (seconds), then the time it took and its peak MB."""
+    estimate = json.loads(memvault(env, vault, "doctor", "--json", codes=(0, 1))[2])["full"]["estimate"]["seconds"]
+    seconds, peak, _ = memvault(env, vault, "doctor", "--full", "--json", codes=(0, 1))
+    return estimate, seconds, peak
 
 
 def embedding(vault: Path, size: int, env: dict) -> tuple[float, float, float]:
@@ -174,6 +201,10 @@ def main() -> None:
     parser.add_argument("--embed-sizes", default="10000", help="sizes at which reindex embeds (slow)")
     parser.add_argument("--base", type=int, default=100_000, help="the size ratios are to (run first)")
     parser.add_argument("--keep", type=Path, help="build the vaults here and keep them (reused if present)")
+    parser.add_argument("--add-turns", type=int, default=3,
+                        help="turns of `status` right after an `add`, each tree on its own copy of the vault")
+    parser.add_argument("--doctor-full-sizes", default="100000,1000000",
+                        help="sizes at which `doctor --full` runs (minutes at 1M)")
     options = parser.parse_args()
     sizes = sorted(int(s) for s in options.sizes.split(","))
     sizes.sort(key=lambda size: size != options.base)  # the base first: every other figure needs it
@@ -188,14 +219,16 @@ def main() -> None:
                        check=True)
         before_env = tree_env(tree)
     try:
-        _run(sizes, embed_sizes, place, env, before_env, options.before_max, options.before)
+        _run(sizes, embed_sizes, place, env, before_env, options, work)
     finally:
         if options.before:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(work / "before")], check=False)
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(sizes, embed_sizes, place: Path, env, before_env, before_max: int, before_ref) -> None:
+def _run(sizes, embed_sizes, place: Path, env, before_env, options, work: Path) -> None:
+    before_max, before_ref = options.before_max, options.before
+    full_sizes = [int(s) for s in options.doctor_full_sizes.split(",") if s]
     print(f"memvault scale bench, {datetime.now().isoformat(timespec='seconds')}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}; vaults of {DAYS} daily logs built with `add --stdin`")
     print(f"after: memvault from {imported_from(env)}")
@@ -217,6 +250,16 @@ def _run(sizes, embed_sizes, place: Path, env, before_env, before_max: int, befo
         for label, tree_env in runs:
             for name, figure in status_and_search(vault, tree_env).items():
                 results.setdefault(name, {}).setdefault(label, []).append(figure)
+        if before_env is not None and options.add_turns:
+            # the before tree keeps the counts in another layout: each tree gets a copy of its own
+            copies = {label: work / f"copy-{label}" for label in ("before", "after")}
+            for copy in copies.values():
+                shutil.copytree(vault, copy, symlinks=True)
+            found = after_adds(copies, {"before": before_env, "after": env}, options.add_turns)
+            for label, figures in found.items():
+                results.setdefault("status after an add, turn about", {})[label] = figures
+            for copy in copies.values():
+                shutil.rmtree(copy, ignore_errors=True)
         for name, by_label in results.items():
             for label, figures in by_label.items():
                 seconds = [f[0] for f in figures]
@@ -229,6 +272,12 @@ def _run(sizes, embed_sizes, place: Path, env, before_env, before_max: int, befo
                 tag = f"{label} {before_ref}" if label == "before" else label
                 print(f"{name:32} {tag:>14}: {shown:>12} s {ratio(statistics.median(seconds), b[0])}   "
                       f"peak {peak:7.0f} MB {ratio(peak, b[1])}")
+        print(f"(load now {os.getloadavg()[0]:.1f})")
+        if size in full_sizes:
+            guess, seconds, peak = doctor_full(vault, env)
+            print(f"doctor --full (after)             {seconds:10.1f} s, its estimate {guess:.1f} s "
+                  f"(x{seconds / guess:.2f} of it); peak {peak:.0f} MB" if guess else
+                  f"doctor --full (after)             {seconds:10.1f} s; peak {peak:.0f} MB")
         if size in embed_sizes:
             rate, peak, raw = embedding(vault, size, env)
             print(f"reindex --clear with the model     {rate:10,.0f} docs/s (raw fastembed {raw:,.0f} texts/s, "

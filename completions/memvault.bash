@@ -128,7 +128,7 @@ _memvault() {
         "why") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "dream") COMPREPLY=($(compgen -W "--dry-run --max-batches --min-facts --model --undo --status --json --vault --help" -- "$cur")) ;;
         "status") COMPREPLY=($(compgen -W "--as-of --json --vault --help" -- "$cur")) ;;
-        "doctor") COMPREPLY=($(compgen -W "--fix --llm --json --vault --help" -- "$cur")) ;;
+        "doctor") COMPREPLY=($(compgen -W "--fix --llm --full --json --vault --help" -- "$cur")) ;;
         "sync") COMPREPLY=($(compgen -W "--json --vault --help" -- "$cur")) ;;
         "clone") COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         "mcp") COMPREPLY=($(compgen -W "--http --port --vault --help" -- "$cur")) ;;

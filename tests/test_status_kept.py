@@ -7,12 +7,14 @@ import json
 import os
 from datetime import datetime
 
+import pytest
 from support.cli import run_memvault
 from support.dream import dream
 from support.fake_llm import FakeLLM, consolidate_everything
 from support.sync import shared
 
 from memvault.dream import status as dream_status_module
+from memvault.health import tally
 from memvault.health.tally import TALLY_FILE, full_count
 from memvault.storage.factlog import FactLog
 
@@ -105,3 +107,65 @@ def test_status_reads_only_the_logs_that_changed(vault, monkeypatch):
     vault.add("today's fact")
     assert vault.status()["facts"]["total"] == 31
     assert len(read) == 1, read  # today's log only: not the 30 others, neither for the counts nor for dream
+
+
+def _ids_in(log) -> list[str]:
+    return [json.loads(line.split("<!-- mv ", 1)[1].split(" -->")[0])["id"]
+            for line in log.read_text().splitlines() if "<!-- mv " in line]
+
+
+def _age_logs(vault) -> None:
+    """As if the logs were written minutes ago: status trusts their stat and reads none again."""
+    for log in (vault.root / "logs").rglob("*.md"):
+        os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns - 10_000_000_000))
+
+
+@pytest.mark.parametrize("one_by_one", [512, 1])
+def test_kept_counts_follow_repeated_ids_gained_and_lost(vault, monkeypatch, one_by_one):
+    """A changed log's ids are looked up among the kept ones (not all counted again): an id repeated
+    in another log counts once, and only when its last copy goes does the total drop. With
+    `one_by_one` at 1, every change takes the merge path instead of one insertion at a time."""
+    monkeypatch.setattr(tally, "_ONE_BY_ONE", one_by_one)
+    for n in range(40):
+        vault.add(f"fact {n} about tea", at=f"2026-09-{1 + n % 10:02d}T09:00:00")
+    _age_logs(vault)
+    assert assert_same_as_recount(vault)["facts"]["total"] == 40
+    older = vault.root / "logs" / "2026" / "2026-09-02.md"
+    repeated = _ids_in(older)[0]
+
+    today = vault.add("a fact of today").path
+    log = vault.root / today
+    line = next(line for line in older.read_text().splitlines(keepends=True) if repeated in line)
+    log.write_text(log.read_text() + line)  # a hand edit: an older fact copied into today's log
+    assert assert_same_as_recount(vault)["facts"]["total"] == 41
+    vault.forget(repeated)
+    assert assert_same_as_recount(vault)["facts"] == {"total": 41, "live": 40, "forgotten": 1, "purged": 0}
+
+    older.write_text("".join(line for line in older.read_text().splitlines(keepends=True) if repeated not in line))
+    assert assert_same_as_recount(vault)["facts"]["total"] == 41  # its copy in today's log still counts
+    log.write_text("".join(line for line in log.read_text().splitlines(keepends=True) if repeated not in line))
+    assert assert_same_as_recount(vault)["facts"] == {"total": 40, "live": 40, "forgotten": 0, "purged": 0}
+
+    many = vault.add_many([{"text": f"bulk {n}", "at": "2026-09-20T10:00:00"} for n in range(30)])
+    assert assert_same_as_recount(vault)["facts"]["total"] == 70
+    vault.forget(many[0].id)
+    assert assert_same_as_recount(vault)["facts"]["forgotten"] == 1
+
+
+def test_counts_kept_before_the_sorted_copy_are_read_once_more_not_counted_again(vault, monkeypatch):
+    """A tally.bin of version 2 (hashes in file order only) is sorted once, without reading every log."""
+    for n in range(20):
+        vault.add(f"fact {n}", at=f"2026-08-{1 + n % 20:02d}T09:00:00")
+    _age_logs(vault)
+    vault.status()
+    path = vault.root / TALLY_FILE
+    head, _, body = path.read_bytes().partition(b"\n")
+    header = json.loads(head)
+    path.write_bytes(json.dumps({**header, "version": 2}).encode() + b"\n" + body[:len(body) // 2])
+    read = []
+    real = FactLog.read_log
+    monkeypatch.setattr(FactLog, "read_log", lambda self, path: read.append(path.name) or real(self, path))
+    vault.add("today's fact")
+    assert vault.status()["facts"]["total"] == 21
+    assert len(set(read)) == 1, read  # today's log only
+    assert_same_as_recount(vault)

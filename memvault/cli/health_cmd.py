@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Annotated
 
 import typer
@@ -17,6 +18,7 @@ from memvault.cli.output import (
     line,
     notice,
     open_vault,
+    progress_bar,
     root_vault,
 )
 from memvault.errors import ExitCode
@@ -115,6 +117,7 @@ def _print_remote(remote: dict | None) -> None:
 def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe: commit leftovers, reindex, install the merge driver, re-create a lost repository.")] = False,
     llm: Annotated[bool, typer.Option("--llm", help="Also send the dream model one tiny request, to check it answers.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Also run the checks that read every daily log on a large vault (says how long first; by default they run where they take a few seconds).")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -128,12 +131,17 @@ def doctor(
     a dream batch that keeps failing, the LLM configuration (model string, key, window; no network
     call unless --llm), stale locks, uncommitted changes. A vault whose .git is missing or broken
     gets only the first check; --fix re-creates the repository from its files.
+    The checks that read every daily log (log lines, fact counts, fact ids, citations,
+    credentials) run by default only where they take a few seconds; on a larger vault doctor
+    says what they would take and --full runs them, with a progress bar on a terminal.
 
     Example: memvault doctor --fix
     """
     from memvault.vault import Vault
 
-    report = Vault.diagnose(vault_path or root_vault(), fix=fix, llm=llm, notify=notice)
+    with progress_bar() if not json_ else nullcontext() as progress:
+        report = Vault.diagnose(vault_path or root_vault(), fix=fix, llm=llm, notify=notice, full=full or None,
+                                progress=progress)
     if json_:
         emit_json(report.to_dict())
     else:
@@ -144,6 +152,9 @@ def doctor(
                 echo(f"         {detail}")
             if check.fix and check.status in ("warn", "fail") and not fix:
                 echo(f"         (`memvault doctor --fix` would {check.fix})")
+        if report.skipped and report.full:
+            echo(f"skip   {', '.join(report.skipped)}: they read every daily log "
+                 f"({report.full['message']}); `memvault doctor --full` runs them")
     if not report.ok:
         raise typer.Exit(int(ExitCode.ERROR))
 

@@ -13,6 +13,7 @@ from memvault.base.credentials import find_credentials, unmarked_credentials
 from memvault.formats.layout import INDEX_FILE, LOGS_DIR, MEMORY_FILE, WRITE_LOCK, is_misdated_log
 from memvault.formats.pages import cited_ids
 from memvault.health.doctor import FAIL, FIXED, OK, WARN, Check, DoctorReport, Probe, process_of, shown_details
+from memvault.health.full import Full
 from memvault.health.tally import fact_counts, forget_tally, full_count
 from memvault.storage.lock import held_by, orphaned_holder
 from memvault.storage.paths import symlinks_in
@@ -286,10 +287,10 @@ LOCKS = Probe(check_locks, repair_locks)
 SYMLINKS = Probe(check_symlinks)
 WORKTREE = Probe(check_worktree, repair_worktree)
 IDENTITY = Probe(check_identity)
-LOG_LINES = Probe(check_log_lines)
-FACT_COUNTS = Probe(check_fact_counts, repair_fact_counts)
+LOG_LINES = Probe(check_log_lines, full=Full("daily logs"))
+FACT_COUNTS = Probe(check_fact_counts, repair_fact_counts, full=Full("fact counts"))
 LOG_NAMES = Probe(check_log_names)
-FACT_IDS = Probe(check_fact_ids)
-CITATIONS = Probe(check_citations)
+FACT_IDS = Probe(check_fact_ids, full=Full("fact ids"))
+CITATIONS = Probe(check_citations, full=Full("citations"))
 FORGOTTEN_CITATIONS = Probe(check_forgotten_citations)
-CREDENTIALS = Probe(check_credentials)
+CREDENTIALS = Probe(check_credentials, full=Full("credentials", reads=2.0))

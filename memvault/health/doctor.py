@@ -6,9 +6,11 @@ Every check only reads; a repair is one commit or a local-only change.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 
 from memvault.errors import MemvaultError, VaultUnwritable
+from memvault.health.full import FULL_IN_DEFAULT_SECONDS, TELL_SECONDS, Full, Progress, counting_reads, estimate
 from memvault.storage.store import Storage
 
 OK, WARN, FAIL, FIXED = "ok", "warn", "fail", "fixed"
@@ -32,6 +34,8 @@ class DoctorReport:
     path: str
     checks: list[Check]
     fixed: list[str]
+    skipped: list[str] = field(default_factory=list)  # the full checks this run left out
+    full: dict | None = None                            # their estimate, and whether they ran
 
     @property
     def ok(self) -> bool:
@@ -39,7 +43,7 @@ class DoctorReport:
 
     def to_dict(self) -> dict:
         return {"path": self.path, "ok": self.ok, "checks": [c.to_dict() for c in self.checks],
-                "fixed": self.fixed}
+                "fixed": self.fixed, "skipped": self.skipped, "full": self.full}
 
 
 @dataclass(frozen=True)
@@ -50,11 +54,30 @@ class Probe:
     check: Callable[[Storage], Check]
     repair: Callable[[Storage], list[str]] | None = None
     contacting: Callable[[Storage], Check] | None = None
+    full: Full | None = None  # a full check (it reads every daily log): see memvault.health.full
 
 
-def doctor(storage: Storage, probes: Iterable[Probe], fix: bool = False, llm: bool = False) -> DoctorReport:
+def doctor(storage: Storage, probes: Iterable[Probe], fix: bool = False, llm: bool = False,
+           full: bool | None = None, progress: Progress | None = None) -> DoctorReport:
     """Run every probe, in order; with `fix`, repair what is safe, then check again; with `llm`, a
-    probe that can contact the model sends it one tiny request."""
+    probe that can contact the model sends it one tiny request. The full checks run with `full`,
+    are left out with full=False, and by default run only where they take a few seconds;
+    `progress` hears how far they are."""
+    probes = list(probes)
+    fulls = [each.full for each in probes if each.full]
+    guess = estimate(storage, fulls)
+    run_full = full if full is not None else guess.seconds <= FULL_IN_DEFAULT_SECONDS
+    if run_full and guess.seconds >= TELL_SECONDS:
+        storage.notify(f"the full checks read every daily log ({guess.describe()})")
+    counting = counting_reads(storage, progress, len(fulls)) if run_full else nullcontext()
+    with counting:
+        report = _checked(storage, [each for each in probes if run_full or not each.full], fix, llm)
+    report.skipped = [] if run_full else [each.name for each in fulls]
+    report.full = {"ran": run_full, "estimate": guess.to_dict(), "message": guess.describe()} if fulls else None
+    return report
+
+
+def _checked(storage: Storage, probes: list[Probe], fix: bool, llm: bool) -> DoctorReport:
     fixed: list[str] = []
     checks: list[Check] = []
     for each in probes:

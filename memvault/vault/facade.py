@@ -343,18 +343,22 @@ class Vault(Opening):
     @classmethod
     @checked
     def diagnose(cls, path: os.PathLike[str] | str | None = None, *, fix: bool = False, llm: bool = False,
-                 notify: Notify | None = None) -> DoctorReport:
+                 notify: Notify | None = None, full: bool | None = None,
+                 progress: Progress | None = None) -> DoctorReport:
         """`doctor` for a vault that may not open: its git repository is checked first (re-created
         from the files with `fix`, as `adopt` does), then every other check runs on the opened vault."""
         from memvault.health.checks import diagnose
 
         root = locate(path)
-        return diagnose(root, fix, then=lambda: cls.open(root, notify=notify).doctor(fix=fix, llm=llm))
+        return diagnose(root, fix, then=lambda: cls.open(root, notify=notify).doctor(fix=fix, llm=llm, full=full,
+                                                                                      progress=progress))
 
     @checked
-    def doctor(self, fix: bool = False, llm: bool = False) -> DoctorReport:
-        """Health checks (safe repairs with `fix`, one tiny model request with `llm`);
+    def doctor(self, fix: bool = False, llm: bool = False, full: bool | None = None,
+               progress: Progress | None = None) -> DoctorReport:
+        """Health checks (safe repairs with `fix`, one tiny model request with `llm`; the checks that
+        read every log with `full`, by default only where they are quick: docs/scale.md);
         returns a memvault.health.doctor.DoctorReport."""
         from memvault.health.doctor import doctor
 
-        return doctor(self.storage, doctor_probes(), fix=fix, llm=llm)
+        return doctor(self.storage, doctor_probes(), fix=fix, llm=llm, full=full, progress=progress)
