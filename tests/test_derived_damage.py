@@ -330,7 +330,7 @@ def _warm_search_across(vault_dir: Path, damage, query: str, *args: str) -> tupl
         process.stdin.flush()
         hits = json.loads(process.stdout.readline())["hits"]
         process.stdin.close()
-        process.wait(timeout=60)
+        process.wait(timeout=300)
     finally:
         process.kill()
     return hits, process.returncode, process.stderr.read()

@@ -256,7 +256,7 @@ def test_without_the_model_search_answers_by_words_with_one_notice(vault_dir, tm
 
     Vault.open(vault_dir).add("Paula repairs vintage radios")
     env = {"MEMVAULT_EMBED_MODEL_PATH": str(tmp_path), "HF_HUB_OFFLINE": "1"}
-    result = run_memvault("search", "vintage radios", "--json", "--vault", str(vault_dir), env=env, timeout=30)
+    result = run_memvault("search", "vintage radios", "--json", "--vault", str(vault_dir), env=env)
     assert result.returncode == 0
     assert json.loads(result.stdout)[0]["text"] == "Paula repairs vintage radios"
     notices = [line for line in result.stderr.splitlines() if "embedding model" in line]

@@ -39,8 +39,9 @@ class Cli:
 
 
 def run_memvault(*args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None,
-                 timeout: float = 60) -> subprocess.CompletedProcess:
-    """memvault as a real process, the way agents and cron run it."""
+                 timeout: float = 300) -> subprocess.CompletedProcess:
+    """memvault as a real process, the way agents and cron run it. `timeout` guards against a hang,
+    not a speed: a doctor that loads both models took over 60 s on a 2-core machine at load 50."""
     return subprocess.run(
         [sys.executable, "-m", "memvault", *args],
         cwd=cwd, env={**os.environ, **(env or {})}, input=input, capture_output=True, text=True,
