@@ -607,3 +607,26 @@ def test_the_prose_schema_a_local_server_gets_has_no_bound_a_grammar_would_unrol
     schema = json.dumps(fake.requests[0]["response_format"]["json_schema"]["schema"])
     assert "maxItems" not in schema and "maxLength" not in schema and '"facts"' in schema
     assert not report.ok and vault.watermark is None and not (vault.root / TEA).exists()
+
+
+def test_a_conflict_reason_naming_what_its_facts_do_not_and_a_memory_line_linking_the_inbox_are_left_out(vault, fake):
+    """Fault seen live (Qwen2.5-Coder-1.5B, prose mode): a conflict's reason copied from the
+    instructions ("Conflicts are written to wiki/0_Inbox/conflicts.md for a human.") went to the
+    inbox, and a MEMORY.md line linked the inbox, a queue for a person, as if it were knowledge.
+    The reason is replaced by the runner's own words and the line dropped, with notes in log.md."""
+    one = add(vault, "Dan's flat is on the 3rd floor", "2026-11-01")
+    two = add(vault, "Dan's flat is on the 5th floor", "2026-11-02")
+    path, inbox = "wiki/people/dan.md", "wiki/0_Inbox/conflicts.md"
+    fake.script = [answer(
+        pages=[{"action": "create", "path": path, "title": "Dan",
+                "body": f"Dan's flat is on the 3rd floor [^{one.id}]."}],
+        facts=[consolidated(one.id, path),
+               {"id": two.id, "disposition": "conflict", "conflicts_with": [one.id],
+                "note": "Conflicts are written to wiki/0_Inbox/conflicts.md for a human."}],
+        memory=[{"text": "Dan's flat: 3rd or 5th floor", "page": inbox}])]
+    assert dream(vault, fake).ok
+    text = (vault.root / inbox).read_text()
+    assert f"these facts disagree — new [^{two.id}] vs [^{one.id}]" in text and "for a human." not in text
+    assert "0_Inbox" not in (vault.root / "MEMORY.md").read_text()
+    log = (vault.root / "log.md").read_text()
+    assert "replaced 1 conflict reason(s)" in log and "naming no wiki page" in log

@@ -323,6 +323,11 @@ class Checker:
             verdict = self.meaning.check(statement, [f.text for f in facts], self.people.names)
         return verdict
 
+    def reason(self, text: str, facts: Sequence) -> bool:
+        """A conflict's reason holds no name or number its facts do not (no meaning check: a
+        reason says how facts differ, not what one says)."""
+        return bool(facts) and specifics(text, facts, self.common, self.names).ok
+
     def swapped(self, statement: str, facts: Sequence, others: Sequence) -> Verdict:
         """Does the statement say what one of `others` (the batch's other facts) says instead?"""
         return _swapped(self, statement, facts, others)

@@ -258,7 +258,8 @@ class Review:
         for fid, original in duplicates.items():
             (prop.settled if original in on_pages else prop.kept).append(fid)
         if prop.conflicts:
-            add_conflicts(prop, self.batch.root, self.batch.day, self.batch.label)
+            add_conflicts(prop, self.batch.root, self.batch.day, self.batch.label, self.batch.known,
+                          self.batch.checker)
         prop.unresolved = {fid: self.refused[fid].problem if fid in self.refused else "no item was given"
                            for fid in self.unresolved}
         return prop

@@ -15,10 +15,10 @@ lines (`_memory_lines`), the conflicts inbox (`add_conflicts`).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memvault.dream.schema import PAGE_MAX_BYTES, AnswerRejected, DreamAnswer
 from memvault.dream.statements import statement_blocks, statements
@@ -123,7 +123,7 @@ def build_proposal(answer: DreamAnswer, ctx: Prose, *, problems: Sequence[str] =
     for fid, original in prop.duplicates.items():
         (prop.settled if original in on_pages else prop.kept).append(fid)
     if prop.conflicts:
-        add_conflicts(prop, ctx.root, ctx.day, ctx.label)
+        add_conflicts(prop, ctx.root, ctx.day, ctx.label, ctx.facts, ctx.checker)
     if answer.memory is not None:
         prop.memory = _memory_lines(answer.memory, ctx, prop)
     return prop
@@ -364,7 +364,7 @@ def _memory_lines(lines, ctx: Prose, prop: Proposal) -> list[tuple[str, str]] | 
         return None
     kept, nowhere, unsupported = [], 0, 0
     for line in lines:
-        page = prop.pages.get(line.page) or _a_wiki_page(line.page, ctx.root, ctx.zones)
+        page = _a_wiki_page(line.page, ctx.root, ctx.zones, prop.pages)
         if page is None:
             nowhere += 1
         elif not _line_supported(line.text, page, ctx):
@@ -391,28 +391,37 @@ def _line_supported(text: str, page: Page, ctx: Prose) -> bool:
     return bool(facts) and specifics(text, facts).ok
 
 
-def _a_wiki_page(path: str, root: Path, zones: Sequence[str]) -> Page | None:
+def _a_wiki_page(path: str, root: Path, zones: Sequence[str], proposed: Mapping[str, Page]) -> Page | None:
     """The existing wiki page a memory line's `page` names, else None. The model may name any file
-    (`index.md`, `../../etc/passwd`, a symlink): such a line names no page and is dropped, with the
-    batch's other lines, never failing the dream or emptying MEMORY.md."""
+    (`index.md`, `../../etc/passwd`, a symlink, the conflicts inbox, which is a queue for a person,
+    no knowledge): such a line names no page and is dropped, with the batch's other lines, never
+    failing the dream or emptying MEMORY.md."""
     try:
-        return read_page(root, check_page_path(path, root, zones, allow_inbox=True))
+        path = check_page_path(path, root, zones)
+        return proposed.get(path) or read_page(root, path)
     except (PagePathError, UnsafePath):
         return None
 
 
 # -- conflicts ----------------------------------------------------------------------------------
 
-def add_conflicts(prop: Proposal, root: Path, day: str, label: str) -> None:
-    """Write each conflict to the inbox page for a human instead of guessing."""
+def add_conflicts(prop: Proposal, root: Path, day: str, label: str, facts: Mapping[str, Any],
+                  checker: Checker | None) -> None:
+    """Write each conflict to the inbox page for a human instead of guessing. The model's reason is
+    checked as a statement is (against the facts in conflict); one naming what they do not is
+    replaced by "these facts disagree" (a small model copied its instructions there)."""
     inbox = read_page(root, CONFLICTS_PAGE) or Page(
         path=CONFLICTS_PAGE, title="Conflicts to review", zone=INBOX_ZONE, tags=["inbox"],
         created=day, body="Facts that disagree, found by `memvault dream`. Resolve them by adding "
         "a correcting fact; delete an entry once it is settled.\n\n## Open",
     )
-    lines = []
+    lines, replaced = [], 0
     for c in prop.conflicts:
-        note = " ".join(c["note"].split()) or "these facts disagree"
+        note = " ".join(c["note"].split())
+        if note and checker is not None and not checker.reason(note, [facts[i] for i in [c["id"], *c["with"]]
+                                                                      if i in facts]):
+            note, replaced = "", replaced + 1
+        note = note or "these facts disagree"
         others = " ".join(f"[^{o}]" for o in c["with"])
         lines.append(f"- {day} (batch {label}): {note} — new [^{c['id']}] vs {others}")
     if "## Open" not in inbox.body:
@@ -421,3 +430,5 @@ def add_conflicts(prop: Proposal, root: Path, day: str, label: str) -> None:
     inbox.updated = day
     inbox.sources = list(dict.fromkeys(inbox.sources + cited_ids(inbox.body)))
     prop.pages[CONFLICTS_PAGE] = inbox
+    if replaced:
+        prop.notes.append(f"replaced {replaced} conflict reason(s) naming what their facts do not")

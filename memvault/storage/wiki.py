@@ -38,7 +38,7 @@ from memvault.storage.paths import inside
 from memvault.storage.store import Storage
 
 
-def check_page_path(path: str, root: Path, zones: Sequence[str], *, allow_inbox: bool = False) -> str:
+def check_page_path(path: str, root: Path, zones: Sequence[str]) -> str:
     """Return the path if it is wiki/<zone>/<slug>.md inside the vault, else raise PagePathError."""
     shown = repr(path)[:80]
     if has_control(path) or "\\" in path or ":" in path:
@@ -51,9 +51,9 @@ def check_page_path(path: str, root: Path, zones: Sequence[str], *, allow_inbox:
     if len(parts) != 3 or parts[0] != WIKI_DIR or not parts[2].endswith(".md"):
         raise PagePathError(f"page path {shown} is not wiki/<zone>/<slug>.md")
     zone, slug = parts[1], parts[2][:-3]
-    if zone == INBOX_ZONE and not allow_inbox:
+    if zone == INBOX_ZONE:
         raise PagePathError(f"page path {shown}: {INBOX_ZONE} is written by the runner only")
-    if zone != INBOX_ZONE and (not ZONE.match(zone) or (zones and zone not in zones)):
+    if not ZONE.match(zone) or (zones and zone not in zones):
         raise PagePathError(f"page path {shown}: unknown zone {zone!r} (zones: {', '.join(zones)})")
     if not SLUG.match(slug):
         raise PagePathError(f"page path {shown}: slug must be lowercase letters, digits and '-'")
