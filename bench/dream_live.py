@@ -198,7 +198,7 @@ def statement_faults(text: str, facts: list) -> list[str]:
 
 
 def check_vault(vault) -> dict:
-    from memvault.formats.pages import CITATION
+    from memvault.formats.pages import CITATION, CONFLICTS_PAGE
     from memvault.storage.wiki import list_pages, read_page
 
     facts = {f.id: f for f in vault.storage.facts.iter_facts()}
@@ -211,6 +211,8 @@ def check_vault(vault) -> dict:
             if not ids or line.startswith("#"):
                 continue
             statements += 1
+            if path == CONFLICTS_PAGE:  # the runner's date and batch, then the model's reason
+                line = re.sub(r"^- \d{4}-\d{2}-\d{2} \(batch [^)]*\): ", "- ", line)
             found = statement_faults(line, [facts[i] for i in ids if i in facts])
             if found:
                 faulty += 1
