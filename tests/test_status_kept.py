@@ -169,3 +169,19 @@ def test_counts_kept_before_the_sorted_copy_are_read_once_more_not_counted_again
     assert vault.status()["facts"]["total"] == 21
     assert len(set(read)) == 1, read  # today's log only
     assert_same_as_recount(vault)
+
+
+def test_a_damaged_sorted_copy_is_counted_again_not_trusted(vault):
+    """Fault: with the sorted half of tally.bin zeroed, a line removed from a log made status fail
+    (IndexError) where it should count again; a smaller damage would have miscounted silently."""
+    for n in range(30):
+        vault.add(f"fact {n} about rain", at=f"2026-09-{1 + n % 10:02d}T09:00:00")
+    _age_logs(vault)
+    assert assert_same_as_recount(vault)["facts"]["total"] == 30
+    kept = vault.root / TALLY_FILE
+    data = kept.read_bytes()
+    kept.write_bytes(data[:len(data) - 8 * 30] + bytes(8 * 30))  # the sorted hashes, zeroed
+    older = vault.root / "logs" / "2026" / "2026-09-03.md"
+    gone = _ids_in(older)[0]
+    older.write_text("".join(line for line in older.read_text().splitlines(keepends=True) if gone not in line))
+    assert assert_same_as_recount(vault)["facts"]["total"] == 29

@@ -57,15 +57,8 @@ def fact_counts(storage: Storage) -> dict:
     for rel, chunk in zip(kept, chunks, strict=True):
         kept[rel][2] = len(every)
         every.extend(chunk)
-    total = kept_counts.get("counts", {}).get("total") if records else None
-    if total is None or gained.total() + lost.total() > max(4096, len(every) // 8):
-        ordered = array("Q", sorted(every))
-        total = len(set(every))  # the costly part at 1M facts (about 1 s with the sort, on a busy 2-core machine)
-    else:
-        touched = set(gained) | set(lost)
-        before = sum(_holds(ordered, h) for h in touched)
-        ordered = _changed(ordered, gained, lost)
-        total += sum(_holds(ordered, h) for h in touched) - before
+    known_total = kept_counts.get("counts", {}).get("total") if records else None
+    ordered, total = _follow(ordered, every, gained, lost, known_total)
     forgotten = sum(_holds(ordered, id_hash(fact_id)) for fact_id in storage.tombstone_log.tombstones())
     counts = {"total": total, "live": total - forgotten, "forgotten": forgotten}
     _save(path, kept, every, ordered, {"tombstones": tombstones, "counts": counts})
@@ -119,19 +112,37 @@ def _logs(storage: Storage, logs: dict, records: dict, hashes: array):
     return kept, chunks, gained - lost, lost - gained
 
 
+def _follow(ordered: array, every: array, gained: Counter, lost: Counter, total: int | None) -> tuple[array, int]:
+    """The sorted hashes and the distinct total after the logs' changes: followed from the kept ones
+    change by change, or counted again (a first count, many changes, a kept copy that is damaged)."""
+    if total is not None and gained.total() + lost.total() <= max(4096, len(every) // 8):
+        touched = set(gained) | set(lost)
+        before = sum(_holds(ordered, h) for h in touched)
+        changed = _changed(ordered, gained, lost)
+        if changed is not None:
+            return changed, total + sum(_holds(changed, h) for h in touched) - before
+    # the costly part at 1M facts (about 1 s with the sort, on a busy 2-core machine)
+    return array("Q", sorted(every)), len(set(every))
+
+
 def _holds(ordered: array, h: int) -> bool:
     i = bisect_left(ordered, h)
     return i < len(ordered) and ordered[i] == h
 
 
-def _changed(ordered: array, gained: Counter, lost: Counter) -> array:
-    """The sorted hashes with `lost` taken out and `gained` put in (each as often as counted)."""
+def _changed(ordered: array, gained: Counter, lost: Counter) -> array | None:
+    """The sorted hashes with `lost` taken out and `gained` put in (each as often as counted); None
+    when a lost hash is not there: the kept copy disagrees with the logs' record, so count again."""
     if lost.total() <= _ONE_BY_ONE:
         for h in lost.elements():
+            if not _holds(ordered, h):
+                return None
             del ordered[bisect_left(ordered, h)]
     else:
         left = Counter(lost)
         ordered = array("Q", (h for h in ordered if not _take(left, h)))
+        if left.total():
+            return None
     added = list(gained.elements())
     if len(added) <= _ONE_BY_ONE:
         for h in added:
