@@ -255,3 +255,15 @@ def test_a_run_stops_when_its_time_budget_is_spent_and_the_rest_waits(vault, fak
     assert "time_budget" in report.stopped_early and report.deferred == ["2026-11-02..2026-11-02"]
     assert any("time budget" in line for line in said) and vault.watermark == date(2026, 11, 1)
     assert dream(vault, fake).caught_up  # the next run takes the rest
+
+
+def test_a_conflict_reason_naming_facts_by_their_handles_reaches_the_inbox_citing_them(vault, fake):
+    """The model knows facts as f1, f2: a reason saying "f2 says the 5th floor, f1 the 3rd" is kept,
+    with the handles made citations a person can follow (their digits are no numbers to check)."""
+    one = add(vault, "Dan's flat is on the 3rd floor", "2026-11-01")
+    two = add(vault, "Dan's flat is on the 5th floor", "2026-11-01")
+    fake.default = items(filed("f1", "wiki/people/dan.md", "Dan's flat is on the 3rd floor.", "Home"),
+                         {"id": "f2", "do": "conflict", "with": ["f1"], "reason": "f2 says the 5th floor, f1 the 3rd"})
+    assert dream(vault, fake).ok
+    inbox = (vault.root / "wiki/0_Inbox/conflicts.md").read_text()
+    assert f"[^{two.id}] says the 5th floor, [^{one.id}] the 3rd — new [^{two.id}] vs [^{one.id}]" in inbox

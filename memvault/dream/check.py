@@ -323,10 +323,15 @@ class Checker:
             verdict = self.meaning.check(statement, [f.text for f in facts], self.people.names)
         return verdict
 
-    def reason(self, text: str, facts: Sequence) -> bool:
-        """A conflict's reason holds no name or number its facts do not (no meaning check: a
-        reason says how facts differ, not what one says)."""
-        return bool(facts) and specifics(text, facts, self.common, self.names).ok
+    def reason(self, text: str, facts: Sequence) -> str | None:
+        """A conflict's reason for a person to read, its handles (`f7`) made citations; None when it
+        holds a name or number its facts do not (no meaning check: a reason says how facts
+        differ, not what one says)."""
+        if self.handles is not None:
+            full = self.handles.full
+            text = re.sub(rf"\b{self.handles.prefix}\d+\b",
+                          lambda m: f"[^{full[m.group(0)]}]" if m.group(0) in full else m.group(0), text)
+        return text if facts and specifics(text, facts, self.common, self.names).ok else None
 
     def swapped(self, statement: str, facts: Sequence, others: Sequence) -> Verdict:
         """Does the statement say what one of `others` (the batch's other facts) says instead?"""

@@ -418,9 +418,9 @@ def add_conflicts(prop: Proposal, root: Path, day: str, label: str, facts: Mappi
     lines, replaced = [], 0
     for c in prop.conflicts:
         note = " ".join(c["note"].split())
-        if note and checker is not None and not checker.reason(note, [facts[i] for i in [c["id"], *c["with"]]
-                                                                      if i in facts]):
-            note, replaced = "", replaced + 1
+        if note and checker is not None:
+            said = checker.reason(note, [facts[i] for i in [c["id"], *c["with"]] if i in facts])
+            note, replaced = (said, replaced) if said is not None else ("", replaced + 1)
         note = note or "these facts disagree"
         others = " ".join(f"[^{o}]" for o in c["with"])
         lines.append(f"- {day} (batch {label}): {note} — new [^{c['id']}] vs {others}")
