@@ -87,7 +87,7 @@ def _on_a_terminal(*args: str) -> bytes:
             if not chunk:
                 break
             drawn += chunk
-        proc.communicate(timeout=120)
+        proc.communicate(timeout=300)
     finally:
         os.close(main)
     return drawn
@@ -100,5 +100,5 @@ def test_progress_is_drawn_on_a_terminal_and_never_into_a_pipe_or_json(vault):
     assert b"full checks: reading every daily log" in drawn and "━".encode() in drawn
     assert b"\xe2\x94\x81" not in _on_a_terminal("doctor", "--full", "--json", *where)
     piped = subprocess.run([sys.executable, "-m", "memvault", "doctor", "--full", *where], capture_output=True,
-                           text=True, timeout=120)
+                           text=True, timeout=300)
     assert "━" not in piped.stderr and "full checks" not in piped.stderr

@@ -74,7 +74,7 @@ class Plan:
         first, n = self.unreadable[0], len(self.unreadable)
         return (f"dream stops before {self.stopped_at}: {n} line(s) of its log do not parse as facts (first: "
                 f"{first.path}:{first.line}); edit them back to `- text <!-- mv {{...}} -->` or delete them "
-                "(`memvault doctor` lists them), then dream again")
+                "(`memvault doctor --full` lists them), then dream again")
 
     @property
     def pending_facts(self) -> int:

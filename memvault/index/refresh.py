@@ -79,7 +79,7 @@ def apply(corpus: Corpus, generation: Generation, scan: Scan, *, progress: Progr
     if problems:
         notify(f"{len(problems)} line(s) in the daily logs are not facts memvault can read "
                f"(first: {problems[0].path}:{problems[0].line}); they are not searchable; "
-               "see `memvault doctor`")
+               "see `memvault doctor --full`")
     return report
 
 
