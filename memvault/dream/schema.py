@@ -97,7 +97,7 @@ def answer_schema() -> dict:
 
 def _without_bounds(node: object) -> Any:
     if isinstance(node, dict):
-        return {k: _without_bounds(v) for k, v in node.items() if k not in _UNROLLED}
+        return {k: _without_bounds(v) for k, v in node.items() if not (k in _UNROLLED and isinstance(v, int))}
     if isinstance(node, list):
         return [_without_bounds(v) for v in node]
     return node

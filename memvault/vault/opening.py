@@ -20,7 +20,8 @@ Notify = Callable[[str], None]
 
 class Opening:
     """What makes a Vault (memvault.vault.facade.Vault, which adds what is asked of one): the
-    constructor, the class methods that find, create, adopt or clone a vault, and recovery."""
+    constructor and its context manager, the class methods that find, create, adopt or clone a
+    vault, recovery, and the two static helpers front ends call before asking anything."""
 
     @checked
     def __init__(self, root: os.PathLike[str] | str, *, notify: Notify | None = None):
