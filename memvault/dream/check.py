@@ -37,6 +37,7 @@ from memvault.dream.words import (
     plain,
     tokens,
 )
+from memvault.formats.pages import CITATION
 
 PEOPLE_ZONE = "people"
 # Cosine of statement and cited facts below which a statement is about something else, per
@@ -325,12 +326,14 @@ class Checker:
 
     def reason(self, text: str, facts: Sequence) -> str | None:
         """A conflict's reason for a person to read, its handles (`f7`) made citations; None when it
-        holds a name or number its facts do not (no meaning check: a reason says how facts
-        differ, not what one says)."""
+        holds a name or number its facts do not, or cites another fact (no meaning check: a reason
+        says how facts differ, not what one says)."""
         if self.handles is not None:
             full = self.handles.full
             text = re.sub(rf"\b{self.handles.prefix}\d+\b",
                           lambda m: f"[^{full[m.group(0)]}]" if m.group(0) in full else m.group(0), text)
+        if any(cited not in {fact.id for fact in facts} for cited in CITATION.findall(text)):
+            return None  # it cites a fact that is not in the conflict
         return text if facts and specifics(text, facts, self.common, self.names).ok else None
 
     def swapped(self, statement: str, facts: Sequence, others: Sequence) -> Verdict:
