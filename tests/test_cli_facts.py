@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import time
 
 import pytest
 from support.git import commit_count, git, is_clean, snapshot
@@ -66,6 +69,28 @@ def test_a_signal_python_wrapped_while_a_library_loads_reads_as_the_signal(cli, 
     monkeypatch.setattr(Vault, "recent", wrapped)
     result = cli("recent")
     assert result.exit_code == code and result.stderr.strip() == f"memvault: {word}", result.stderr
+
+
+@pytest.mark.parametrize("sig, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_an_extension_turned_into_its_own_error_reads_as_the_signal(cli, monkeypatch, sig, code, word):
+    """Fault seen under signals: Ctrl-C landing while pydantic-core built a validator during dream
+    came out as `SchemaError: Error building "definitions" validator:`, keeping no trace of the
+    KeyboardInterrupt, and dream answered "unexpected error", exit 1. It is the signal: 130 (143)."""
+    from memvault.vault import Vault
+
+    def swallowed(*_args, **_kwargs):
+        try:
+            os.kill(os.getpid(), sig)
+            time.sleep(5)  # (the handler raises at the next bytecode)
+        except KeyboardInterrupt:
+            pass
+        raise ValueError('Error building "definitions" validator:')  # (no __context__: raised outside)
+
+    monkeypatch.setattr(Vault, "recent", swallowed)
+    result = cli("recent")
+    assert result.exit_code == code and result.stderr.strip() == f"memvault: {word}", result.stderr
+    monkeypatch.undo()
+    assert cli("recent").exit_code == 0  # (the next command in this process is not "interrupted")
 
 
 def test_the_same_text_twice_is_two_facts(cli, vault_dir):

@@ -62,8 +62,12 @@ class MemvaultGroup(TyperGroup):
         # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
         previous = None
         hook = sys.unraisablehook
+        _received.clear()
         if threading.current_thread() is threading.main_thread():
             previous = signal.signal(signal.SIGTERM, _terminate)
+            previous_int = signal.getsignal(signal.SIGINT)
+            if previous_int is signal.default_int_handler:  # (not when started with Ctrl-C ignored)
+                signal.signal(signal.SIGINT, _interrupt)
             sys.unraisablehook = _interrupt_again
         try:
             return super().invoke(ctx)
@@ -86,8 +90,8 @@ class MemvaultGroup(TyperGroup):
         except (Exit, Abort, ClickException):
             raise
         except Exception as e:  # noqa: BLE001 - the boundary: no traceback for users
-            interrupt = _interrupt_inside(e)
-            if interrupt is not None:  # Python wrapped it (`__set_name__` during an import: RuntimeError)
+            interrupt = _interrupt_inside(e) or (_received[-1]() if _received else None)
+            if interrupt is not None:  # wrapped (`__set_name__` during an import: RuntimeError), or lost
                 _fail(interrupt if isinstance(interrupt, Terminated) else Interrupted(), wants_json)
             # Disk full, read-only or not ours, wherever it happened: one line naming the file.
             clear = unwritable_in(e)
@@ -100,6 +104,8 @@ class MemvaultGroup(TyperGroup):
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+                if signal.getsignal(signal.SIGINT) is _interrupt:
+                    signal.signal(signal.SIGINT, previous_int)
                 sys.unraisablehook = hook
 
 
@@ -169,7 +175,19 @@ def _interrupt_inside(error: BaseException | None) -> KeyboardInterrupt | None:
     return None
 
 
+# The signals this command received. An extension may turn the KeyboardInterrupt a signal raised
+# inside it into an error of its own that keeps no trace of it: a Ctrl-C landing while pydantic-core
+# built a validator came out as `SchemaError: Error building "definitions" validator:`.
+_received: list[type[KeyboardInterrupt]] = []
+
+
+def _interrupt(signum, frame) -> None:
+    _received.append(KeyboardInterrupt)
+    raise KeyboardInterrupt
+
+
 def _terminate(signum, frame) -> None:
+    _received.append(Terminated)
     raise Terminated()
 
 
