@@ -80,7 +80,7 @@ def cache_row(vault_dir: Path) -> None:
     import numpy as np
 
     db = sqlite3.connect(vault_dir / ".memvault" / "cache" / "embeddings.sqlite")
-    noise = np.random.default_rng(1).standard_normal(384).astype(np.float32) * 3
+    noise = np.random.default_rng(1).standard_normal(384).astype(np.float16) * 3  # (stored as float16)
     # Every cached vector: the index's own rows are recomputed only when something is re-embedded.
     db.execute("UPDATE vectors SET vector = ?", (noise.tobytes(),))
     db.commit()

@@ -1,5 +1,9 @@
 """The embedding cache: vectors by (model identity, content hash) in sqlite, so a rebuild never
-embeds unchanged text again; a damaged or unknown cache file is started again empty."""
+embeds unchanged text again; a damaged or unknown cache file is started again empty.
+
+Vectors are kept as float16: a cosine read back from one moves by about 1e-4, and the cache is
+the second copy of every vector (the index holds the float32 one it scores), so halving it is
+what keeps the derived data near twice the raw vectors at a million facts (docs/scale.md)."""
 
 from __future__ import annotations
 
@@ -86,15 +90,17 @@ class EmbeddingCache:
         self._db = self._connect()
 
     def get_many(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The float32 bytes of the vectors cached for these hashes (the others are missing)."""
         found: dict[bytes, bytes] = {}
         hashes = list(hashes)
         try:
-            for start in range(0, len(hashes), 500):
+            model = self._model_id(create=False)
+            for start in range(0, len(hashes) if model is not None else 0, 500):
                 chunk = hashes[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
                     f"SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})",
-                    [self.model, *chunk],
+                    [model, *chunk],
                 )
                 found.update(rows)
         except sqlite3.DatabaseError as exc:
@@ -103,9 +109,10 @@ class EmbeddingCache:
             self._reset(exc)
             return {}
         # A vector of the wrong length is not one this model made: recompute it.
-        return {h: v for h, v in found.items() if isinstance(v, bytes) and len(v) == DIMENSIONS * 4}
+        return {h: widened(v) for h, v in found.items() if isinstance(v, bytes) and len(v) == STORED_BYTES}
 
     def put_many(self, items: Iterable[tuple[bytes, bytes]]) -> None:
+        """Cache these (hash, float32 vector bytes) pairs."""
         items = list(items)
         try:
             self._put(items)
@@ -116,11 +123,14 @@ class EmbeddingCache:
             self._put(items)
 
     def _put(self, items: list[tuple[bytes, bytes]]) -> None:
-        self._db.execute("BEGIN")
+        # IMMEDIATE: the model's number is read before the rows are written, and a read that turned
+        # into a write would fail at once (not wait) if another process wrote in between.
+        self._db.execute("BEGIN IMMEDIATE")
         try:
+            model = self._model_id(create=True)
             self._db.executemany(
                 "INSERT OR REPLACE INTO vectors (model, hash, vector) VALUES (?, ?, ?)",
-                ((self.model, h, v) for h, v in items),
+                ((model, h, narrowed(v)) for h, v in items),
             )
             self._db.execute("COMMIT")
         except BaseException:
@@ -143,18 +153,46 @@ class EmbeddingCache:
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return removed
 
+    def _model_id(self, create: bool) -> int | None:
+        """The number this cache files the model's vectors under (made on the first write)."""
+        row = self._db.execute("SELECT id FROM models WHERE name = ?", (self.model,)).fetchone()
+        if row is None and create:
+            return self._db.execute("INSERT INTO models (name) VALUES (?)", (self.model,)).lastrowid
+        return row[0] if row else None
+
     def close(self) -> None:
         self._db.close()
 
 
+STORED_BYTES = DIMENSIONS * 2  # float16
+
+
+def narrowed(vector: bytes) -> bytes:
+    """float32 bytes as the float16 bytes stored."""
+    import numpy as np
+
+    return np.frombuffer(vector, dtype=np.float32).astype(np.float16).tobytes()
+
+
+def widened(stored: bytes) -> bytes:
+    """Stored float16 bytes back as float32 bytes."""
+    import numpy as np
+
+    return np.frombuffer(stored, dtype=np.float16).astype(np.float32).tobytes()
+
+
 # Rows stay in rowid order and only the small (model, hash) key is indexed. The first layout kept
 # each 1.5 KB vector inside a WITHOUT ROWID key tree, where rows land at random hashes: storing
-# 100k vectors took 8.8 s instead of 3.5 s and the file grew to 469 MB instead of 215 MB.
-VECTORS_TABLE = "CREATE TABLE vectors (id INTEGER PRIMARY KEY, model TEXT NOT NULL, hash BLOB NOT NULL, vector BLOB)"
+# 100k vectors took 8.8 s instead of 3.5 s and the file grew to 469 MB instead of 215 MB. The
+# second kept float32 vectors and each row's model name: two 1.6 KB rows filled a 4 KB page, 2 KB
+# a vector. A row of this one (a model number, the hash, 768 bytes) is 0.8 KB, five to a page.
+VECTORS_TABLE = "CREATE TABLE vectors (id INTEGER PRIMARY KEY, model INTEGER NOT NULL, hash BLOB NOT NULL, vector BLOB)"
 VECTORS_KEY = "CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, hash)"
+MODELS_TABLE = "CREATE TABLE IF NOT EXISTS models (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"
 
-
-FIRST_LAYOUT_COLUMNS = ["model", "hash", "vector"]
+# Both earlier layouts: the model's name in each row, float32 vectors.
+EARLIER_LAYOUT_COLUMNS = (["model", "hash", "vector"], ["id", "model", "hash", "vector"])
+EARLIER_VECTOR_BYTES = DIMENSIONS * 4
 
 
 class UnknownLayout(Exception):
@@ -175,11 +213,11 @@ def _unknown_layout(db: sqlite3.Connection, table_sql: str) -> str | None:
     if table_sql == VECTORS_TABLE:
         return None
     columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
-    return None if columns == FIRST_LAYOUT_COLUMNS else f"its vectors table has columns {', '.join(columns) or 'none'}"
+    return None if columns in EARLIER_LAYOUT_COLUMNS else f"its vectors table has columns {', '.join(columns) or 'none'}"
 
 
 def _create_vectors_table(db: sqlite3.Connection) -> None:
-    """Create the table, or move a cache of the first layout into it (once; its vectors are kept)."""
+    """Create the tables, or move a cache of an earlier layout into them (once; its vectors are kept)."""
     db.execute("BEGIN IMMEDIATE")
     try:
         existing = _table_sql(db)  # again, now that no other process can be doing the same
@@ -191,12 +229,11 @@ def _create_vectors_table(db: sqlite3.Connection) -> None:
             if unknown:
                 raise UnknownLayout(unknown)
             db.execute("ALTER TABLE vectors RENAME TO vectors_before")
+        db.execute(MODELS_TABLE)
         db.execute(VECTORS_TABLE)
         db.execute(VECTORS_KEY)
         if existing is not None:
-            # (Rows without a model or hash cannot be looked up: they are left behind.)
-            db.execute("INSERT OR REPLACE INTO vectors (model, hash, vector) SELECT model, hash, vector"
-                       " FROM vectors_before WHERE model IS NOT NULL AND hash IS NOT NULL")
+            _move_earlier_rows(db)
             db.execute("DROP TABLE vectors_before")
         db.execute("COMMIT")
     except BaseException as exc:
@@ -210,6 +247,17 @@ def _create_vectors_table(db: sqlite3.Connection) -> None:
         with contextlib.suppress(sqlite3.OperationalError):  # no room to compact: the file stays larger
             db.execute("VACUUM")  # give back the old layout's pages
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _move_earlier_rows(db: sqlite3.Connection) -> None:
+    """Copy vectors_before's rows into the current tables, as float16 under model numbers. (Rows
+    without a model or hash cannot be looked up, nor a vector of another length used: left behind.)"""
+    db.execute("INSERT OR IGNORE INTO models (name) SELECT DISTINCT model FROM vectors_before WHERE model IS NOT NULL")
+    rows = db.execute("SELECT m.id, b.hash, b.vector FROM vectors_before b JOIN models m ON m.name = b.model"
+                      " WHERE b.hash IS NOT NULL AND length(b.vector) = ?", (EARLIER_VECTOR_BYTES,))
+    while chunk := rows.fetchmany(10_000):
+        db.executemany("INSERT OR REPLACE INTO vectors (model, hash, vector) VALUES (?, ?, ?)",
+                       ((model, h, narrowed(v)) for model, h, v in chunk))
 
 
 def delete_cache(path: Path) -> None:
@@ -251,7 +299,7 @@ def cache_problem(path: Path) -> str | None:
             if unknown:
                 return unknown
             wrong = db.execute("SELECT count(*) FROM vectors WHERE length(vector) != ?",
-                               (DIMENSIONS * 4,)).fetchone()[0]
+                               (STORED_BYTES if existing == VECTORS_TABLE else EARLIER_VECTOR_BYTES,)).fetchone()[0]
             if wrong:
                 return f"{wrong} cached vector(s) have the wrong length"
     except sqlite3.DatabaseError as exc:
