@@ -173,20 +173,28 @@ def doctor_full(vault: Path, env: dict) -> tuple[float, float, float]:
     return estimate, seconds, peak
 
 
-def embedding(vault: Path, size: int, env: dict) -> tuple[float, float, float]:
-    """reindex --clear with the model (docs/s, peak MB) and raw fastembed texts/s on the same texts,
-    each in a process of its own (a child forked from a process holding the model reports its size)."""
+def embedding(vault: Path, size: int, env: dict) -> tuple[float, float, float, dict[str, int]]:
+    """reindex --clear with the model from an empty embedding cache (docs/s, peak MB), raw fastembed
+    texts/s on 5,000 of the same texts (before and after, the mean: a long rebuild outlasts the
+    machine's mood), each in a process of its own, and the bytes the derived data then takes."""
     code = ("import json, sys, time\nfrom fastembed import TextEmbedding\n"
             f"model = TextEmbedding({MODEL_NAME!r}, specific_model_path=sys.argv[1], local_files_only=True)\n"
             "texts = [json.loads(line)['text'] for line in sys.stdin]\n"
             "started = time.perf_counter()\nlist(model.embed(texts, batch_size=256))\n"
             "print(len(texts) / (time.perf_counter() - started))\n")
     sample = facts_json(0, min(size, 5000), size)
-    raw = float(subprocess.run([sys.executable, "-c", code, env["MEMVAULT_EMBED_MODEL_PATH"]], env=env,
-                               input=sample, capture_output=True, text=True, check=True).stdout)
+
+    def raw() -> float:
+        return float(subprocess.run([sys.executable, "-c", code, env["MEMVAULT_EMBED_MODEL_PATH"]], env=env,
+                                    input=sample, capture_output=True, text=True, check=True).stdout)
+
+    before = raw()
     drop_derived(vault)
     seconds, peak, _ = memvault(env, vault, "reindex", "--clear")
-    return (size + 1) / seconds, peak, raw
+    after = raw()
+    sizes = {name: sum(p.stat().st_size for p in (vault / ".memvault" / name).rglob("*") if p.is_file())
+             for name in ("index", "cache")}
+    return (size + 1) / seconds, peak, (before + after) / 2, sizes
 
 
 def ratio(value: float, base: float | None) -> str:
@@ -279,9 +287,12 @@ def _run(sizes, embed_sizes, place: Path, env, before_env, options, work: Path) 
                   f"(x{seconds / guess:.2f} of it); peak {peak:.0f} MB" if guess else
                   f"doctor --full (after)             {seconds:10.1f} s; peak {peak:.0f} MB")
         if size in embed_sizes:
-            rate, peak, raw = embedding(vault, size, env)
+            rate, peak, raw, sizes = embedding(vault, size, env)
             print(f"reindex --clear with the model     {rate:10,.0f} docs/s (raw fastembed {raw:,.0f} texts/s, "
                   f"x{rate / raw:.2f}); peak {peak:.0f} MB")
+            vectors = (size + 1) * 384 * 4
+            print(f"derived data: index {sizes['index'] / 1e6:,.0f} MB + embedding cache {sizes['cache'] / 1e6:,.0f} MB"
+                  f" = x{sum(sizes.values()) / vectors:.2f} the raw float32 vectors ({vectors / 1e6:,.0f} MB)")
         else:
             print(f"reindex with the model: NOT measured at {size:,} facts (at 250-700 facts/s on a 2-core machine "
                   f"it would take {size / 700 / 60:.0f}-{size / 250 / 60:.0f} min); see --embed-sizes")
