@@ -287,12 +287,16 @@ def _run(sizes, embed_sizes, place: Path, env, before_env, options, work: Path) 
                   f"(x{seconds / guess:.2f} of it); peak {peak:.0f} MB" if guess else
                   f"doctor --full (after)             {seconds:10.1f} s; peak {peak:.0f} MB")
         if size in embed_sizes:
-            rate, peak, raw, sizes = embedding(vault, size, env)
-            print(f"reindex --clear with the model     {rate:10,.0f} docs/s (raw fastembed {raw:,.0f} texts/s, "
-                  f"x{rate / raw:.2f}); peak {peak:.0f} MB")
+            rate, peak, raw, derived = embedding(vault, size, env)
+            if size == sizes[0]:
+                base["reindex"] = (rate, peak)
+            b = base.get("reindex", (None, None))
+            print(f"reindex --clear with the model     {rate:10,.0f} docs/s {ratio(rate, b[0])} (raw fastembed "
+                  f"{raw:,.0f} texts/s: x{rate / raw:.2f} of it); peak {peak:.0f} MB {ratio(peak, b[1])}")
             vectors = (size + 1) * 384 * 4
-            print(f"derived data: index {sizes['index'] / 1e6:,.0f} MB + embedding cache {sizes['cache'] / 1e6:,.0f} MB"
-                  f" = x{sum(sizes.values()) / vectors:.2f} the raw float32 vectors ({vectors / 1e6:,.0f} MB)")
+            print(f"derived data: index {derived['index'] / 1e6:,.0f} MB + embedding cache "
+                  f"{derived['cache'] / 1e6:,.0f} MB = x{sum(derived.values()) / vectors:.2f} the raw float32 "
+                  f"vectors ({vectors / 1e6:,.0f} MB)")
         else:
             print(f"reindex with the model: NOT measured at {size:,} facts (at 250-700 facts/s on a 2-core machine "
                   f"it would take {size / 700 / 60:.0f}-{size / 250 / 60:.0f} min); see --embed-sizes")
