@@ -14,6 +14,8 @@ from support.fake_llm import FakeLLM, consolidate_everything
 from support.sync import shared
 
 from memvault.dream import status as dream_status_module
+from memvault.dream.kept_plan import KEPT_FILE
+from memvault.dream.planner import PlanMemo
 from memvault.health import tally
 from memvault.health.tally import TALLY_FILE, full_count
 from memvault.storage.factlog import FactLog
@@ -22,7 +24,7 @@ from memvault.storage.factlog import FactLog
 def fresh_dream_status(vault) -> dict:
     """What planning from scratch says (the kept answer must equal it, after a JSON round trip)."""
     today = datetime.now(vault.storage.tz).date()
-    planned = dream_status_module._work_out(vault.storage, today)
+    planned = dream_status_module._work_out(vault.storage, today, memo=PlanMemo())  # (every log read)
     return json.loads(json.dumps({**planned, "running": None}))  # (no dream runs in these tests)
 
 
@@ -107,6 +109,52 @@ def test_status_reads_only_the_logs_that_changed(vault, monkeypatch):
     vault.add("today's fact")
     assert vault.status()["facts"]["total"] == 31
     assert len(read) == 1, read  # today's log only: not the 30 others, neither for the counts nor for dream
+
+
+def test_dream_status_after_an_older_day_changes_reads_only_that_log(vault, monkeypatch):
+    """A dream, a forget, a backdated add change what dream has left: status plans again. It read
+    and parsed every daily log for that (about a minute at a million facts); now only the logs
+    that changed, and its answer is the one planning from every log gives."""
+    facts = [vault.add(f"fact {n} about tea", at=f"2026-09-{1 + n % 30:02d}T09:00:00") for n in range(60)]
+    _age_logs(vault)
+    assert_same_as_recount(vault)
+    assert (vault.root / KEPT_FILE).exists()
+    read = []
+    real = FactLog.read_log
+    monkeypatch.setattr(FactLog, "read_log", lambda self, path: read.append(path.name) or real(self, path))
+
+    vault.add("backdated into an older day", at="2026-09-07T12:00:00")
+    assert vault.status()["pending"]["facts"] == 61
+    assert set(read) == {"2026-09-07.md"}, read
+    monkeypatch.undo()
+    assert_same_as_recount(vault)
+
+    _age_logs(vault)
+    vault.forget(facts[3].id)
+    assert assert_same_as_recount(vault)["pending"]["facts"] == 60
+
+    # A line no longer parsing on an older day: dream stops before it, kept or not.
+    log = vault.root / "logs" / "2026" / "2026-09-12.md"
+    log.write_text(log.read_text() + "- a hand-written line with no metadata\n")
+    assert assert_same_as_recount(vault)["pending"]["facts"] < 60
+    _age_logs(vault)
+    vault.forget(facts[5].id)
+    assert_same_as_recount(vault)
+    read.clear()
+    monkeypatch.setattr(FactLog, "read_log", lambda self, path: read.append(path.name) or real(self, path))
+    vault.forget(facts[6].id)  # planned again from the kept entries alone: the line is kept as a problem
+    assert "2026-09-12" in vault.dream_status()["stopped"] and read == []
+    monkeypatch.undo()
+    assert_same_as_recount(vault)
+
+    log.write_text(log.read_text().replace("- a hand-written line with no metadata\n", ""))
+    with FakeLLM(default=consolidate_everything()) as fake:
+        dream(vault, fake)
+    assert assert_same_as_recount(vault)["watermark"] is not None
+
+    (vault.root / KEPT_FILE).write_text('{"version": 1, "logs": {"logs/2026/2026-09-07.md": [1, 2]}}')
+    vault.add("and another", at="2026-09-08T12:00:00")
+    assert_same_as_recount(vault)
 
 
 def _ids_in(log) -> list[str]:

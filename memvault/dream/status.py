@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memvault.dream.planner import make_plan
+from memvault.dream.kept_plan import KeptPlanMemo
+from memvault.dream.planner import PlanMemo, make_plan
 from memvault.dream.progress import running
 from memvault.dream.status_memo import kept_status
 from memvault.formats.dreamlog import fact_attempts, failing
@@ -21,8 +22,10 @@ def dream_status(storage: Storage, *, today=None) -> dict:
     return status
 
 
-def _work_out(storage: Storage, today) -> dict:
-    plan = make_plan(storage, today=today)
+def _work_out(storage: Storage, today, memo: PlanMemo | None = None) -> dict:
+    memo = KeptPlanMemo(storage) if memo is None else memo  # logs that did not change are not read again
+    plan = make_plan(storage, today=today, memo=memo)
+    memo.save()
     entries = plan.entries
     last = entries[-1] if entries else None
     last_ok = next((e for e in reversed(entries) if e.outcome == "ok"), None)

@@ -213,7 +213,9 @@ def _unknown_layout(db: sqlite3.Connection, table_sql: str) -> str | None:
     if table_sql == VECTORS_TABLE:
         return None
     columns = [row[1] for row in db.execute("PRAGMA table_info(vectors)")]
-    return None if columns in EARLIER_LAYOUT_COLUMNS else f"its vectors table has columns {', '.join(columns) or 'none'}"
+    if columns in EARLIER_LAYOUT_COLUMNS:
+        return None
+    return f"its vectors table has columns {', '.join(columns) or 'none'}"
 
 
 def _create_vectors_table(db: sqlite3.Connection) -> None:

@@ -141,8 +141,8 @@ def _cached_vectors(index: EmbeddingHost, by_hash: dict[bytes, str]) -> dict[byt
     if bad:
         index.notify(f"embedding cache held {bad} damaged vector(s); recomputing them")
     # Back to unit length exactly (the cache keeps float16: off by about 1e-4).
-    matrix = matrix / np.where(norms > 0, norms, 1.0)[:, None].astype(np.float32)
-    return {h: matrix[i] for i, h in enumerate(hashes) if sound[i]}
+    unit = matrix / np.where(norms > 0, norms, 1.0).astype(np.float32)[:, None]
+    return {h: unit[i] for i, h in enumerate(hashes) if sound[i]}
 
 
 def _switch_model(index: EmbeddingHost, generation: Generation) -> None:
