@@ -15,7 +15,6 @@ from support.sync import shared
 
 from memvault.dream import status as dream_status_module
 from memvault.dream.kept_plan import KEPT_FILE
-from memvault.dream.planner import PlanMemo
 from memvault.health import tally
 from memvault.health.tally import TALLY_FILE, full_count
 from memvault.storage.factlog import FactLog
@@ -24,7 +23,7 @@ from memvault.storage.factlog import FactLog
 def fresh_dream_status(vault) -> dict:
     """What planning from scratch says (the kept answer must equal it, after a JSON round trip)."""
     today = datetime.now(vault.storage.tz).date()
-    planned = dream_status_module._work_out(vault.storage, today, memo=PlanMemo())  # (every log read)
+    planned = dream_status_module._work_out(vault.storage, today, every_log=True)
     return json.loads(json.dumps({**planned, "running": None}))  # (no dream runs in these tests)
 
 
@@ -154,6 +153,18 @@ def test_dream_status_after_an_older_day_changes_reads_only_that_log(vault, monk
 
     (vault.root / KEPT_FILE).write_text('{"version": 1, "logs": {"logs/2026/2026-09-07.md": [1, 2]}}')
     vault.add("and another", at="2026-09-08T12:00:00")
+    assert_same_as_recount(vault)
+
+    # A log changed while status planned (its kept fact gone from it when read for its size):
+    # planned again from the logs as they are.
+    vault.add("one more", at="2026-09-09T12:00:00")
+    _age_logs(vault)
+    assert_same_as_recount(vault)
+    kept = json.loads((vault.root / KEPT_FILE).read_text())
+    entry = kept["logs"]["logs/2026/2026-09-09.md"]
+    entry[1], entry[3][0] = "z" * 16 + entry[1][16:], 0
+    (vault.root / KEPT_FILE).write_text(json.dumps(kept))
+    vault.forget(facts[9].id)
     assert_same_as_recount(vault)
 
 

@@ -16,7 +16,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from memvault.dream.planner import PlanMemo
+from memvault.dream.planner import Plan, PlanMemo, make_plan
 from memvault.formats.facts import ParseProblem
 from memvault.formats.layout import STATE_DIR
 from memvault.storage.files import atomic_write
@@ -26,6 +26,21 @@ KEPT_FILE = f"{STATE_DIR}/plan-logs.json"
 _VERSION = 1
 _ID_LENGTH = 16  # (memvault.formats.facts.ID_PATTERN; a log holding another length is not kept)
 _SETTLE_NS = 2_000_000_000  # a log written this recently may change again within its mtime tick
+
+
+def plan_from_kept(storage: Storage, today: date) -> Plan:
+    """make_plan, reading only the logs that changed since the last `status` kept what it read."""
+    memo = KeptPlanMemo(storage)
+    try:
+        plan = make_plan(storage, today=today, memo=memo)
+    except LogChanged:  # while it planned: plan from the logs as they are now
+        return make_plan(storage, today=today)
+    memo.save()
+    return plan
+
+
+class LogChanged(Exception):
+    """A log changed while planning read it: a fact kept for it is no longer there."""
 
 
 class KeptFact:
@@ -95,7 +110,10 @@ class KeptPlanMemo(PlanMemo):
         if path not in self._full:
             self._full[path] = {f.id: f for f in self.storage.facts.read_log(path)[0]}
             self.sized.add(os.path.relpath(path, self.storage.root))
-        return self._full[path][fact_id]
+        try:
+            return self._full[path][fact_id]
+        except KeyError:
+            raise LogChanged(path) from None
 
     def save(self) -> None:
         """Keep every log's entry (those read now, with the sizes worked out for their facts)."""

@@ -99,9 +99,6 @@ class PlanMemo:
             known = self.logs[path] = (key, storage.facts.read_log(path))
         return known[1]
 
-    def save(self) -> None:
-        """Keep what was read for another process (this one keeps nothing: see dream.kept_plan)."""
-
 
 def make_plan(storage: Storage, *, today: date | None = None, max_days: int | None = None,
               budget: Budget | None = None, memo: PlanMemo | None = None, exclude=frozenset()) -> Plan:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memvault.dream.kept_plan import KeptPlanMemo
-from memvault.dream.planner import PlanMemo, make_plan
+from memvault.dream.kept_plan import plan_from_kept
+from memvault.dream.planner import make_plan
 from memvault.dream.progress import running
 from memvault.dream.status_memo import kept_status
 from memvault.formats.dreamlog import fact_attempts, failing
@@ -22,10 +22,9 @@ def dream_status(storage: Storage, *, today=None) -> dict:
     return status
 
 
-def _work_out(storage: Storage, today, memo: PlanMemo | None = None) -> dict:
-    memo = KeptPlanMemo(storage) if memo is None else memo  # logs that did not change are not read again
-    plan = make_plan(storage, today=today, memo=memo)
-    memo.save()
+def _work_out(storage: Storage, today, *, every_log: bool = False) -> dict:
+    # (the logs that did not change since the last status are not read again, unless `every_log`)
+    plan = make_plan(storage, today=today) if every_log else plan_from_kept(storage, today)
     entries = plan.entries
     last = entries[-1] if entries else None
     last_ok = next((e for e in reversed(entries) if e.outcome == "ok"), None)
