@@ -138,6 +138,8 @@ def _search(storage: Storage, query: SearchQuery, *, weights: Weights, dense_onl
     with _reporting(index, progress):
         index.refresh(embed=not query.lexical_only)
     generation = index.open()
+    if not query.lexical_only:
+        generation.vectors.verify_ahead()  # (a first search: while it loads the model, searches the words)
     if filters.watermark is not None:
         filters = replace(filters, unconsolidated=unconsolidated(storage, generation, filters.watermark))
     lexical, ideal, dense, candidates = _candidates(index, generation, query, filters, weights, dense_only)
