@@ -78,7 +78,7 @@ def main() -> None:
         started = time.perf_counter()
         coarse = Coarse(matrix)
         print(f"projection, once per process  {(time.perf_counter() - started) * 1000:8.0f} ms "
-              f"({coarse.projected.nbytes / 2**20:.0f} MiB in memory)")
+              f"({coarse.nbytes / 2**20:.0f} MiB in memory)")
 
         exact = VectorFile(vectors.path, vectors.rows, vectors.crc)
         exact.matrix()

@@ -334,9 +334,12 @@ def test_a_lexical_candidate_below_the_dense_cut_keeps_its_meaning_part(vault, m
 
 
 @pytest.mark.real_model
-def test_a_warm_process_scoring_a_projection_first_returns_the_full_products_hits(vault, monkeypatch):
+@pytest.mark.parametrize("passes", [1, 2])
+def test_a_warm_process_scoring_a_projection_first_returns_the_full_products_hits(vault, monkeypatch, passes):
     """The coarse first pass (a long-lived process's second search onwards) must give the hits and
-    scores of scoring every row, including rows appended after the projection was made."""
+    scores of scoring every row, including rows appended after the projection was made; in two
+    passes too (the projection's first directions, then the rest for the rows those keep), as a
+    vault of 200k facts or more is scored (here every vault counts as one)."""
     import memvault.index.vectors as vectors_module
     from memvault.index.search import engine
 
@@ -351,6 +354,9 @@ def test_a_warm_process_scoring_a_projection_first_returns_the_full_products_hit
     monkeypatch.setattr(vectors_module, "COARSE_MIN_ROWS", 100)
     monkeypatch.setattr(vectors_module, "SHORTLIST_MIN", 60)
     monkeypatch.setattr(vectors_module, "SHORTLIST_PER_HIT", 1)
+    if passes == 2:
+        monkeypatch.setattr(vectors_module, "TWO_PASS_MIN_ROWS", 100)
+        monkeypatch.setattr(vectors_module, "FIRST_PASS_PER_SHORTLIST", 3)  # 180 rows of 360 kept
     for q in queries:  # the first of these makes the projection, every later one scores it first
         assert [(h.id, round(h.score, 6)) for h in vault.search(q, limit=10, min_score=0)] == exact[q]
     vectors = engine(vault.storage).open().vectors

@@ -40,6 +40,14 @@ COARSE_DIMENSIONS = 128
 COARSE_SAMPLE = 8_192  # rows whose second moments choose the directions (a fixed seed: reproducible)
 SHORTLIST_MIN = 1_000  # rows scored exactly after the first pass (at least SHORTLIST_PER_HIT per hit)
 SHORTLIST_PER_HIT = 20
+# From this many rows the projection is scored in two passes: its first HEAD_DIMENSIONS directions
+# for every row, the rest only for the rows those keep (FIRST_PASS_PER_SHORTLIST per shortlisted
+# row, or a FIRST_PASS_SHARE-th of the rows). At 1M rows: 9.8 ms against 20.1 for the whole
+# projection, recall@50 of the exact top 50 0.9990 against 0.9996 (LoCoMo questions; worst 0.92 both).
+TWO_PASS_MIN_ROWS = 200_000
+HEAD_DIMENSIONS = 32
+FIRST_PASS_PER_SHORTLIST = 20
+FIRST_PASS_SHARE = 50
 # From this many rows a process's first search verifies them on a thread of its own, while the model
 # loads and the words are searched: 0.3 s of CRC-32 at 1M rows, a quarter of a cold search.
 AHEAD_MIN_ROWS = 20_000
@@ -69,7 +77,8 @@ class VectorsDamaged(Exception):
 
 class Coarse:
     """The first `rows` rows projected on the directions that keep their inner products best (the
-    top eigenvectors of their second-moment matrix); scoring them reads a third of the bytes."""
+    top eigenvectors of their second-moment matrix); scoring them reads a third of the bytes. Kept
+    as two matrices, the first HEAD_DIMENSIONS directions and the others, for the two passes."""
 
     def __init__(self, matrix: np.ndarray):
         import numpy as np
@@ -78,14 +87,26 @@ class Coarse:
         sample = np.asarray(matrix[np.sort(picked)], dtype=np.float64)
         _values, vectors = np.linalg.eigh(sample.T @ sample)  # ascending eigenvalues
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :COARSE_DIMENSIONS], dtype=np.float32)
-        self.projected = matrix @ self.basis
+        self.head, self.tail = self._project(matrix)
         self.rows = len(matrix)
+
+    def _project(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np
+
+        projected = rows @ self.basis
+        return (np.ascontiguousarray(projected[:, :HEAD_DIMENSIONS]),
+                np.ascontiguousarray(projected[:, HEAD_DIMENSIONS:]))
+
+    @property
+    def nbytes(self) -> int:
+        return self.head.nbytes + self.tail.nbytes
 
     def extend(self, matrix: np.ndarray) -> None:
         """Project the rows appended since (the directions stay: they were chosen from a sample)."""
         import numpy as np
 
-        self.projected = np.concatenate([self.projected, matrix[self.rows :] @ self.basis])
+        head, tail = self._project(matrix[self.rows :])
+        self.head, self.tail = np.concatenate([self.head, head]), np.concatenate([self.tail, tail])
         self.rows = len(matrix)
 
     def scores(self, matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -93,10 +114,36 @@ class Coarse:
         any appended since."""
         import numpy as np
 
-        approximate = self.projected @ (self.basis.T @ query)
+        projected = self.basis.T @ query
+        approximate = self.head @ projected[:HEAD_DIMENSIONS] + self.tail @ projected[HEAD_DIMENSIONS:]
         if len(matrix) == self.rows:
             return approximate
         return np.concatenate([approximate, matrix[self.rows :] @ query])
+
+    def shortlist(self, matrix: np.ndarray, query: np.ndarray, size: int, slots: np.ndarray | None) -> np.ndarray:
+        """The `size` rows (among `slots`, if given) of the best approximate cosines, in file order."""
+        import numpy as np
+
+        pool = len(matrix) if slots is None else len(slots)
+        keep = max(size * FIRST_PASS_PER_SHORTLIST, pool // FIRST_PASS_SHARE)
+        if pool < TWO_PASS_MIN_ROWS or keep >= pool:
+            approximate = self.scores(matrix, query)
+            if slots is not None:
+                approximate = approximate[slots]
+            picked = np.argpartition(-approximate, size - 1)[:size]
+            return np.sort(picked if slots is None else slots[picked])
+        projected = self.basis.T @ query
+        first = self.head @ projected[:HEAD_DIMENSIONS]
+        if len(matrix) > self.rows:  # rows appended since the projection: exact already
+            first = np.concatenate([first, matrix[self.rows :] @ query])
+        if slots is not None:
+            first = first[slots]
+        kept = np.argpartition(-first, keep - 1)[:keep]
+        ids = kept if slots is None else slots[kept]
+        refined = first[kept]
+        covered = ids < self.rows
+        refined[covered] += self.tail[ids[covered]] @ projected[HEAD_DIMENSIONS:]
+        return np.sort(ids[np.argpartition(-refined, size - 1)[:size]])
 
 
 class VectorFile:
@@ -232,11 +279,7 @@ class VectorFile:
         candidates = len(matrix) if slots is None else len(slots)
         coarse = self._coarse_pass(matrix) if every_row and candidates > shortlist else None
         if coarse is not None:
-            approximate = coarse.scores(matrix, query)
-            if slots is not None:
-                approximate = approximate[slots]
-            picked = np.argpartition(-approximate, shortlist - 1)[:shortlist]
-            ids = np.sort(picked if slots is None else slots[picked])  # rows in file order: one pass
+            ids = coarse.shortlist(matrix, query, shortlist, slots)  # rows in file order: one pass
             scores = matrix[ids] @ query
         elif slots is None:
             ids, scores = None, matrix @ query
