@@ -96,14 +96,14 @@ class KeptPlanMemo(PlanMemo):
         return facts, problems
 
     def _from_kept(self, path: Path, rel: str, entry: list) -> tuple[list, list]:
-        _key, ids, days, costs, problems = entry
-        facts = []
-        for n, i in enumerate(range(0, len(ids), _ID_LENGTH)):
-            fact_id = ids[i : i + _ID_LENGTH]
-            day = date.fromordinal(days if isinstance(days, int) else days[n])
-            facts.append(KeptFact(fact_id, day, path, self))
-            if costs[n]:
-                self.costs[fact_id] = costs[n]
+        _key, joined, days, costs, problems = entry
+        ids = [joined[i : i + _ID_LENGTH] for i in range(0, len(joined), _ID_LENGTH)]
+        if isinstance(days, int):
+            day = date.fromordinal(days)
+            facts = [KeptFact(fact_id, day, path, self) for fact_id in ids]
+        else:
+            facts = [KeptFact(fact_id, date.fromordinal(n), path, self) for fact_id, n in zip(ids, days, strict=True)]
+        self.costs.update((fact_id, cost) for fact_id, cost in zip(ids, costs, strict=True) if cost)
         return facts, [ParseProblem(rel, int(line), str(message)) for line, message in problems]
 
     def full_fact(self, path: Path, fact_id: str):
