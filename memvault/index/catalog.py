@@ -274,6 +274,10 @@ class VectorSlots:
             out.append((key, ehash, doc.search_text))
         return out
 
+    def pending_keys(self) -> list[tuple[str, bytes]]:
+        """(key, embed_hash) of documents that have no vector yet (`pending` without the texts)."""
+        return self.db.execute("SELECT key, embed_hash FROM docs WHERE slot IS NULL ORDER BY key").fetchall()
+
     def pending_count(self) -> int:
         return self.db.execute("SELECT count(*) FROM docs WHERE slot IS NULL").fetchone()[0]
 

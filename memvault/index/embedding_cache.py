@@ -11,8 +11,12 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memvault.index.embedder import DIMENSIONS, one_line
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # sqlite's primary result codes for a file that is not (or no longer) a sound database. Anything
 # else (locked, read-only, disk full) is not damage and is raised as it is.
@@ -91,6 +95,13 @@ class EmbeddingCache:
 
     def get_many(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
         """The float32 bytes of the vectors cached for these hashes (the others are missing)."""
+        found, matrix = self.get_matrix(hashes)
+        return {h: matrix[i].tobytes() for i, h in enumerate(found)}
+
+    def get_matrix(self, hashes: Iterable[bytes]) -> tuple[list[bytes], np.ndarray]:
+        """The hashes among these whose vectors are cached, and those vectors as float32 rows."""
+        import numpy as np
+
         found: dict[bytes, bytes] = {}
         hashes = list(hashes)
         try:
@@ -107,9 +118,11 @@ class EmbeddingCache:
             if not is_damage(exc):
                 raise
             self._reset(exc)
-            return {}
+            found = {}
         # A vector of the wrong length is not one this model made: recompute it.
-        return {h: widened(v) for h, v in found.items() if isinstance(v, bytes) and len(v) == STORED_BYTES}
+        sound = [h for h, v in found.items() if isinstance(v, bytes) and len(v) == STORED_BYTES]
+        stored = np.frombuffer(b"".join(found[h] for h in sound), dtype=np.float16)
+        return sound, stored.astype(np.float32).reshape(len(sound), DIMENSIONS)
 
     def put_many(self, items: Iterable[tuple[bytes, bytes]]) -> None:
         """Cache these (hash, float32 vector bytes) pairs."""
@@ -174,11 +187,6 @@ def narrowed(vector: bytes) -> bytes:
     return np.frombuffer(vector, dtype=np.float32).astype(np.float16).tobytes()
 
 
-def widened(stored: bytes) -> bytes:
-    """Stored float16 bytes back as float32 bytes."""
-    import numpy as np
-
-    return np.frombuffer(stored, dtype=np.float16).astype(np.float32).tobytes()
 
 
 # Rows stay in rowid order and only the small (model, hash) key is indexed. The first layout kept

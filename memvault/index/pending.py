@@ -18,6 +18,10 @@ SMALL_BATCH = 64
 # Fresh vectors go to the embedding cache every this many texts, so an interrupted rebuild keeps
 # the work it finished and its rerun does not start from zero.
 CACHE_EVERY = 1024
+# Vectors read from the embedding cache at a time (25 MB as float32).
+CACHE_READ_BLOCK = 16_384
+# Rows written to the vector file at a time (3 MB).
+STORE_BLOCK = 2048
 # A stored vector is unit length; one further off than this is damaged (float32 rounding is ~1e-6).
 UNIT_TOLERANCE = 1e-3
 
@@ -61,6 +65,7 @@ def embed_pending(index: EmbeddingHost, generation: Generation) -> RefreshReport
     missing = [h for h in by_hash if h not in vectors]
     if missing:
         report.embedded = _embed_missing(index, missing, by_hash, vectors)
+    del pending, by_hash, missing  # (the texts: a 1M rebuild held them, 0.5 GB, while it wrote the vectors)
     if vectors:
         _store_vectors(index, generation, vectors)
     return report
@@ -108,10 +113,11 @@ def _store_vectors(index: EmbeddingHost, generation: Generation, vectors: dict[b
         generation.load_state()
         if catalog.get_meta("model") != index.model.identity:
             return  # another process switched models meanwhile; the next search redoes this
-        rows = [(key, ehash) for key, ehash, _text in catalog.slots.pending() if ehash in vectors]
+        rows = [(key, ehash) for key, ehash in catalog.slots.pending_keys() if ehash in vectors]
         if rows:
-            matrix = np.stack([vectors[h] for _k, h in rows])
-            start, total, crc = generation.vectors.append(matrix)
+            blocks = (np.stack([vectors[h] for _k, h in rows[at : at + STORE_BLOCK]])
+                      for at in range(0, len(rows), STORE_BLOCK))
+            start, total, crc = generation.vectors.append(blocks)
             catalog.begin()
             try:
                 catalog.slots.assign((start + i, key, h) for i, (key, h) in enumerate(rows))
@@ -125,24 +131,28 @@ def _store_vectors(index: EmbeddingHost, generation: Generation, vectors: dict[b
 
 def _cached_vectors(index: EmbeddingHost, by_hash: dict[bytes, str]) -> dict[bytes, Any]:
     """The cache's vectors for these hashes; any that is not a unit (or zero) vector (garbage
-    that still reads as a sound database) is left out, so it is recomputed and overwritten in the cache."""
+    that still reads as a sound database) is left out, so it is recomputed and overwritten in the cache.
+    Read a block at a time: a 1M rebuild from the cache held each vector four times over (7 GB)."""
     import numpy as np
 
-    found = index.cache.get_many(by_hash)
-    if not found:
-        return {}
-    hashes = list(found)
-    matrix = np.frombuffer(b"".join(found[h] for h in hashes), dtype=np.float32).reshape(len(hashes), -1)
-    with np.errstate(all="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
-    # (A text with nothing to embed gets the zero vector.)
-    sound = (np.abs(norms - 1.0) < UNIT_TOLERANCE) | (norms == 0.0)
-    bad = len(hashes) - int(sound.sum())
+    vectors: dict[bytes, Any] = {}
+    bad = 0
+    wanted = list(by_hash)
+    for at in range(0, len(wanted), CACHE_READ_BLOCK):
+        hashes, matrix = index.cache.get_matrix(wanted[at : at + CACHE_READ_BLOCK])
+        if not hashes:
+            continue
+        with np.errstate(all="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64))
+        # (A text with nothing to embed gets the zero vector.)
+        sound = (np.abs(norms - 1.0) < UNIT_TOLERANCE) | (norms == 0.0)
+        bad += len(hashes) - int(sound.sum())
+        # Back to unit length exactly (the cache keeps float16: off by about 1e-4).
+        matrix /= np.where(norms > 0, norms, 1.0).astype(np.float32)[:, None]
+        vectors.update((h, matrix[i]) for i, h in enumerate(hashes) if sound[i])
     if bad:
         index.notify(f"embedding cache held {bad} damaged vector(s); recomputing them")
-    # Back to unit length exactly (the cache keeps float16: off by about 1e-4).
-    unit = matrix / np.where(norms > 0, norms, 1.0).astype(np.float32)[:, None]
-    return {h: unit[i] for i, h in enumerate(hashes) if sound[i]}
+    return vectors
 
 
 def _switch_model(index: EmbeddingHost, generation: Generation) -> None:

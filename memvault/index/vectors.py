@@ -23,6 +23,7 @@ from __future__ import annotations
 import stat
 import threading
 import zlib
+from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -200,19 +201,25 @@ class VectorFile:
             return f"vector file {self.path.name} is shorter than the catalog says"
         return None
 
-    def append(self, vectors: np.ndarray) -> tuple[int, int, int]:
-        """Write rows after the recorded ones; returns (first new slot, rows, CRC-32) for the caller
-        to record in the catalog with the slots. Callers hold the index lock."""
+    def append(self, vectors: Iterable[np.ndarray]) -> tuple[int, int, int]:
+        """Write rows after the recorded ones, given as blocks of rows; returns (first new slot, rows,
+        CRC-32) for the caller to record in the catalog with the slots. Callers hold the index lock.
+
+        Block by block, so that a rebuild never holds its vectors twice more (a million rows are
+        1.5 GB: stacked, then copied to bytes, they made a 1M reindex peak at 6 GB)."""
         import numpy as np
 
-        start = self.rows
-        data = np.ascontiguousarray(vectors, dtype=np.float32).tobytes()
+        start, rows, crc = self.rows, self.rows, self.crc
         with open(self.path, "r+b" if self.path.exists() else "wb") as handle:
             handle.seek(start * ROW_BYTES)
-            handle.write(data)
+            for block in vectors:
+                data = np.ascontiguousarray(block, dtype=np.float32).data.cast("B")
+                handle.write(data)
+                crc = zlib.crc32(data, crc)
+                rows += len(data) // ROW_BYTES
             handle.truncate()
             handle.flush()
-        return start, start + len(data) // ROW_BYTES, zlib.crc32(data, self.crc)
+        return start, rows, crc
 
     def verify(self, full: bool = False) -> None:
         """Check the rows not verified yet in this process (all of them with `full`) against the
