@@ -16,8 +16,10 @@ also run with memvault as of git REF (a temporary worktree), turn about with thi
 at the sizes up to --before-max.
 
 Embedding is measured only at --embed-sizes (default 10,000): `reindex --clear` with the model,
-against raw fastembed on the same texts. At 250-700 facts/s on a 2-core machine a million facts
-would take 25-65 minutes, so the 1M embedding figures are not measured here; the output says so.
+against raw fastembed on the same texts, the bytes of the derived data, and then a cold hybrid
+search (a process of its own; the warm figures through the MCP server are bench/mcp.py's). At
+900-1,000 facts/s on a 2-core machine a million facts take about 17 minutes (more on a busy one):
+`--embed-sizes 100000,1000000` measures them (docs/scale.md has such a run).
 
 Usage: python bench/scale.py [--sizes 10000,100000,1000000] [--before main] [--before-max 100000]
                              [--embed-sizes 10000] [--base 100000] [--keep DIR] [--add-turns 3]
@@ -297,9 +299,15 @@ def _run(sizes, embed_sizes, place: Path, env, before_env, options, work: Path) 
             print(f"derived data: index {derived['index'] / 1e6:,.0f} MB + embedding cache "
                   f"{derived['cache'] / 1e6:,.0f} MB = x{sum(derived.values()) / vectors:.2f} the raw float32 "
                   f"vectors ({vectors / 1e6:,.0f} MB)")
+            cold = sorted(memvault(env, vault, "search", f"trip to Lisbon {n}")[:2] for n in range(3))
+            if size == sizes[0]:
+                base["cold search"] = (cold[1][0], cold[1][1])
+            b = base.get("cold search", (None, None))
+            print(f"cold hybrid search (3 runs)        {' / '.join(f'{c[0]:.2f}' for c in cold)} s "
+                  f"{ratio(cold[1][0], b[0])}   peak {cold[1][1]:7.0f} MB {ratio(cold[1][1], b[1])}")
         else:
-            print(f"reindex with the model: NOT measured at {size:,} facts (at 250-700 facts/s on a 2-core machine "
-                  f"it would take {size / 700 / 60:.0f}-{size / 250 / 60:.0f} min); see --embed-sizes")
+            print(f"reindex with the model: NOT measured at {size:,} facts (at 250-1,000 facts/s on a 2-core "
+                  f"machine it would take {size / 1000 / 60:.0f}-{size / 250 / 60:.0f} min); see --embed-sizes")
 
 
 if __name__ == "__main__":
