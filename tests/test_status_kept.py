@@ -151,7 +151,8 @@ def test_dream_status_after_an_older_day_changes_reads_only_that_log(vault, monk
         dream(vault, fake)
     assert assert_same_as_recount(vault)["watermark"] is not None
 
-    (vault.root / KEPT_FILE).write_text('{"version": 1, "logs": {"logs/2026/2026-09-07.md": [1, 2]}}')
+    (vault.root / KEPT_FILE).write_text('{"version": 1, "logs": {"logs/2026/2026-09-07.md": [1, 2], '
+                                        '"logs/2026/2026-09-08.md": 5, "logs/2026/2026-09-09.md": null}}')
     vault.add("and another", at="2026-09-08T12:00:00")
     assert_same_as_recount(vault)
 

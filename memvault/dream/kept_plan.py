@@ -72,6 +72,7 @@ class KeptPlanMemo(PlanMemo):
         self.kept: dict[str, list] = {}
         self.fresh: dict[str, tuple] = {}  # logs read this time: rel -> (key, facts, problems)
         self.sized: set[str] = set()  # kept logs read again only to size a fact in a prompt
+        self.used: dict[str, list] = {}  # kept entries this planning took (the others' logs are gone)
         self._full: dict[Path, dict] = {}
         try:
             data = json.loads((storage.root / KEPT_FILE).read_text(encoding="utf-8"))
@@ -84,11 +85,13 @@ class KeptPlanMemo(PlanMemo):
         rel = os.path.relpath(path, storage.root)
         key = _stat_key(path)
         entry = self.kept.get(rel)
-        if key is not None and entry is not None and entry[0] == key:
-            try:
-                return self._from_kept(path, rel, entry)
-            except (TypeError, ValueError, IndexError):
-                pass  # a damaged entry: read the log
+        try:
+            if key is not None and isinstance(entry, list) and entry[0] == key:
+                found = self._from_kept(path, rel, entry)
+                self.used[rel] = entry
+                return found
+        except (TypeError, ValueError, IndexError, KeyError):
+            pass  # a damaged entry: read the log
         facts, problems = storage.facts.read_log(path)
         self._full[path] = {f.id: f for f in facts}
         if key is not None:
@@ -121,9 +124,7 @@ class KeptPlanMemo(PlanMemo):
             return
         now = time.time_ns()
         logs = {}
-        for rel, entry in self.kept.items():
-            if rel in self.fresh or not (self.storage.root / rel).exists():
-                continue
+        for rel, entry in self.used.items():
             if rel in self.sized:
                 ids = entry[1]
                 entry[3] = [self.costs.get(ids[i : i + _ID_LENGTH], 0) for i in range(0, len(ids), _ID_LENGTH)]
