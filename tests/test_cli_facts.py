@@ -87,7 +87,13 @@ def test_a_signal_an_extension_turned_into_its_own_error_reads_as_the_signal(cli
         raise ValueError('Error building "definitions" validator:')  # (no __context__: raised outside)
 
     monkeypatch.setattr(Vault, "recent", swallowed)
-    result = cli("recent")
+    # Python's own Ctrl-C handler, as a `memvault` process starts with (a test runner's worker may
+    # have another, which memvault leaves alone).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        result = cli("recent")
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert result.exit_code == code and result.stderr.strip() == f"memvault: {word}", result.stderr
     monkeypatch.undo()
     assert cli("recent").exit_code == 0  # (the next command in this process is not "interrupted")

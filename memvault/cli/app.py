@@ -10,7 +10,8 @@ import signal
 import sys
 import threading
 import traceback
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -59,18 +60,9 @@ class MemvaultGroup(TyperGroup):
     def invoke(self, ctx: ClickContext) -> Any:
         args = command_line(ctx)  # (the group's invoke empties them)
         wants_json = _asks_json(args)
-        # SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends.
-        previous = None
-        hook = sys.unraisablehook
-        _received.clear()
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGTERM, _terminate)
-            previous_int = signal.getsignal(signal.SIGINT)
-            if previous_int is signal.default_int_handler:  # (not when started with Ctrl-C ignored)
-                signal.signal(signal.SIGINT, _interrupt)
-            sys.unraisablehook = _interrupt_again
         try:
-            return super().invoke(ctx)
+            with _signals_unwinding():
+                return super().invoke(ctx)
         except MemvaultError as e:
             _fail(_as_option(self, args, e), wants_json)
         except Terminated as e:
@@ -101,12 +93,29 @@ class MemvaultGroup(TyperGroup):
             if clear is None:
                 _unexpected(e, wants_json)
             _fail(clear, wants_json)
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
-                if signal.getsignal(signal.SIGINT) is _interrupt:
-                    signal.signal(signal.SIGINT, previous_int)
-                sys.unraisablehook = hook
+
+
+@contextmanager
+def _signals_unwinding() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so an unfinished write is undone before the process ends; and
+    both are recorded as they arrive (`_received`). Only on the main thread, where signals land."""
+    _received.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    hook = sys.unraisablehook
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:  # (not when started with Ctrl-C ignored, or a host's own)
+        signal.signal(signal.SIGINT, _interrupt)
+    sys.unraisablehook = _interrupt_again
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if signal.getsignal(signal.SIGINT) is _interrupt:
+            signal.signal(signal.SIGINT, previous_int)
+        sys.unraisablehook = hook
 
 
 def _misplaced(group: TyperGroup, option: str, args: list[str]) -> str | None:
