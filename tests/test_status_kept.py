@@ -151,9 +151,20 @@ def test_dream_status_after_an_older_day_changes_reads_only_that_log(vault, monk
         dream(vault, fake)
     assert assert_same_as_recount(vault)["watermark"] is not None
 
-    (vault.root / KEPT_FILE).write_text('{"version": 1, "logs": {"logs/2026/2026-09-07.md": [1, 2], '
-                                        '"logs/2026/2026-09-08.md": 5, "logs/2026/2026-09-09.md": null}}')
+    # Damaged entries, some of them plausible: each such log is read again.
+    _age_logs(vault)
     vault.add("and another", at="2026-09-08T12:00:00")
+    _age_logs(vault)
+    assert_same_as_recount(vault)
+    kept = json.loads((vault.root / KEPT_FILE).read_text())
+    logs = kept["logs"]
+    logs["logs/2026/2026-09-07.md"] = [1, 2]
+    logs["logs/2026/2026-09-08.md"] = 5
+    logs["logs/2026/2026-09-10.md"][3] = ["x"] * len(logs["logs/2026/2026-09-10.md"][3])
+    logs["logs/2026/2026-09-11.md"][2] = 10 ** 30
+    logs["logs/2026/2026-09-13.md"][1] += "abc"
+    (vault.root / KEPT_FILE).write_text(json.dumps(kept))
+    vault.forget(facts[8].id)
     assert_same_as_recount(vault)
 
     # A log changed while status planned (its kept fact gone from it when read for its size):
@@ -167,6 +178,36 @@ def test_dream_status_after_an_older_day_changes_reads_only_that_log(vault, monk
     (vault.root / KEPT_FILE).write_text(json.dumps(kept))
     vault.forget(facts[9].id)
     assert_same_as_recount(vault)
+
+
+def test_prompt_sizes_kept_under_one_tokenizer_are_not_used_under_another(vault, monkeypatch):
+    """The sizes in plan-logs.json come from the tokenizer in use: counted by bytes (no tiktoken
+    encoding on disk), then by cl100k_base, the batches differ. The file names its tokenizer and
+    memvault's version, and the dream state is planned again when either differs."""
+    from support.git import git
+
+    from memvault.base import tokens
+    from memvault.base.config import load_config
+
+    toml = vault.root / "memvault.toml"  # a small window, so that the sizes decide the batches
+    toml.write_text(toml.read_text().replace("[llm]\n", "[llm]\ncontext_window = 4096\n", 1))
+    git(vault.root, "commit", "-qm", "a small window", "--", "memvault.toml")
+    vault.storage.config = load_config(toml)
+    for n in range(40):
+        vault.add(f"Dana noted the quarterly figures for region {n} were revised upward {'again ' * n}",
+                  at=f"2026-09-{1 + n % 4:02d}T09:00:00")
+    _age_logs(vault)
+    monkeypatch.setenv("MEMVAULT_TOKENIZER", "estimate")
+    tokens._encoding.cache_clear()
+    estimated = assert_same_as_recount(vault)
+    made_by = json.loads((vault.root / KEPT_FILE).read_text())["made_by"]
+    assert made_by[-1] == "estimate"
+    monkeypatch.delenv("MEMVAULT_TOKENIZER")
+    tokens._encoding.cache_clear()
+    counted = assert_same_as_recount(vault)  # (the same when no encoding is on disk here)
+    if tokens.tokenizer_name() != "estimate":
+        assert json.loads((vault.root / KEPT_FILE).read_text())["made_by"][-1] == tokens.tokenizer_name()
+    assert counted["pending"]["facts"] == estimated["pending"]["facts"] == 40
 
 
 def _ids_in(log) -> list[str]:

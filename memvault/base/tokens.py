@@ -23,8 +23,8 @@ _URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoke
 _ESTIMATE_BYTES_PER_TOKEN = 1
 
 
-@lru_cache(maxsize=1)
-def _encoding():
+def encoding_file() -> Path | None:
+    """The encoding file counting would load (None: it estimates), found without loading it."""
     if os.environ.get("MEMVAULT_TOKENIZER", "").strip().lower() == ESTIMATE:
         return None
     if importlib.util.find_spec("tiktoken") is None:
@@ -32,12 +32,21 @@ def _encoding():
     key = hashlib.sha1(_URL.encode()).hexdigest()
     configured = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
     cache = Path(configured or Path(tempfile.gettempdir()) / "data-gym-cache")
-    if not (cache / key).is_file():
-        bundled = _litellm_tokenizers()
-        if configured or bundled is None or not (bundled / key).is_file():
-            return None  # loading would mean a download
-        # The same setting litellm makes for itself when it is imported.
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled)
+    if (cache / key).is_file():
+        return cache / key
+    bundled = _litellm_tokenizers()
+    if configured or bundled is None or not (bundled / key).is_file():
+        return None  # loading would mean a download
+    return bundled / key
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    found = encoding_file()
+    if found is None:
+        return None
+    # The same setting litellm makes for itself when it is imported.
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(found.parent))
     import tiktoken
 
     try:

@@ -6,6 +6,8 @@ Most logs did not change. Kept in .memvault/plan-logs.json, by each log's stat (
 memo's key), a log that did not change is not read again: its facts come back as `KeptFact`s,
 which hold what planning asks of a fact (its id, its day, its size in a prompt) and read the
 fact's log only if asked anything more. No fact's text is kept (a purge leaves nothing here).
+The sizes depend on the tokenizer and on how a fact is put in a prompt: the file names both (the
+tokenizer, and memvault's version), and is not used under others.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from memvault import __version__
+from memvault.base import tokens
 from memvault.dream.planner import Plan, PlanMemo, make_plan
 from memvault.formats.facts import ParseProblem
 from memvault.formats.layout import STATE_DIR
@@ -23,7 +27,8 @@ from memvault.storage.files import atomic_write
 from memvault.storage.store import Storage
 
 KEPT_FILE = f"{STATE_DIR}/plan-logs.json"
-_VERSION = 1
+_VERSION = 2
+_MAX_ORDINAL = date.max.toordinal()
 _ID_LENGTH = 16  # (memvault.formats.facts.ID_PATTERN; a log holding another length is not kept)
 _SETTLE_NS = 2_000_000_000  # a log written this recently may change again within its mtime tick
 
@@ -33,8 +38,9 @@ def plan_from_kept(storage: Storage, today: date) -> Plan:
     memo = KeptPlanMemo(storage)
     try:
         plan = make_plan(storage, today=today, memo=memo)
-    except LogChanged:  # while it planned: plan from the logs as they are now
-        return make_plan(storage, today=today)
+    except LogChanged:  # while it planned: plan from the logs as they are now, and keep that
+        memo = KeptPlanMemo(storage, start_over=True)
+        plan = make_plan(storage, today=today, memo=memo)
     memo.save()
     return plan
 
@@ -66,7 +72,7 @@ class KeptFact:
 class KeptPlanMemo(PlanMemo):
     """A PlanMemo that starts from what the last `status` kept, and keeps what this one read."""
 
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage, *, start_over: bool = False):
         super().__init__()
         self.storage = storage
         self.kept: dict[str, list] = {}
@@ -74,45 +80,57 @@ class KeptPlanMemo(PlanMemo):
         self.sized: set[str] = set()  # kept logs read again only to size a fact in a prompt
         self.used: dict[str, list] = {}  # kept entries this planning took (the others' logs are gone)
         self._full: dict[Path, dict] = {}
+        self.made_by = [_VERSION, __version__, tokens.tokenizer_name()]
+        if start_over:
+            return
         try:
             data = json.loads((storage.root / KEPT_FILE).read_text(encoding="utf-8"))
-            if data.get("version") == _VERSION and isinstance(data.get("logs"), dict):
+            if data.get("made_by") == self.made_by and isinstance(data.get("logs"), dict):
                 self.kept = data["logs"]
         except (OSError, ValueError, AttributeError):
-            pass  # none yet, or damaged: every log is read
+            pass  # none yet, damaged, or made by another memvault or tokenizer: every log is read
 
     def read_log(self, storage: Storage, path) -> tuple[list, list]:
-        rel = os.path.relpath(path, storage.root)
+        rel = storage.facts.work.relpath(path)
         key = _stat_key(path)
         entry = self.kept.get(rel)
-        try:
-            if key is not None and isinstance(entry, list) and entry[0] == key:
-                found = self._from_kept(path, rel, entry)
+        if key is not None and isinstance(entry, list) and len(entry) == 5 and entry[0] == key:
+            found = self._from_kept(path, rel, entry)
+            if found is not None:
                 self.used[rel] = entry
                 return found
-        except (TypeError, ValueError, IndexError, KeyError):
-            pass  # a damaged entry: read the log
         facts, problems = storage.facts.read_log(path)
-        self._full[path] = {f.id: f for f in facts}
         if key is not None:
             self.fresh[rel] = (key, facts, problems)
         return facts, problems
 
-    def _from_kept(self, path: Path, rel: str, entry: list) -> tuple[list, list]:
+    def _from_kept(self, path: Path, rel: str, entry: list) -> tuple[list, list] | None:
+        """The entry's facts and problems; None for an entry that is not sound (read the log)."""
         _key, joined, days, costs, problems = entry
+        if not isinstance(joined, str) or len(joined) % _ID_LENGTH:
+            return None
         ids = [joined[i : i + _ID_LENGTH] for i in range(0, len(joined), _ID_LENGTH)]
         if isinstance(days, int):
-            day = date.fromordinal(days)
-            facts = [KeptFact(fact_id, day, path, self) for fact_id in ids]
-        else:
-            facts = [KeptFact(fact_id, date.fromordinal(n), path, self) for fact_id, n in zip(ids, days, strict=True)]
+            days = [days] * len(ids)
+        sound = (isinstance(days, list) and isinstance(costs, list) and len(days) == len(costs) == len(ids)
+                 and all(type(n) is int and 0 < n <= _MAX_ORDINAL for n in days)
+                 and all(type(c) is int and c >= 0 for c in costs)
+                 and isinstance(problems, list)
+                 and all(isinstance(p, list) and len(p) == 2 and type(p[0]) is int and isinstance(p[1], str)
+                         for p in problems))
+        if not sound:
+            return None
+        facts = [KeptFact(fact_id, date.fromordinal(n), path, self) for fact_id, n in zip(ids, days, strict=True)]
         self.costs.update((fact_id, cost) for fact_id, cost in zip(ids, costs, strict=True) if cost)
-        return facts, [ParseProblem(rel, int(line), str(message)) for line, message in problems]
+        return facts, [ParseProblem(rel, line, message) for line, message in problems]
 
     def full_fact(self, path: Path, fact_id: str):
         if path not in self._full:
-            self._full[path] = {f.id: f for f in self.storage.facts.read_log(path)[0]}
-            self.sized.add(os.path.relpath(path, self.storage.root))
+            try:
+                self._full[path] = {f.id: f for f in self.storage.facts.read_log(path)[0]}
+            except OSError:  # gone meanwhile (a purge, a sync)
+                raise LogChanged(path) from None
+            self.sized.add(self.storage.facts.work.relpath(path))
         try:
             return self._full[path][fact_id]
         except KeyError:
@@ -139,7 +157,7 @@ class KeptPlanMemo(PlanMemo):
         try:
             os.makedirs(self.storage.root / STATE_DIR, exist_ok=True)
             atomic_write(self.storage.root / KEPT_FILE,
-                         json.dumps({"version": _VERSION, "logs": logs}, separators=(",", ":")))
+                         json.dumps({"made_by": self.made_by, "logs": logs}, separators=(",", ":")))
         except OSError:
             pass  # a vault this user cannot write reads every log each time
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import date
 
+from memvault.base import tokens
 from memvault.formats.layout import CONFIG_FILE, DREAM_LOG, STATE_DIR, TOMBSTONES_FILE, WIKI_DIR
 from memvault.storage.files import atomic_write
 from memvault.storage.store import Storage
@@ -49,7 +50,10 @@ def kept_status(storage: Storage, today: date, work_out: Callable[[], dict]) -> 
 def _key(storage: Storage, today: date) -> tuple[str, bool]:
     """A digest of every input's stat, and whether all of them were last written long enough ago."""
     config = storage.config  # the settings the plan reads: others (the embedding model's) do not count
-    digest = hashlib.sha256(f"{today.isoformat()}\n{(config.timezone, config.llm, config.dream)!r}\n".encode())
+    # (and how facts are sized in tokens: the encoding file counting would load, or none)
+    sizing = tokens.encoding_file()
+    digest = hashlib.sha256(f"{today.isoformat()}\n{(config.timezone, config.llm, config.dream)!r}\n"
+                            f"{sizing}\n".encode())
     newest = 0
     for rel, mtime_ns, size, inode in _inputs(storage, today):
         digest.update(f"{rel}\0{mtime_ns}\0{size}\0{inode}\n".encode())
