@@ -130,6 +130,16 @@ def test_a_cache_of_an_earlier_layout_is_moved_over_and_its_vectors_reused(vault
         assert {len(v) for (v,) in db.execute("SELECT vector FROM vectors")} == {384 * 2}
 
 
+def test_a_rebuild_from_the_embedding_cache_scores_exactly_as_the_first_build(vault):
+    """The cache keeps float16; the index stores every vector as the cache gives it back, fresh
+    from the model too, so `reindex --clear` (which takes them from the cache) changes no score."""
+    vault.add_many([{"text": f"Ines logged ferry crossing {i} to Mull with {i % 3} bikes"} for i in range(40)])
+    queries = ["ferry crossing 7", "bikes on the ferry", "Mull"]
+    first = [[(h.id, h.score) for h in vault.search(q, limit=20, min_score=0)] for q in queries]
+    assert vault.reindex(clear=True)["embedded"] == 0
+    assert [[(h.id, h.score) for h in vault.search(q, limit=20, min_score=0)] for q in queries] == first
+
+
 def test_the_embedding_cache_keeps_a_vector_in_under_a_kilobyte_and_gives_back_its_direction(tmp_path):
     """The cache is the second copy of every vector (the index scores its own): float16, filed
     under a model number, 0.8 KB a vector where the float32 rows beside the model's name took 2 KB

@@ -180,6 +180,20 @@ class EmbeddingCache:
 STORED_BYTES = DIMENSIONS * 2  # float16
 
 
+def as_cached(matrix: np.ndarray) -> np.ndarray:
+    """Float32 rows as the cache gives them back: rounded to float16, then unit length again (a
+    cosine moves by about 1e-4). The index stores them so, fresh from the model or from the cache."""
+    import numpy as np
+
+    rounded = np.asarray(matrix, dtype=np.float16).astype(np.float32)
+    with np.errstate(all="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", rounded, rounded, dtype=np.float64))
+    # (A text with nothing to embed keeps the zero vector; a damaged row is left as it is.)
+    usable = np.isfinite(norms) & (norms > 0)
+    rounded[usable] /= norms[usable, None].astype(np.float32)
+    return rounded
+
+
 def narrowed(vector: bytes) -> bytes:
     """float32 bytes as the float16 bytes stored."""
     import numpy as np

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager, suppress
 from typing import Any, Protocol
 
 from memvault.index.embedder import Embedder, ModelSpec
-from memvault.index.embedding_cache import EmbeddingCache
+from memvault.index.embedding_cache import EmbeddingCache, as_cached
 from memvault.index.generation import Generation
 from memvault.index.refresh import Notify, Progress, RefreshReport
 from memvault.index.vectors import VectorsDamaged
@@ -94,8 +94,10 @@ def _embed_missing(index: EmbeddingHost, missing: list[bytes], by_hash: dict[byt
     embedded = 0
     # closing: a failed cache write stops the worker after the batch in flight, not later
     with contextlib.closing(batches):
-        for chunk, fresh in zip(chunks, batches, strict=True):
-            index.cache.put_many((h, fresh[i].tobytes()) for i, h in enumerate(chunk))
+        for chunk, embedded_now in zip(chunks, batches, strict=True):
+            index.cache.put_many((h, embedded_now[i].tobytes()) for i, h in enumerate(chunk))
+            # As the cache gives them back: a rebuild from the cache scores exactly the same.
+            fresh = as_cached(embedded_now)
             for i, h in enumerate(chunk):
                 vectors[h] = fresh[i]
             embedded += len(chunk)
@@ -147,8 +149,7 @@ def _cached_vectors(index: EmbeddingHost, by_hash: dict[bytes, str]) -> dict[byt
         # (A text with nothing to embed gets the zero vector.)
         sound = (np.abs(norms - 1.0) < UNIT_TOLERANCE) | (norms == 0.0)
         bad += len(hashes) - int(sound.sum())
-        # Back to unit length exactly (the cache keeps float16: off by about 1e-4).
-        matrix /= np.where(norms > 0, norms, 1.0).astype(np.float32)[:, None]
+        matrix = as_cached(matrix)
         vectors.update((h, matrix[i]) for i, h in enumerate(hashes) if sound[i])
     if bad:
         index.notify(f"embedding cache held {bad} damaged vector(s); recomputing them")
