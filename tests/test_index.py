@@ -130,6 +130,40 @@ def test_a_cache_of_an_earlier_layout_is_moved_over_and_its_vectors_reused(vault
         assert {len(v) for (v,) in db.execute("SELECT vector FROM vectors")} == {384 * 2}
 
 
+def test_a_cache_busy_being_moved_by_another_process_is_a_clear_busy_error(tmp_path, monkeypatch):
+    """Fault tried: an earlier-layout cache that another process is moving to the new layout (its
+    write lock held: about 20 s at 1M vectors) past the wait. Before: "unexpected error:
+    OperationalError: database is locked". Now exit 4's VaultBusy, nothing changed; once free, the
+    move happens, with a notice, and the vectors are kept."""
+    import sqlite3
+
+    import memvault.index.embedding_cache as cache_module
+    from memvault.errors import VaultBusy
+
+    path = tmp_path / "embeddings.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute(EARLIER_CACHE_LAYOUTS["second"].replace("earlier", "vectors"))
+        db.execute("INSERT INTO vectors (model, hash, vector) VALUES ('m', ?, ?)", (b"h" * 32, b"\0" * 1536))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    monkeypatch.setattr(cache_module, "BUSY_TIMEOUT", 0.2)
+    with pytest.raises(VaultBusy, match="embedding cache stayed busy"):
+        cache_module.EmbeddingCache(path, "m")
+    holder.execute("ROLLBACK")
+    holder.close()
+    told: list[str] = []
+    cache = cache_module.EmbeddingCache(path, "m", notify=told.append)
+    assert list(cache.get_many([b"h" * 32])) == [b"h" * 32] and "new layout" in told[0]
+    cache.close()
+    with sqlite3.connect(path) as db:  # a models table lost by hand: doctor says so, the cache works on
+        db.execute("DROP TABLE models")
+    assert cache_module.cache_problem(path) == "its models table is missing"
+    cache = cache_module.EmbeddingCache(path, "m")
+    cache.put_many([(b"g" * 32, b"\0" * 1536)])
+    assert list(cache.get_many([b"g" * 32, b"h" * 32])) == [b"g" * 32]
+    cache.close()
+
+
 def test_a_rebuild_from_the_embedding_cache_scores_exactly_as_the_first_build(vault):
     """The cache keeps float16; the index stores every vector as the cache gives it back, fresh
     from the model too, so `reindex --clear` (which takes them from the cache) changes no score."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memvault.errors import VaultBusy
 from memvault.index.embedder import DIMENSIONS, one_line
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 # sqlite's primary result codes for a file that is not (or no longer) a sound database. Anything
 # else (locked, read-only, disk full) is not damage and is raised as it is.
 _DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+BUSY_TIMEOUT = 30  # seconds another process may hold the cache's write lock (a layout move: ~20 s at 1M)
 
 
 def is_damage(exc: sqlite3.Error) -> bool:
@@ -57,6 +59,10 @@ class EmbeddingCache:
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:
+            if _is_locked(exc):  # (before the database errors that are damage)
+                raise VaultBusy("the embedding cache stayed busy for 30 s (another memvault moving it to its "
+                                "new layout, once after an upgrade, or rebuilding); nothing was changed: try again"
+                                ) from None
             if not is_damage(exc):
                 raise
             self._discard(one_line(exc))
@@ -68,12 +74,17 @@ class EmbeddingCache:
     def _connect(self) -> sqlite3.Connection:
         # Not tied to the opening thread (as the catalog's is not): a Vault kept open is called
         # from whichever thread its program has free (asyncio.to_thread), one call at a time.
-        db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             if _table_sql(db) != VECTORS_TABLE:
-                _create_vectors_table(db)
+                _create_vectors_table(db, self.notify)
+            elif not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'models'").fetchone():
+                # Lost by a hand: the numbers its vectors are filed under name no model any more (a new
+                # one could get a number an old model had), so they go, as a damaged cache would.
+                db.execute("DELETE FROM vectors")
+                db.execute(MODELS_TABLE)
         except BaseException:
             db.close()
             raise
@@ -240,7 +251,12 @@ def _unknown_layout(db: sqlite3.Connection, table_sql: str) -> str | None:
     return f"its vectors table has columns {', '.join(columns) or 'none'}"
 
 
-def _create_vectors_table(db: sqlite3.Connection) -> None:
+def _is_locked(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (code & 0xFF) == sqlite3.SQLITE_BUSY if code is not None else "locked" in str(exc)
+
+
+def _create_vectors_table(db: sqlite3.Connection, notify: Callable[[str], None] | None = None) -> None:
     """Create the tables, or move a cache of an earlier layout into them (once; its vectors are kept)."""
     db.execute("BEGIN IMMEDIATE")
     try:
@@ -252,6 +268,8 @@ def _create_vectors_table(db: sqlite3.Connection) -> None:
             unknown = _unknown_layout(db, existing)
             if unknown:
                 raise UnknownLayout(unknown)
+            if notify is not None:  # (about 2 s per 100k vectors)
+                notify("moving the embedding cache to its new layout (once): float16 vectors, half the room")
             db.execute("ALTER TABLE vectors RENAME TO vectors_before")
         db.execute(MODELS_TABLE)
         db.execute(VECTORS_TABLE)
@@ -322,6 +340,9 @@ def cache_problem(path: Path) -> str | None:
             unknown = _unknown_layout(db, existing)
             if unknown:
                 return unknown
+            if existing == VECTORS_TABLE and not db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'models'").fetchone():
+                return "its models table is missing"
             wrong = db.execute("SELECT count(*) FROM vectors WHERE length(vector) != ?",
                                (STORED_BYTES if existing == VECTORS_TABLE else EARLIER_VECTOR_BYTES,)).fetchone()[0]
             if wrong:

@@ -174,7 +174,8 @@ class VectorFile:
     def verify_ahead(self) -> None:
         """Start verifying the rows not verified yet in this process on a thread of their own, so
         that the search about to score them does other work meanwhile (zlib releases the GIL);
-        `matrix()` waits for it. A problem it finds is found again, and raised, by `matrix()`."""
+        `matrix()` waits for it. A problem it finds is found again, and raised, by `matrix()`. A
+        search that never scores (no model here) leaves it to finish; the next `expect()` waits."""
         with self._lock:
             if self.rows - self._checked[0] < AHEAD_MIN_ROWS or (self._ahead and self._ahead.is_alive()):
                 return
