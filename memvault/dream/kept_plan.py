@@ -66,6 +66,8 @@ class KeptFact:
 
     def __getattr__(self, name: str):
         # Anything else (its text, to size it when no size was kept): the fact itself, from its log.
+        if name.startswith("_"):  # (copy and pickle ask for hooks before any slot is set)
+            raise AttributeError(name)
         return getattr(self._memo.full_fact(self._path, self.id), name)
 
 
