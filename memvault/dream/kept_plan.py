@@ -7,7 +7,8 @@ memo's key), a log that did not change is not read again: its facts come back as
 which hold what planning asks of a fact (its id, its day, its size in a prompt) and read the
 fact's log only if asked anything more. No fact's text is kept (a purge leaves nothing here).
 The sizes depend on the tokenizer and on how a fact is put in a prompt: the file names both (the
-tokenizer, and memvault's version), and is not used under others.
+tokenizer, and _VERSION, to be raised with any change to a fact's prompt record or to what is
+kept), and is not used under others.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import time
 from datetime import date
 from pathlib import Path
 
-from memvault import __version__
 from memvault.base import tokens
 from memvault.dream.planner import Plan, PlanMemo, make_plan
 from memvault.formats.facts import ParseProblem
@@ -27,7 +27,7 @@ from memvault.storage.files import atomic_write
 from memvault.storage.store import Storage
 
 KEPT_FILE = f"{STATE_DIR}/plan-logs.json"
-_VERSION = 2
+_VERSION = 2  # raise it when dream.prompt.fact_record or this file's entries change
 _MAX_ORDINAL = date.max.toordinal()
 _ID_LENGTH = 16  # (memvault.formats.facts.ID_PATTERN; a log holding another length is not kept)
 _SETTLE_NS = 2_000_000_000  # a log written this recently may change again within its mtime tick
@@ -82,7 +82,7 @@ class KeptPlanMemo(PlanMemo):
         self.sized: set[str] = set()  # kept logs read again only to size a fact in a prompt
         self.used: dict[str, list] = {}  # kept entries this planning took (the others' logs are gone)
         self._full: dict[Path, dict] = {}
-        self.made_by = [_VERSION, __version__, tokens.tokenizer_name()]
+        self.made_by = [_VERSION, tokens.tokenizer_name()]
         if start_over:
             return
         try:
@@ -114,13 +114,7 @@ class KeptPlanMemo(PlanMemo):
         ids = [joined[i : i + _ID_LENGTH] for i in range(0, len(joined), _ID_LENGTH)]
         if isinstance(days, int):
             days = [days] * len(ids)
-        sound = (isinstance(days, list) and isinstance(costs, list) and len(days) == len(costs) == len(ids)
-                 and all(type(n) is int and 0 < n <= _MAX_ORDINAL for n in days)
-                 and all(type(c) is int and c >= 0 for c in costs)
-                 and isinstance(problems, list)
-                 and all(isinstance(p, list) and len(p) == 2 and type(p[0]) is int and isinstance(p[1], str)
-                         for p in problems))
-        if not sound:
+        if not _sound(len(ids), days, costs, problems):
             return None
         facts = [KeptFact(fact_id, date.fromordinal(n), path, self) for fact_id, n in zip(ids, days, strict=True)]
         self.costs.update((fact_id, cost) for fact_id, cost in zip(ids, costs, strict=True) if cost)
@@ -162,6 +156,18 @@ class KeptPlanMemo(PlanMemo):
                          json.dumps({"made_by": self.made_by, "logs": logs}, separators=(",", ":")))
         except OSError:
             pass  # a vault this user cannot write reads every log each time
+
+
+def _sound(count: int, days, costs, problems) -> bool:
+    """Whether a kept entry's lists are what save() writes for `count` facts (no damage to trust)."""
+    if not (isinstance(days, list) and isinstance(costs, list) and len(days) == len(costs) == count):
+        return False
+    if not all(type(n) is int and 0 < n <= _MAX_ORDINAL for n in days):
+        return False
+    if not all(type(c) is int and c >= 0 for c in costs):
+        return False
+    return isinstance(problems, list) and all(
+        isinstance(p, list) and len(p) == 2 and type(p[0]) is int and isinstance(p[1], str) for p in problems)
 
 
 def _stat_key(path) -> list[int] | None:
