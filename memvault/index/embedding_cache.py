@@ -80,7 +80,7 @@ class EmbeddingCache:
             db.execute("PRAGMA synchronous=NORMAL")
             if _table_sql(db) != VECTORS_TABLE:
                 _create_vectors_table(db, self.notify)
-            elif not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'models'").fetchone():
+            elif not _has_models_table(db):
                 # Lost by a hand: the numbers its vectors are filed under name no model any more (a new
                 # one could get a number an old model had), so they go, as a damaged cache would.
                 db.execute("DELETE FROM vectors")
@@ -241,6 +241,10 @@ def _table_sql(db: sqlite3.Connection) -> str | None:
     return row[0] if row else None
 
 
+def _has_models_table(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'models'").fetchone() is not None
+
+
 def _unknown_layout(db: sqlite3.Connection, table_sql: str) -> str | None:
     """What is wrong with a `vectors` table that is neither the current layout nor the first."""
     if table_sql == VECTORS_TABLE:
@@ -340,8 +344,7 @@ def cache_problem(path: Path) -> str | None:
             unknown = _unknown_layout(db, existing)
             if unknown:
                 return unknown
-            if existing == VECTORS_TABLE and not db.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'models'").fetchone():
+            if existing == VECTORS_TABLE and not _has_models_table(db):
                 return "its models table is missing"
             wrong = db.execute("SELECT count(*) FROM vectors WHERE length(vector) != ?",
                                (STORED_BYTES if existing == VECTORS_TABLE else EARLIER_VECTOR_BYTES,)).fetchone()[0]
