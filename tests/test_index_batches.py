@@ -52,3 +52,36 @@ def test_batched_build_and_refresh_match_one_pass(vault, monkeypatch, per_batch)
     monkeypatch.setattr(refresh, "DOCS_PER_BATCH", 10**9)
     vault.reindex(clear=True)
     assert batched == _answers(vault)
+
+
+def _ranked(vault) -> list:
+    """What each word finds by meaning and words together, scores included (a vector in the wrong
+    slot, or one missing, changes them)."""
+    return [[(h.id, round(h.score, 6)) for h in vault.search(word, min_score=0)] for word in WORDS[:12]]
+
+
+def test_vectors_stored_in_parts_score_as_one_store(vault, monkeypatch):
+    """A rebuild hands its vectors to the vector file every FLUSH_EVERY (a million facts held all of
+    them until the end): from the model and from the embedding cache alike, texts repeated across a
+    boundary included, it gives the index one store gives."""
+    from memvault.index import pending
+
+    for n in range(60):
+        vault.add(f"note {WORDS[n % len(WORDS)]} about tea", at=f"2026-10-{1 + n % 9:02d}T09:00:00")
+    vault.reindex(clear=True)
+    whole, status = _ranked(vault), vault.index_status()
+    assert status["pending_embeddings"] == 0 and status["documents"] >= 60
+    monkeypatch.setattr(pending, "CACHE_EVERY", 5)
+    monkeypatch.setattr(pending, "CACHE_READ_BLOCK", 5)
+    monkeypatch.setattr(pending, "FLUSH_EVERY", 7)
+    stored = []
+    real = pending._store_vectors
+    monkeypatch.setattr(pending, "_store_vectors", lambda *a: stored.append(len(a[2])) or real(*a))
+    vault.reindex(clear=True)  # from the embedding cache
+    assert len(stored) > 3 and max(stored) < 14
+    assert _ranked(vault) == whole and vault.index_status() == status
+    stored.clear()
+    (vault.root / ".memvault" / "cache" / "embeddings.sqlite").unlink()
+    vault.reindex(clear=True)  # from the model
+    assert len(stored) > 3
+    assert _ranked(vault) == whole and vault.index_status() == status

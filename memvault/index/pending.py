@@ -22,6 +22,9 @@ CACHE_EVERY = 1024
 CACHE_READ_BLOCK = 16_384
 # Rows written to the vector file at a time (3 MB).
 STORE_BLOCK = 2048
+# Vectors held before they go to the vector file (200 MB as float32): a rebuild of a million facts
+# held every one (1.5 GB, and more in the small arrays around them) until it had them all.
+FLUSH_EVERY = 131_072
 # A stored vector is unit length; one further off than this is damaged (float32 rounding is ~1e-6).
 UNIT_TOLERANCE = 1e-3
 
@@ -60,25 +63,39 @@ def embed_pending(index: EmbeddingHost, generation: Generation) -> RefreshReport
     by_hash: dict[bytes, str] = {}
     for _key, ehash, text in pending:
         by_hash.setdefault(ehash, text)
-    vectors = _cached_vectors(index, by_hash)
-    report.reused = len(vectors)
-    missing = [h for h in by_hash if h not in vectors]
-    if missing:
-        report.embedded = _embed_missing(index, missing, by_hash, vectors)
-    del pending, by_hash, missing  # (the texts: a 1M rebuild held them, 0.5 GB, while it wrote the vectors)
-    if vectors:
-        _store_vectors(index, generation, vectors)
+    del pending  # (its keys and tuples: 0.3 GB at 1M)
+    held = _Held(index, generation)
+    report.reused = _cached_vectors(index, by_hash, held)
+    if by_hash and index.model_usable():
+        report.embedded = _embed_missing(index, by_hash, held)
+    held.flush()
     return report
 
 
-def _embed_missing(index: EmbeddingHost, missing: list[bytes], by_hash: dict[bytes, str],
-                   vectors: dict[bytes, Any]) -> int:
-    """Run the model on the texts the cache lacks, caching each chunk as it comes and adding it to
-    `vectors`; returns how many were embedded."""
-    if not index.model_usable():
-        missing = []
+class _Held:
+    """Vectors on their way to the vector file, stored every FLUSH_EVERY and at the end."""
+
+    def __init__(self, index: EmbeddingHost, generation: Generation):
+        self.index = index
+        self.generation = generation
+        self.vectors: dict[bytes, Any] = {}
+
+    def update(self, pairs) -> None:
+        self.vectors.update(pairs)
+        if len(self.vectors) >= FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.vectors:
+            _store_vectors(self.index, self.generation, self.vectors)
+            self.vectors = {}
+
+
+def _embed_missing(index: EmbeddingHost, by_hash: dict[bytes, str], held: _Held) -> int:
+    """Run the model on the texts the cache lacks (`by_hash`), caching each chunk as it comes and
+    handing it to `held`; returns how many were embedded."""
     # Similar lengths batch together: fastembed pads each batch to its longest text.
-    missing.sort(key=lambda h: len(by_hash[h]))
+    missing = sorted(by_hash, key=lambda h: len(by_hash[h]))
     done = 0
 
     def tick(n: int) -> None:
@@ -98,8 +115,7 @@ def _embed_missing(index: EmbeddingHost, missing: list[bytes], by_hash: dict[byt
             index.cache.put_many((h, embedded_now[i].tobytes()) for i, h in enumerate(chunk))
             # As the cache gives them back: a rebuild from the cache scores exactly the same.
             fresh = as_cached(embedded_now)
-            for i, h in enumerate(chunk):
-                vectors[h] = fresh[i]
+            held.update((h, fresh[i]) for i, h in enumerate(chunk))
             embedded += len(chunk)
     return embedded
 
@@ -131,14 +147,14 @@ def _store_vectors(index: EmbeddingHost, generation: Generation, vectors: dict[b
         generation.load_state()
 
 
-def _cached_vectors(index: EmbeddingHost, by_hash: dict[bytes, str]) -> dict[bytes, Any]:
-    """The cache's vectors for these hashes; any that is not a unit (or zero) vector (garbage
-    that still reads as a sound database) is left out, so it is recomputed and overwritten in the cache.
+def _cached_vectors(index: EmbeddingHost, by_hash: dict[bytes, str], held: _Held) -> int:
+    """Hand `held` the cache's vectors for these hashes and take their hashes out of `by_hash`;
+    returns how many. One that is not a unit (or zero) vector (garbage that still reads as a sound
+    database) stays in `by_hash`, so it is recomputed and overwritten in the cache.
     Read a block at a time: a 1M rebuild from the cache held each vector four times over (7 GB)."""
     import numpy as np
 
-    vectors: dict[bytes, Any] = {}
-    bad = 0
+    reused = bad = 0
     wanted = list(by_hash)
     for at in range(0, len(wanted), CACHE_READ_BLOCK):
         hashes, matrix = index.cache.get_matrix(wanted[at : at + CACHE_READ_BLOCK])
@@ -150,10 +166,14 @@ def _cached_vectors(index: EmbeddingHost, by_hash: dict[bytes, str]) -> dict[byt
         sound = (np.abs(norms - 1.0) < UNIT_TOLERANCE) | (norms == 0.0)
         bad += len(hashes) - int(sound.sum())
         matrix = as_cached(matrix)
-        vectors.update((h, matrix[i]) for i, h in enumerate(hashes) if sound[i])
+        found = [(h, matrix[i]) for i, h in enumerate(hashes) if sound[i]]
+        for h, _vector in found:
+            del by_hash[h]
+        reused += len(found)
+        held.update(found)
     if bad:
         index.notify(f"embedding cache held {bad} damaged vector(s); recomputing them")
-    return vectors
+    return reused
 
 
 def _switch_model(index: EmbeddingHost, generation: Generation) -> None:
