@@ -4,6 +4,7 @@ else from the model; a new vector file when the model changes or the rows are da
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from contextlib import AbstractContextManager, suppress
 from typing import Any, Protocol
 
@@ -80,7 +81,7 @@ class _Held:
         self.generation = generation
         self.vectors: dict[bytes, Any] = {}
 
-    def update(self, pairs) -> None:
+    def update(self, pairs: Iterable[tuple[bytes, Any]]) -> None:
         self.vectors.update(pairs)
         if len(self.vectors) >= FLUSH_EVERY:
             self.flush()
