@@ -105,6 +105,29 @@ def test_cli_api_mcp_and_context_rank_the_same_way(vault, cli, monkeypatch):
 
 @pytest.mark.real_model
 @pytest.mark.reranker
+def test_judged_in_two_parts_at_once_each_candidate_keeps_its_own_judgement(vault, monkeypatch):
+    """A search's pairs are judged in two halves at once (one on a worker thread); each logit must
+    come back to its own candidate, so the order is the one a single run gives."""
+    from memvault.index import rerank
+
+    _conversation(vault)
+    vault.add_many([{"text": f"Melanie walked the dog along the canal on day {n}"} for n in range(12)])
+
+    def judged(parts: int) -> dict[str, float]:
+        monkeypatch.setattr(rerank, "_parts", lambda: parts)
+        hits = vault.search(QUESTION, explain=True, limit=20, min_score=0)
+        assert hits[0].text == ANSWERING
+        return {hit.id: hit.explain["rerank"]["score"] for hit in hits if "rerank" in hit.explain}
+
+    alone, halves = judged(1), judged(2)
+    assert len(alone) == 15 and alone.keys() == halves.keys()
+    # int8 activations are scaled per run, so a logit moves a little with its company, never more
+    assert max(abs(alone[key] - halves[key]) for key in alone) < 1.5
+    assert sorted(alone, key=alone.get)[-2:] == sorted(halves, key=halves.get)[-2:]
+
+
+@pytest.mark.real_model
+@pytest.mark.reranker
 def test_the_reranker_reads_the_first_15_candidates_unless_told_otherwise(vault, cli):
     """15 by default (measured against quality, docs/search.md); [rerank] candidates sets another."""
     vault.add_many([{"text": f"Zoe planted {n} basil seedlings in pot {n} on the balcony"} for n in range(30)])
