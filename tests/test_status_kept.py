@@ -110,6 +110,33 @@ def test_status_reads_only_the_logs_that_changed(vault, monkeypatch):
     assert len(read) == 1, read  # today's log only: not the 30 others, neither for the counts nor for dream
 
 
+def test_a_first_status_parses_each_log_once(vault, monkeypatch):
+    """On a vault status has not seen (a clone, .memvault deleted), dream's plan and the fact counts
+    both read every log: the second reads what the first parsed, and counts as a recount would."""
+    for n in range(30):
+        vault.add(f"fact {n}", at=f"2026-09-{1 + n % 10:02d}T09:00:00")
+    for kept in (TALLY_FILE, KEPT_FILE, ".memvault/dream-status.json"):
+        (vault.root / kept).unlink(missing_ok=True)
+    parsed = []
+    real = FactLog._parse_log
+    monkeypatch.setattr(FactLog, "_parse_log", lambda self, path: parsed.append(path.name) or real(self, path))
+    state = vault.status()
+    assert sorted(parsed) == sorted(log.name for log in (vault.root / "logs").rglob("*.md"))
+    assert len(parsed) == 10 and state["facts"]["total"] == 30 and state["pending"]["facts"] == 30
+    for kept in (TALLY_FILE, KEPT_FILE, ".memvault/dream-status.json"):
+        (vault.root / kept).unlink(missing_ok=True)
+    assert assert_same_as_recount(vault) == state
+
+
+def test_a_log_written_between_two_reads_is_parsed_again(vault):
+    vault.add("the first fact of the day", at="2026-09-01T09:00:00")
+    log = vault.storage.facts.log_path(datetime(2026, 9, 1).date())
+    with vault.storage.facts.reading_once():
+        assert [f.text for f in vault.storage.facts.read_log(log)[0]] == ["the first fact of the day"]
+        vault.add("a second one", at="2026-09-01T10:00:00")
+        assert [f.text for f in vault.storage.facts.read_log(log)[0]] == ["the first fact of the day", "a second one"]
+
+
 def test_dream_status_after_an_older_day_changes_reads_only_that_log(vault, monkeypatch):
     """A dream, a forget, a backdated add change what dream has left: status plans again. It read
     and parsed every daily log for that (about a minute at a million facts); now only the logs

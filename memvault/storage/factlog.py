@@ -11,7 +11,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from datetime import date
 from functools import cached_property
@@ -48,6 +48,7 @@ class FactLog:
         self.work = work
         self.root = work.root
         self.tombstone_log = tombstone_log
+        self._once: dict[str, tuple] | None = None  # see reading_once
 
     def log_path(self, day: date) -> Path:
         return inside(self.root, log_relpath(day))
@@ -80,7 +81,35 @@ class FactLog:
     def day_of(path: Path) -> date:
         return day_of_log(path.name)
 
+    @contextmanager
+    def reading_once(self) -> Iterator[None]:
+        """Within it, a log read a second time with the same stat is not parsed again: `status`
+        plans dream and then counts facts, and on a vault it has not seen (a clone) each reads every
+        log. A parse is kept until its second reader takes it, so it lives no longer than the
+        first reader's own copy would have (planning holds what it read)."""
+        self._once = {}
+        try:
+            yield
+        finally:
+            self._once = None
+
     def read_log(self, path: Path) -> tuple[list[Fact], list[ParseProblem]]:
+        if self._once is None:
+            return self._parse_log(path)
+        try:
+            st = os.stat(path)
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            key = None
+        kept = self._once.pop(str(path), None)
+        if kept is not None and key is not None and kept[0] == key:
+            return list(kept[1]), list(kept[2])
+        facts, problems = self._parse_log(path)
+        if key is not None:
+            self._once[str(path)] = (key, facts, problems)
+        return facts, problems
+
+    def _parse_log(self, path: Path) -> tuple[list[Fact], list[ParseProblem]]:
         rel = self.work.relpath(path)
         raw = path.read_bytes()
         try:

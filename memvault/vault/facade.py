@@ -319,8 +319,9 @@ class Vault(Opening):
         from memvault.dream.status import dream_status
         from memvault.health.status import status
 
-        return status(self.storage, dream=dream_status(self.storage), index=self.index_status(),
-                      remote=self.remote())
+        with self.storage.facts.reading_once():  # planning and counting read the same logs
+            return status(self.storage, dream=dream_status(self.storage), index=self.index_status(),
+                          remote=self.remote())
 
     # -- time travel (memvault.recall) -------------------------------------------------------
 
