@@ -209,7 +209,8 @@ def narrowed(vector: bytes) -> bytes:
     """float32 bytes as the float16 bytes stored."""
     import numpy as np
 
-    return np.frombuffer(vector, dtype=np.float32).astype(np.float16).tobytes()
+    with np.errstate(over="ignore"):  # a damaged row (values past float16's range) is kept as it is, quietly
+        return np.frombuffer(vector, dtype=np.float32).astype(np.float16).tobytes()
 
 
 
