@@ -26,6 +26,40 @@ def test_healthy_vault_passes(cli, vault):
     model = checks["embedding model"]
     assert model["status"] == "ok" and os.environ["MEMVAULT_EMBED_MODEL_PATH"] in model["message"]
     assert checks["LLM"]["status"] == "warn" and "MEMVAULT_MODEL" in checks["LLM"]["message"]
+    assert checks["settings"]["status"] == "ok"
+
+
+def test_every_setting_the_template_shows_is_one_memvault_reads():
+    """The template's keys, its commented-out ones too, and the settings memvault reads agree."""
+    import re
+
+    from memvault.base.config import unknown_settings
+
+    template = (Path(__file__).parent.parent / "vault-template" / "memvault.toml").read_text()
+    uncommented = re.sub(r"(?m)^# (\w+ = )", r"\1", template)
+    assert uncommented != template and unknown_settings(uncommented) == []
+
+
+def test_a_mistyped_setting_is_named_with_the_one_meant_and_changes_nothing(cli, vault):
+    """A typo in memvault.toml leaves its setting at the default: doctor says which key and what it
+    probably meant. It is a warning, not an error: a newer memvault's settings are not refused."""
+    config = vault.root / "memvault.toml"
+    text = config.read_text().replace("lock_timeout = 10", "lock_timout = 3")
+    text = text.replace("[dream]\n", "[dream]\nnightly = 1\n")
+    assert "lock_timout" in text and "nightly" in text
+    config.write_text('tymezone = "Europe/Paris"\n' + text + "\n[reranker]\nenabled = false\n")
+    git(vault.root, "commit", "-q", "-am", "settings edited by hand")
+    before = config.read_bytes()
+    result = cli("doctor", "--json")
+    assert result.exit_code == 0, [c for c in _checks(result).values() if c["status"] == "fail"]
+    settings = _checks(result)["settings"]
+    assert settings["status"] == "warn"
+    for said in ("tymezone (did you mean vault.timezone?)", "vault.lock_timout (did you mean vault.lock_timeout?)",
+                 "reranker (did you mean [rerank]?)", "dream.nightly"):
+        assert said in settings["message"], settings["message"]
+    assert "dream.nightly (" not in settings["message"]  # nothing near it: no guess
+    assert cli("status").exit_code == 0 and cli("search", "tea").exit_code == 0
+    assert config.read_bytes() == before
 
 
 def test_doctor_finds_problems_and_fix_repairs_the_safe_ones(cli, vault):

@@ -189,12 +189,60 @@ def parse_config(text: str, where: str, environ: Mapping[str, str] = os.environ)
     or a value out of range (with the key and the value). Sync checks a remote's file with this
     and no environment, so that what it refuses is what every clone would fail to load.
     """
+    return _parse(_loads(text, where), where, environ, {})
+
+
+def unknown_settings(text: str, where: str = "memvault.toml") -> list[str]:
+    """The keys of a valid memvault.toml that no setting reads, each with the nearest setting's name
+    where one is close ("vault.lock_timout (did you mean vault.lock_timeout?)"). Such a key changes
+    nothing: a typo leaves its setting at the default. They are not refused, since a vault synced
+    from a newer memvault may hold settings this one does not know; doctor names them."""
+    data = _loads(text, where)
+    tables: dict[str, _Asked] = {}
+    _parse(data, where, {}, tables)  # no environment: every setting is then read from the file
+    found = [(name, None, value) for name, value in data.items() if name not in tables]
+    found += [(name, key, None) for name, table in tables.items() for key in table if key not in table.asked]
+    return [_with_nearest(name, key, value, tables) for name, key, value in found]
+
+
+def _with_nearest(name: str, key: str | None, value: object, tables: dict[str, _Asked]) -> str:
+    """`name.key` (or a top-level `name`) and the closest setting: within its own table, a table for
+    a table, any setting for a top-level value (`timezone = ...` written outside [vault])."""
+    import difflib
+
+    if key is not None:
+        options = {known: f"{name}.{known}" for known in tables[name].asked}
+    elif isinstance(value, dict):
+        options = {table: f"[{table}]" for table in tables}
+    else:
+        options = {known: f"{table}.{known}" for table, read in tables.items() for known in read.asked}
+    near = difflib.get_close_matches(key or name, list(options), n=1)
+    shown = f"{name}.{key}" if key is not None else name
+    return f"{shown} (did you mean {options[near[0]]}?)" if near else shown
+
+
+def _loads(text: str, where: str) -> dict:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InvalidInput(f"{where} does not parse as TOML: {e}") from e
+
+
+class _Asked(dict):
+    """A [table] of the file that remembers which keys the settings read (unknown_settings)."""
+
+    def __init__(self, data: dict):
+        super().__init__(data)
+        self.asked: set[str] = set()
+
+    def get(self, key, default=None):
+        self.asked.add(key)
+        return super().get(key, default)
+
+
+def _parse(data: dict, where: str, environ: Mapping[str, str], tables: dict) -> Config:
     try:
-        vault, embedding, llm, dream, rerank = (_table(data, name)
+        vault, embedding, llm, dream, rerank = (_table(data, name, tables)
                                                 for name in ("vault", "embedding", "llm", "dream", "rerank"))
         dream_config = DreamConfig(
             max_days=_positive_int(dream.get("max_days", 14), "dream.max_days"),
@@ -256,12 +304,13 @@ _SWITCH = {"1": True, "on": True, "true": True, "yes": True, "0": False, "off": 
 MAX_RERANK_CANDIDATES = 200
 
 
-def _table(data: dict, name: str) -> dict:
+def _table(data: dict, name: str, tables: dict) -> _Asked:
     """A [section] of the file; `vault = 5` is no table to read settings from."""
     section = data.get(name, {})
     if not isinstance(section, dict):
         raise ValueError(f"{name} must be a table ([{name}]), got {section!r}")
-    return section
+    tables[name] = _Asked(section)
+    return tables[name]
 
 
 def _lock_timeout(vault: dict, environ: Mapping[str, str]) -> float:

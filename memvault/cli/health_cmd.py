@@ -123,7 +123,9 @@ def doctor(
 ) -> None:
     """Check the vault's health and explain each problem; exits 1 when a check fails.
 
-    Checks: the git repository itself, git identity, union merge driver, unparseable log lines,
+    Checks: the git repository itself, git identity, keys of memvault.toml no setting reads (a typo
+    leaves its setting at the default; named with the nearest setting), union merge driver,
+    unparseable log lines,
     daily logs named for a day that does not exist, vault files a .gitignore ignores,
     citations of missing facts, pages citing forgotten facts, credentials a hand edit put in a fact,
     page or MEMORY.md, search index drift and damage

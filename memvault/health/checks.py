@@ -9,8 +9,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from memvault.base.config import unknown_settings
 from memvault.base.credentials import find_credentials, unmarked_credentials
-from memvault.formats.layout import INDEX_FILE, LOGS_DIR, MEMORY_FILE, WRITE_LOCK, is_misdated_log
+from memvault.errors import InvalidInput
+from memvault.formats.layout import CONFIG_FILE, INDEX_FILE, LOGS_DIR, MEMORY_FILE, WRITE_LOCK, is_misdated_log
 from memvault.formats.pages import cited_ids
 from memvault.health.doctor import FAIL, FIXED, OK, WARN, Check, DoctorReport, Probe, process_of, shown_details
 from memvault.health.full import Full
@@ -179,6 +181,20 @@ def check_identity(storage: Storage) -> Check:
     return Check("git identity", OK, who)
 
 
+def check_settings(storage: Storage) -> Check:
+    """Keys of memvault.toml that no setting reads: a typo there leaves its setting at the default."""
+    try:
+        unknown = unknown_settings(storage.read_text(CONFIG_FILE), CONFIG_FILE)
+    except InvalidInput as exc:  # edited since the vault was opened
+        return Check("settings", FAIL, str(exc))
+    if unknown:
+        return Check("settings", WARN, f"{CONFIG_FILE} holds {len(unknown)} key(s) memvault does not read, "
+                     "so they change nothing: " + ", ".join(unknown),
+                     ["every setting is listed in docs/reference.md (Configuration); a setting of a newer "
+                      "memvault is read once this one is updated"])
+    return Check("settings", OK, f"every key of {CONFIG_FILE} is a setting")
+
+
 def check_log_lines(storage: Storage) -> Check:
     problems = storage.facts.problems()
     if problems:
@@ -287,6 +303,7 @@ LOCKS = Probe(check_locks, repair_locks)
 SYMLINKS = Probe(check_symlinks)
 WORKTREE = Probe(check_worktree, repair_worktree)
 IDENTITY = Probe(check_identity)
+SETTINGS = Probe(check_settings)
 LOG_LINES = Probe(check_log_lines, full=Full("daily logs"))
 FACT_COUNTS = Probe(check_fact_counts, repair_fact_counts, full=Full("fact counts"))
 LOG_NAMES = Probe(check_log_names)
