@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -91,9 +91,18 @@ def add_conversation(vault) -> dict[str, object]:
     return facts
 
 
+# The day the nights were recorded. A dream dates the pages it writes with the day it runs, and
+# search's recency places each candidate between the oldest and the newest, so which pages a later
+# batch is shown depends on that day: the replay runs on it, whatever the machine's clock says.
+RECORDED_ON = datetime(2026, 11, 28, 12, 0)
+
+
 @pytest.fixture(params=NIGHTS_RECORDED, ids=lambda night: night.mode)
-def replayed(vault, request):
+def replayed(vault, request, monkeypatch):
     """The vault, its 74 facts, dreamt through the recorded answers, one run a night as the bench did."""
+    from memvault.dream.runner import Runner
+
+    monkeypatch.setattr(Runner, "now", lambda runner: RECORDED_ON.replace(tzinfo=runner.storage.tz))
     night = request.param
     use_mode(vault, night.mode)
     facts = add_conversation(vault)
