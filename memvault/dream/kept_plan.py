@@ -23,7 +23,7 @@ from memvault.base import tokens
 from memvault.dream.planner import Plan, PlanMemo, make_plan
 from memvault.formats.facts import ParseProblem
 from memvault.formats.layout import STATE_DIR
-from memvault.storage.files import atomic_write
+from memvault.storage.files import atomic_write, stat_key
 from memvault.storage.store import Storage
 
 KEPT_FILE = f"{STATE_DIR}/plan-logs.json"
@@ -94,7 +94,7 @@ class KeptPlanMemo(PlanMemo):
 
     def read_log(self, storage: Storage, path) -> tuple[list, list]:
         rel = storage.facts.work.relpath(path)
-        key = _stat_key(path)
+        key = stat_key(path)
         entry = self.kept.get(rel)
         if key is not None and isinstance(entry, list) and len(entry) == 5 and entry[0] == key:
             found = self._from_kept(path, rel, entry)
@@ -169,10 +169,3 @@ def _sound(count: int, days, costs, problems) -> bool:
     return isinstance(problems, list) and all(
         isinstance(p, list) and len(p) == 2 and type(p[0]) is int and isinstance(p[1], str) for p in problems)
 
-
-def _stat_key(path) -> list[int] | None:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return [st.st_mtime_ns, st.st_size, st.st_ino]

@@ -30,7 +30,7 @@ from memvault.formats.layout import (
     log_relpath,
 )
 from memvault.storage import lock
-from memvault.storage.files import ends_mid_line, fsync_appends, read_bytes, read_text, size_of, writing
+from memvault.storage.files import ends_mid_line, fsync_appends, read_bytes, read_text, size_of, stat_key, writing
 from memvault.storage.journal import APPEND
 from memvault.storage.keys import APPENDED_LINE, Keyed, KeyIndex, stamp
 from memvault.storage.paths import inside
@@ -96,11 +96,7 @@ class FactLog:
     def read_log(self, path: Path) -> tuple[list[Fact], list[ParseProblem]]:
         if self._once is None:
             return self._parse_log(path)
-        try:
-            st = os.stat(path)
-            key = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError:
-            key = None
+        key = stat_key(path)
         kept = self._once.pop(str(path), None)
         if kept is not None and key is not None and kept[0] == key:
             return list(kept[1]), list(kept[2])

@@ -108,6 +108,16 @@ def size_of(path: Path) -> int | None:
         return None
 
 
+def stat_key(path: os.PathLike[str] | str) -> list[int] | None:
+    """What says a file is the one read before: [mtime_ns, size, inode] (a list, as kept in JSON);
+    None when it is gone."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size, st.st_ino]
+
+
 def ends_mid_line(path: Path) -> bool:
     """Does the file end without a final newline (a torn or hand-edited end)? False when empty or missing."""
     try:
