@@ -178,6 +178,29 @@ def test_without_the_rerank_model_search_ranks_as_before_with_one_notice(vault_d
     assert sum("rerank model" in line for line in many.stderr.splitlines()) == 1
 
 
+def test_a_newcomer_without_either_model_gets_one_notice_for_both(vault_dir, tmp_path):
+    """Neither model downloaded (a first install offline): search answers by words, and one line
+    says what is missing and the one command that fetches both, not a line per model."""
+    import os
+    import subprocess
+    import sys
+
+    from memvault import Vault
+
+    _conversation(Vault.open(vault_dir))
+    env = {k: v for k, v in os.environ.items() if k not in ("MEMVAULT_EMBED_MODEL_PATH", "MEMVAULT_RERANK_MODEL_PATH")}
+    env.update(MEMVAULT_RERANK="1", FASTEMBED_CACHE_PATH=str(tmp_path / "models"))
+    search = [sys.executable, "-m", "memvault", "search", "--stdin", "--json", "--vault", str(vault_dir)]
+    result = subprocess.run(search, input="instruments play\nparade\n", env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert [bool(json.loads(line)["hits"]) for line in result.stdout.splitlines()] == [True, True]
+    notices = [line for line in result.stderr.splitlines() if "model" in line]
+    assert len(notices) == 1, result.stderr
+    assert "sentence-transformers/all-MiniLM-L6-v2" in notices[0] and "Xenova/ms-marco-MiniLM-L-12-v2" in notices[0]
+    assert "memvault reindex --download-model" in notices[0] and str(tmp_path / "models") in notices[0]
+
+
 @pytest.mark.parametrize("setting", ["--no-rerank", "MEMVAULT_RERANK=off", "enabled = false", "rerank: false"])
 def test_the_reranker_can_be_turned_off_every_way(vault_dir, tmp_path, setting):
     """Off, search never loads it: no notice even where the model is missing, no rerank in --explain."""

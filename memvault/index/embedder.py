@@ -60,6 +60,15 @@ class ModelSpec:
         return f"{self.name}@{size}"
 
 
+# How memvault says a model was never downloaded (fastembed says "could not load ... from any source").
+NOT_CACHED = "it is not in the model cache"
+
+
+def not_cached(detail: str) -> str:
+    """fastembed's failure to find a model, said with the cache it looked in."""
+    return f"{NOT_CACHED} ({model_cache_dir()})" if "from any source" in detail else detail
+
+
 def model_cache_dir() -> Path:
     """Where downloaded models live: FASTEMBED_CACHE_PATH, else memvault's user cache directory."""
     configured = os.environ.get("FASTEMBED_CACHE_PATH")
@@ -182,9 +191,7 @@ class Embedder:
                 " (run `memvault reindex --download-model` once, or set MEMVAULT_EMBED_MODEL_PATH to a local"
                 " ONNX model)"
             )
-            detail = _one_line(exc)
-            if not self.spec.path and "from any source" in detail:  # fastembed's words for "not downloaded"
-                detail = f"it is not in the model cache ({model_cache_dir()})"
+            detail = _one_line(exc) if self.spec.path else not_cached(_one_line(exc))
             self._error = f"cannot load embedding model {self.spec.name}{hint}: {detail}"
             raise ModelUnavailable(self._error) from exc
         return self._model

@@ -290,7 +290,8 @@ class SearchIndex:
 
     def model_unavailable(self, exc: Exception) -> None:
         if not self._model_notice_given:
-            self.notify(f"{str(exc).rstrip('.')}; search works by words only until it loads")
+            both = self.reranker.missing_with(self.model.name, exc) if self.reranker is not None else None
+            self.notify(both or f"{str(exc).rstrip('.')}; search works by words only until it loads")
             self._model_notice_given = True
 
     # -- full rebuild -------------------------------------------------------------------------

@@ -17,7 +17,15 @@ from pathlib import Path
 from memvault.base.config import DEFAULT_RERANK_MODEL
 from memvault.index.catalog import Catalog
 from memvault.index.documents import model_text
-from memvault.index.embedder import ModelUnavailable, fetch_into_cache, model_cache_dir, offline_environment, one_line
+from memvault.index.embedder import (
+    NOT_CACHED,
+    ModelUnavailable,
+    fetch_into_cache,
+    model_cache_dir,
+    not_cached,
+    offline_environment,
+    one_line,
+)
 from memvault.index.models import RerankModel, model_file, rerank_model
 from memvault.index.ranking import Ranked
 
@@ -95,6 +103,23 @@ class Reranker:
             self._told = True
             return False
         return True
+
+    def missing_with(self, embedding_model: str, embedding_error: Exception) -> str | None:
+        """One notice for both models when neither was ever downloaded (a newcomer's first
+        searches): one cause, one remedy. None when this model loads or fails for another reason."""
+        if self.spec.path or NOT_CACHED not in str(embedding_error):
+            return None
+        try:
+            self.load()
+        except ModelUnavailable as exc:
+            if NOT_CACHED not in str(exc):
+                return None
+            self._told = True
+            return (f"cannot load the embedding model {embedding_model} nor the rerank model {self.spec.name}: "
+                    f"neither is in the model cache ({model_cache_dir()}); search works by words only until "
+                    "they load (run `memvault reindex --download-model` once, or set MEMVAULT_EMBED_MODEL_PATH "
+                    "and MEMVAULT_RERANK_MODEL_PATH to local copies)")
+        return None
 
     def load(self):
         with self._loading:  # one load; a caller arriving meanwhile waits for it
@@ -175,9 +200,7 @@ def _load(spec: RerankSpec):
     try:
         return TextCrossEncoder(spec.name, threads=THREADS, **kwargs)
     except Exception as exc:  # fastembed raises ValueError/OSError/onnx errors alike
-        detail = one_line(exc)
-        if not spec.path and "from any source" in detail:
-            detail = f"it is not in the model cache ({model_cache_dir()})"
+        detail = one_line(exc) if spec.path else not_cached(one_line(exc))
         raise ModelUnavailable(f"cannot load rerank model {spec.name}: {detail}") from exc
 
 
