@@ -241,6 +241,33 @@ def test_an_unknown_source_or_format_is_one_line_and_exit_2(cli, vault_dir, tmp_
         assert len(result.stderr.splitlines()) == 1
 
 
+def test_a_memvault_vault_is_never_read_as_notes_to_import(cli, vault_dir, tmp_path):
+    """A folder holding vaults (the one imported into, another) beside a memory folder imports the
+    memory folder and passes the vaults over, counted: their logs read as notes came back with each
+    fact's metadata as text, and this vault's facts twice. A vault itself, or a folder inside one,
+    is refused in one line, and nothing is written."""
+    from memvault.importers.records import VAULT_SKIPPED
+
+    copy("openclaw", tmp_path)
+    other = Vault.init(tmp_path / "source" / "other")
+    other.add("Alice moved to Lyon")
+    Vault.open(vault_dir).add("Bob prefers tea")
+    result = cli("import", str(tmp_path), "--format", "memory-dir", "--json")  # tmp_path holds this vault too
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["new"] == 13 and report["skipped"][VAULT_SKIPPED] == 2
+    texts = [fact["text"] for fact in facts(vault_dir)]
+    assert texts.count("Bob prefers tea") == 1 and "Alice moved to Lyon" not in texts
+    assert not any("<!--" in text for text in texts)
+    before = snapshot(vault_dir)
+    for source, message in ((vault_dir, "is a memvault vault"), (vault_dir / "logs", "is inside the memvault vault"),
+                            (other.root, "is a memvault vault"), (other.root / "memvault.toml", "is inside")):
+        refused = cli("import", str(source))
+        assert refused.exit_code == ExitCode.USAGE and message in refused.stderr, (source, refused.stderr)
+        assert len(refused.stderr.splitlines()) == 1 and "memvault sync" in refused.stderr
+    assert snapshot(vault_dir) == before
+
+
 def test_a_credential_is_refused_by_place_unless_skipped_or_allowed(cli, vault_dir, tmp_path):
     source = tmp_path / "memory"
     source.mkdir()

@@ -33,6 +33,7 @@ from memvault.importers.records import (
     read_note,
     tag,
     unstorable,
+    vaults_skipped,
 )
 
 FORMAT = "basic-memory"
@@ -46,10 +47,12 @@ _TAG = re.compile(r"(?:^|\s)#([^\s#]+(?:#[^\s#]+)*)")
 
 def read(root: Path, progress: Progress, categories: tuple[str, ...] = ()) -> Iterator[Record | Skipped]:
     names = {name.casefold(): name for name in categories}
-    files = [root] if root.is_file() else markdown_files(root)
+    vaults: list[Path] = []
+    files = [root] if root.is_file() else markdown_files(root, vaults=vaults)
     if not files:
         raise InvalidInput(f"{root}: holds no notes (.md files)")
     base = root.parent if root.is_file() else root
+    yield from vaults_skipped(vaults, base)
     for done, path in enumerate(files, start=1):
         yield from _note(path, path.relative_to(base).as_posix(), names)
         progress("reading", done, len(files))

@@ -30,6 +30,7 @@ from memvault.importers.records import (
     markdown_files,
     read_note,
     unstorable,
+    vaults_skipped,
 )
 
 FORMAT = "claude-code"
@@ -42,10 +43,12 @@ _INDEX_LINE = re.compile(r"\[[^\]]*\]\(([^)\s]+\.md)\)")
 
 
 def read(root: Path, progress: Progress, _categories: tuple[str, ...] = ()) -> Iterator[Record | Skipped]:
-    files = [root] if root.is_file() else markdown_files(root, hidden=(".claude",))
+    vaults: list[Path] = []
+    files = [root] if root.is_file() else markdown_files(root, hidden=(".claude",), vaults=vaults)
     base = root.parent if root.is_file() else root
     if not files:
         raise InvalidInput(f"{root}: holds no CLAUDE.md, rules or memory files")
+    yield from vaults_skipped(vaults, base)
     for done, path in enumerate(files, start=1):
         rel = path.relative_to(base).as_posix()
         yield from _file(path, rel)

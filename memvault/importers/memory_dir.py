@@ -15,16 +15,27 @@ from pathlib import Path
 
 from memvault.errors import InvalidInput
 from memvault.importers.notes import Clock, records_of
-from memvault.importers.records import DAILY, Progress, Record, Skipped, file_time, markdown_files, read_note
+from memvault.importers.records import (
+    DAILY,
+    Progress,
+    Record,
+    Skipped,
+    file_time,
+    markdown_files,
+    read_note,
+    vaults_skipped,
+)
 
 FORMAT = "memory-dir"
 
 
 def read(root: Path, progress: Progress, _categories: tuple[str, ...] = ()) -> Iterator[Record | Skipped]:
-    files = [root] if root.is_file() else markdown_files(root)
+    vaults: list[Path] = []
+    files = [root] if root.is_file() else markdown_files(root, vaults=vaults)
     if not any(DAILY.match(p.name) or p.name.lower() == "memory.md" for p in files):
         raise InvalidInput(f"{root}: holds no daily log (YYYY-MM-DD.md) and no MEMORY.md; is it the memory folder?")
     base = root.parent if root.is_file() else root
+    yield from vaults_skipped(vaults, base)
     for done, path in enumerate(files, start=1):
         rel = path.relative_to(base).as_posix()
         daily = DAILY.match(path.name)

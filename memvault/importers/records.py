@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +14,7 @@ from typing import Any
 
 from memvault.errors import InvalidInput
 from memvault.formats.drafts import MAX_LABEL_CHARS, MAX_TEXT_BYTES
+from memvault.formats.layout import CONFIG_FILE
 
 Progress = Callable[[str, int, int], None]
 
@@ -58,14 +59,33 @@ class Batch:
 DAILY = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[-_ .][^/]*)?\.md$", re.I)
 
 
-def markdown_files(root: Path, hidden: Iterable[str] = ()) -> list[Path]:
+# Why a memvault vault inside a source folder is passed over: its logs read as notes come back
+# garbled (each fact's metadata as text) and, for the vault being imported into, twice.
+VAULT_SKIPPED = "memvault vaults (shared with `memvault sync` or `memvault clone`, not imported)"
+
+
+def markdown_files(root: Path, hidden: Iterable[str] = (), vaults: list[Path] | None = None) -> list[Path]:
     """The .md files under `root`, sorted, leaving out hidden folders (.git, .obsidian, ...) but
-    those named in `hidden` (".claude")."""
+    those named in `hidden` (".claude"), and memvault vaults, which are added to `vaults`."""
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in hidden)
+        kept = []
+        for name in sorted(dirs):
+            if name.startswith(".") and name not in hidden:
+                continue
+            if (Path(folder) / name / CONFIG_FILE).is_file():
+                if vaults is not None:
+                    vaults.append(Path(folder) / name)
+                continue
+            kept.append(name)
+        dirs[:] = kept
         found.extend(Path(folder) / name for name in files if name.lower().endswith(".md"))
     return sorted(found)
+
+
+def vaults_skipped(vaults: list[Path], base: Path) -> Iterator[Skipped]:
+    for vault in vaults:
+        yield Skipped(VAULT_SKIPPED, vault.relative_to(base).as_posix())
 
 
 def read_note(path: Path) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from memvault.base.config import CATEGORIES
 from memvault.errors import InvalidInput
 from memvault.importers.records import DAILY, Batch, Progress, Record, Skipped, markdown_files
+from memvault.storage.vault_dir import find_enclosing_vault
 
 Reader = Callable[[Path, Progress, tuple[str, ...]], Iterator[Record | Skipped]]
 
@@ -24,6 +25,11 @@ def read_source(source: os.PathLike[str] | str, fmt: str | None = None, progress
     path = Path(source).expanduser()
     if not path.exists():
         raise InvalidInput(f"{source}: no such file or folder")
+    vault = find_enclosing_vault(path.resolve() if path.is_dir() else path.resolve().parent)
+    if vault is not None:
+        where = "is a memvault vault" if vault == path.resolve() else f"is inside the memvault vault {vault}"
+        raise InvalidInput(f"{source} {where}: a vault's facts are shared with `memvault sync` or "
+                           "`memvault clone`, not imported")
     fmt = guess_format(path) if fmt is None else fmt
     if fmt not in FORMATS:
         raise InvalidInput(f"unknown import format {fmt!r}; use one of: {', '.join(FORMATS)}")
