@@ -75,14 +75,19 @@ def test_install_merges_into_the_hosts_own_config_and_uninstall_gives_it_back(cl
     key = "mcp_servers" if host == "codex" else "mcpServers"
     entry = now[key].pop("memvault")
     assert now == before  # every other server, setting and state as it was
+    from memvault.index.embedder import model_cache_dir
+
+    # (tests turn the reranker off; its model would come from the model cache)
     expected = {"command": memvault_script(), "args": ["mcp", "--vault", str(vault_dir)],
-                "env": {"MEMVAULT_EMBED_MODEL_PATH": tiny_model_path}}
+                "env": {"MEMVAULT_EMBED_MODEL_PATH": tiny_model_path, "MEMVAULT_RERANK": "0",
+                        "FASTEMBED_CACHE_PATH": str(model_cache_dir().absolute())}}
     assert entry == ({"type": "stdio", **expected} if host == "claude-code" else expected)
     text = config.read_text()
     if host == "cursor":
         assert '\n\t"mcpServers": {\n\t\t"context7"' in text  # the file's tab indentation kept
     if host == "codex":  # comments and layout untouched: only memvault's tables are new
-        block = re.search(r"\[mcp_servers\.memvault\]\n.*?\n\[mcp_servers\.memvault\.env\]\n[^\n]*\n\n", text, re.S)
+        tables = r"\[mcp_servers\.memvault\]\n.*?\n\[mcp_servers\.memvault\.env\]\n(?:[^\n]+\n)+\n"
+        block = re.search(tables, text, re.S)
         assert block and text.replace(block.group(), "") == original.decode()
 
     gone = cli("uninstall", host, vault=False)
@@ -149,6 +154,38 @@ def test_the_installed_entry_starts_a_server_that_answers(cli, vault_dir, home):
                     return result.structured_content
 
     assert anyio.run(ask)["text"] == "Hana starts on Monday"
+
+
+@pytest.mark.real_model
+@pytest.mark.reranker
+def test_the_installed_server_finds_both_models_and_ranks_as_search_does_here(cli, vault_dir, home):
+    """Models given by path where `install` runs (the reranker's too) reach the host's entry, so
+    the server it starts with a bare environment ranks as `memvault search` does, reranker and all."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    for text in ("You play any instruments?", "Yes, the clarinet and the violin.", "We went to the parade.",
+                 "The violin was my grandmother's."):
+        cli("add", text, "--session", "chat-1")
+    query = "What instruments does Melanie play?"
+    here = [(hit["id"], hit["score"]) for hit in json.loads(cli("search", query, "--json").stdout)]
+    assert cli("install", "cursor").exit_code == 0
+    entry = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["memvault"]
+    assert {"MEMVAULT_EMBED_MODEL_PATH", "MEMVAULT_RERANK_MODEL_PATH"} <= entry["env"].keys()
+
+    async def ask() -> list:
+        params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                       env={"HOME": str(home), "PATH": "/usr/bin:/bin", **IDENTITY, **entry["env"]})
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (reader, writer):
+                async with ClientSession(reader, writer) as session:
+                    await session.initialize()
+                    result = await session.call_tool("search", {"query": query})
+                    return [(hit["id"], hit["score"]) for hit in result.structured_content["hits"]]
+
+    served = anyio.run(ask)
+    assert [key for key, _ in served] == [key for key, _ in here]
+    assert [score for _, score in served] == pytest.approx([score for _, score in here], abs=1e-3)
 
 
 def test_each_host_file_is_found_where_the_host_keeps_it(cli, vault_dir, home, monkeypatch, tmp_path):

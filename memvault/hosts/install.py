@@ -30,8 +30,10 @@ SERVER = "memvault"
 # session already holds what it was given).
 HOOK_MATCHER = "startup|clear|compact"
 HOOK_TIMEOUT = 30  # seconds; `memvault context` without a query reads MEMORY.md and the latest facts
-# The variables the server reads to find its embedding model; passed on as they are set here.
-MODEL_VARIABLES = ("MEMVAULT_EMBED_MODEL", "MEMVAULT_EMBED_MODEL_PATH", "FASTEMBED_CACHE_PATH")
+# The variables the server reads to find its models (and whether to rerank); passed on as they are
+# set here, so it ranks as `memvault search` does in this shell.
+MODEL_VARIABLES = ("MEMVAULT_EMBED_MODEL", "MEMVAULT_EMBED_MODEL_PATH", "MEMVAULT_RERANK", "MEMVAULT_RERANK_MODEL",
+                   "MEMVAULT_RERANK_MODEL_PATH", "FASTEMBED_CACHE_PATH")
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,8 @@ def server_for(vault: Path, budget: int, environ: Mapping[str, str] = os.environ
         value = environ.get(name)
         if value:
             env[name] = str(Path(value).expanduser().absolute()) if name.endswith("_PATH") else value
-    if "MEMVAULT_EMBED_MODEL_PATH" not in env and "FASTEMBED_CACHE_PATH" not in env:
+    by_path = {"MEMVAULT_EMBED_MODEL_PATH", "MEMVAULT_RERANK_MODEL_PATH"} <= env.keys()
+    if not by_path and "FASTEMBED_CACHE_PATH" not in env:
         from memvault.index.embedder import model_cache_dir  # where `reindex --download-model` put it
 
         env["FASTEMBED_CACHE_PATH"] = str(model_cache_dir().absolute())
