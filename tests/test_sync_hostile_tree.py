@@ -15,6 +15,7 @@ there (no command crashes; doctor names it), and a .gitignore ignoring logs/ and
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -174,3 +175,51 @@ def test_a_memvault_toml_no_clone_could_load_is_refused(tmp_path, old, new, word
     assert "llm.model" not in said
     done = run_memvault("doctor", "--fix", "--vault", str(b))
     assert "unexpected error" not in done.stderr and done.returncode != ExitCode.USAGE, done.stderr
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ('timezone = "local"', 'timezone = "Mars/Olympus"', ["Mars/Olympus"]),
+    ("lock_timeout = 10", "lock_timeout = -1", ["vault.lock_timeout", "-1"]),
+])
+def test_a_clone_of_settings_no_command_could_load_is_refused_and_leaves_nothing(tmp_path, old, new, words):
+    """The clone was made (exit 0 for a bad zone), and every command in it then exited 2: memvault
+    refused to merge that file into an existing clone, yet set up a new one on it."""
+    _a, _b, h = shared(tmp_path)
+    config = h / "memvault.toml"
+    config.write_text(config.read_text().replace(old, new))
+    push(h, "settings")
+    c = tmp_path / "c"
+    done = run_memvault("clone", str(tmp_path / "remote.git"), str(c))
+    assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "nothing was cloned" in done.stderr, done.stderr
+    assert all(word in done.stderr for word in words), done.stderr
+    assert not c.exists()
+
+
+def test_settings_no_command_can_load_stop_every_command_before_it_changes_anything(tmp_path):
+    """A zone no command can use was checked only where a day was needed: `purge` rewrote history
+    and then failed writing its tombstone (exit 2, the text gone, no tombstone, a purge left
+    pending), `doctor --fix` committed the file as a leftover while failing it, `sync` pushed it.
+    Now every command refuses in one line, and doctor names it without touching anything."""
+    a, _b, _h = shared(tmp_path)
+    secret = run_memvault("add", "The gate code is 4417", "--vault", str(a)).stdout.strip()
+    assert run_memvault("sync", "--vault", str(a)).returncode == 0
+    config = a / "memvault.toml"
+    config.write_text(config.read_text().replace('timezone = "local"', 'timezone = "Europe/Pariss"'))
+    head, remote_head = git(a, "rev-parse", "HEAD"), git(tmp_path / "remote.git", "rev-parse", "main")
+    for args in (["purge", secret, "--yes"], ["sync"], ["add", "x"], ["show", secret], ["context"]):
+        done = run_memvault(*args, "--vault", str(a))
+        assert done.returncode == ExitCode.USAGE, (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and "unknown timezone 'Europe/Pariss'" in done.stderr, done.stderr
+    assert "4417" in git(a, "log", "-p") and not (a / ".memvault" / "purge.json").exists()
+    for fix in ([], ["--fix"]):
+        doctor = run_memvault("doctor", *fix, "--json", "--vault", str(a))
+        assert doctor.returncode == 1, doctor.stderr
+        checks = json.loads(doctor.stdout)["checks"]
+        assert [(c["name"], c["status"]) for c in checks] == [("git repository", "ok"), ("settings", "fail")]
+        assert "Europe/Pariss" in checks[1]["message"]
+    assert git(a, "rev-parse", "HEAD") == head and git(a, "status", "--short").strip() == "M memvault.toml"
+    assert git(tmp_path / "remote.git", "rev-parse", "main") == remote_head
+    config.write_bytes(b"\xff\xfe[vault]\n")  # saved in another encoding
+    done = run_memvault("status", "--vault", str(a))
+    assert done.returncode == ExitCode.USAGE and done.stderr.count("\n") == 1 and "not UTF-8" in done.stderr

@@ -179,6 +179,8 @@ def load_config(path: Path) -> Config:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     return parse_config(text, str(path))
 
 
@@ -254,7 +256,7 @@ def _parse(data: dict, where: str, environ: Mapping[str, str], tables: dict) -> 
             time_budget=_positive_number(dream.get("time_budget", 14_400), "dream.time_budget"),
         )
         config = Config(
-            timezone=str(vault.get("timezone", "local")),
+            timezone=_timezone(vault.get("timezone", "local")),
             categories=_names(vault.get("categories", CATEGORIES), "vault.categories", _CATEGORY),
             lock_timeout=_lock_timeout(vault, environ),
             embed_model=environ.get("MEMVAULT_EMBED_MODEL") or embedding.get("model") or DEFAULT_EMBED_MODEL,
@@ -274,6 +276,21 @@ def _parse(data: dict, where: str, environ: Mapping[str, str], tables: dict) -> 
     except (TypeError, ValueError) as e:
         raise InvalidInput(f"{where}: {e}") from e
     return config
+
+
+def _timezone(value: object) -> str:
+    """vault.timezone, checked as it is read: a zone no command can use would otherwise pass
+    `doctor --fix`, `sync` and `clone` and stop only the commands that need the day (or a purge
+    that had already rewritten history)."""
+    if not isinstance(value, str):
+        raise ValueError(f"vault.timezone must be a string, got {value!r}")
+    if value and value != "local":
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown timezone {value!r} (vault.timezone: an IANA name such as Europe/Paris, "
+                             "or local)") from None
+    return value
 
 
 def _rerank(table: dict, environ: Mapping[str, str]) -> RerankConfig:

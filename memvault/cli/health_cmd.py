@@ -132,7 +132,8 @@ def doctor(
     (every vector row against its checksum), embedding cache damage, embedding model,
     a dream batch that keeps failing, the LLM configuration (model string, key, window; no network
     call unless --llm), stale locks, uncommitted changes. A vault whose .git is missing or broken
-    gets only the first check; --fix re-creates the repository from its files.
+    gets only the first check; --fix re-creates the repository from its files. A memvault.toml
+    that cannot be loaded gets only those two checks, and nothing is fixed until it loads.
     The checks that read every daily log (log lines, fact counts, fact ids, citations,
     credentials) run by default only where they take a few seconds; on a larger vault doctor
     says what they would take and --full runs them, with a progress bar on a terminal.

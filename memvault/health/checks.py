@@ -51,11 +51,32 @@ def diagnose(root: Path, fix: bool, then: Callable[[], DoctorReport]) -> DoctorR
             return DoctorReport(str(root), [first], [])
         done = recreate_repository(root, template_root())
         first = Check(first.name, FIXED, "; ".join(done))
+    unloadable = settings_problem(root)
+    if unloadable is not None:
+        # No command opens the vault until the file loads (every setting is checked as it is read),
+        # so neither can the other checks, and --fix must not commit the file as a leftover.
+        return DoctorReport(str(root), [check for check in (first, unloadable) if check is not None], done)
     report = then()
     if first is not None:
         report.checks.insert(0, first)
         report.fixed[:0] = done
     return report
+
+
+def settings_problem(root: Path) -> Check | None:
+    """The settings check of a vault whose memvault.toml cannot be loaded; None when it loads."""
+    from memvault.base.config import load_config
+    from memvault.formats.layout import CONFIG_FILE
+
+    if not (root / CONFIG_FILE).is_file():
+        return None  # (not a vault: opening it says so)
+    try:
+        load_config(root / CONFIG_FILE)
+    except InvalidInput as exc:
+        return Check("settings", FAIL, f"{exc}; no command runs until it loads",
+                     ["fix what it names (docs/reference.md lists every setting), then run `memvault doctor` "
+                      "again for the other checks"])
+    return None
 
 
 def check_locks(storage: Storage) -> Check:

@@ -10,6 +10,7 @@ from memvault.base.text import shown
 from memvault.errors import InvalidInput, RemoteError, SyncConflict
 from memvault.formats.layout import CONFIG_FILE
 from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE
+from memvault.remote.sync_checks import config_problem
 from memvault.remote.tree_checks import tree_problem
 from memvault.storage.gitstore import GitStore, git_reason, require_git
 
@@ -25,6 +26,16 @@ def clone(url: str, root: Path) -> Path:
     branch = _check_out(store, url, root, created)
     if not (root / CONFIG_FILE).is_file() or (root / CONFIG_FILE).is_symlink():
         _refuse_no_vault(store, url, root, created, branch)
+    # As sync refuses to merge such settings: a clone no command could open is no vault set up.
+    raw = (root / CONFIG_FILE).read_bytes()
+    try:
+        problem = config_problem(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        problem = f"{CONFIG_FILE} is not UTF-8 text"
+    if problem is not None:
+        _remove(root, created)
+        raise SyncConflict(f"{url} holds a vault whose settings memvault cannot load ({problem}); nothing was "
+                           f"cloned: fix {CONFIG_FILE} where it was pushed from")
     return root
 
 

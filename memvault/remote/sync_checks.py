@@ -32,7 +32,7 @@ import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from memvault.base.config import parse_config, resolve_timezone
+from memvault.base.config import parse_config
 from memvault.base.text import shown
 from memvault.errors import InvalidInput
 from memvault.formats.facts import item_id, parse_log, split_log, stored_id
@@ -116,7 +116,7 @@ def remote_changes(store: GitStore, head: str, rev: str) -> RemoteChanges:
         elif path.startswith(LOGS_DIR + "/"):
             _log_changed(changes, path, versions, theirs_tombstones, added)
         elif path == CONFIG_FILE:
-            changes.config_problem = _config_problem(files[rev, path])
+            changes.config_problem = config_problem(files[rev, path])
             changes.endpoint_move = _llm_endpoint_change(*versions)
         elif path == GITATTRIBUTES:
             changes.attributes_move = not _own_attributes_added(files[head, path], files[rev, path])
@@ -217,12 +217,12 @@ def _edit(base_raw, ours_raw, theirs_raw, base, ours, theirs) -> str | None:
     return "conflict" if ours != theirs else None
 
 
-def _config_problem(text: str) -> str | None:
+def config_problem(text: str) -> str | None:
     """Why memvault.toml's `text` cannot be loaded, as the loader says it (the key and the value, or
     where it does not parse), or None. No MEMVAULT_* variable stands in for a bad value here: a
     clone without it would fail."""
     try:
-        resolve_timezone(parse_config(text, CONFIG_FILE, environ={}).timezone)
+        parse_config(text, CONFIG_FILE, environ={})
     except InvalidInput as e:
         return str(e)
     return None
