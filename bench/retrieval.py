@@ -85,6 +85,22 @@ def evidence_ids(values) -> set[str]:
     return found
 
 
+def paired(hits: list, following: dict[str, dict]) -> list:
+    """The other way to put answers over questions (not memvault's): each question among the hits
+    followed at once by its reply, the next fact of its thread, moved up or brought in."""
+    from types import SimpleNamespace
+
+    listed: list = []
+    for hit in hits:
+        if any(h.source == hit.source for h in listed):
+            continue  # already brought in as a reply
+        listed.append(hit)
+        reply = following.get(hit.source or "")
+        if reply and hit.text.rstrip().endswith("?") and not any(h.source == reply["source"] for h in listed):
+            listed.append(SimpleNamespace(text=reply["text"], source=reply["source"], score=hit.score))
+    return listed
+
+
 def run(args) -> dict:
     import json
 
@@ -118,6 +134,8 @@ def run(args) -> dict:
                     settings.write_text(text, encoding="utf-8")
                     vault = Vault.open(vault.root)
                 vault.add_many(facts)
+                following = {f["source"]: g for f, g in zip(facts, facts[1:], strict=False)
+                             if f.get("session") and f.get("session") == g.get("session")}
                 vault.reindex()
                 for qa in sample["qa"]:
                     if qa.get("category") not in (1, 2, 3, 4):
@@ -133,6 +151,8 @@ def run(args) -> dict:
                                             lexical_only=mode == "lexical", rerank=not args.no_rerank)
                         unfloored = search(vault.storage, query, weights=weights, dense_only=mode == "dense")
                         hits = [h for h in unfloored if h.score >= least]
+                        if args.pairs:
+                            hits = paired(hits, following)
                         ranks = [i for i, h in enumerate(hits) if evidence_ids([h.source or ""]) & wanted]
                         for j, k in enumerate(KS):
                             if ranks and ranks[0] < k:
@@ -173,6 +193,8 @@ def main() -> None:
     parser.add_argument("--rerank-share", type=float, default=defaults.rerank)
     parser.add_argument("--replies-alone", action="store_true",
                         help="The reranker reads a reply without the question it follows.")
+    parser.add_argument("--pairs", action="store_true",
+                        help="List each question hit's reply right after it (measured against reading it after).")
     parser.add_argument("--rerank-candidates", type=int, default=None,
                         help="[rerank] candidates (default: memvault's).")
     args = parser.parse_args()
