@@ -88,6 +88,11 @@ def test_lists_its_tools_with_described_schemas_and_memory_md_as_a_resource(serv
     """An agent sees every tool with a description, described arguments and an output schema."""
     tools = {t.name: t for t in server.portal.call(server.session.list_tools).tools}
     assert set(tools) == TOOLS
+    # ... and `memvault mcp --help` names each of them (it had left out `why`)
+    from memvault.cli.mcp_cmd import mcp
+
+    listed = mcp.__doc__.split("Tools: ", 1)[1].split(";", 1)[0]
+    assert set(listed.split(", ")) == TOOLS
     for tool in tools.values():
         assert tool.description and tool.output_schema, tool.name
         for name, schema in tool.input_schema.get("properties", {}).items():

@@ -16,7 +16,7 @@ def mcp(
 ) -> None:
     """Run an MCP server for agents (Claude Code, Claude Desktop, Cursor) on stdin/stdout.
 
-    Tools: add, search, recent, show, forget, context, status; MEMORY.md is a resource. The server
+    Tools: add, search, recent, show, forget, context, status, why; MEMORY.md is a resource. The server
     stays warm: the search index and embedding model load once, on the first search, and each
     search first catches up with what other processes wrote. stdout carries only the protocol;
     notices go to stderr. See docs/mcp.md for client setup.
