@@ -35,3 +35,30 @@ def test_the_readme_is_a_first_hour_and_links_to_the_rest():
     walkthrough = (ROOT / "docs" / "walkthrough.md").read_text()
     repeated = [p for p in text.split("\n\n") if len(p) > 200 and p in walkthrough]
     assert repeated == []
+
+
+# The tour's commands a test machine cannot run: an LLM (dream, and why, which reads what dream
+# wrote), a network remote, a server that waits for a client, a host's config, another tool's
+# memories, and a date before the fresh vault's first commit.
+NOT_HERE = ("memvault dream", "memvault why", "memvault remote", "memvault clone", "memvault mcp",
+            "memvault import", "memvault install", "--as-of")
+
+
+def test_the_tour_runs_as_written_in_a_fresh_home(hermetic_env):
+    """A stranger pastes the tour into a shell with memvault on PATH and no git identity: every line
+    it can run here exits 0, in order, sharing the shell's variables ($id) as a paste does."""
+    import os
+    import subprocess
+    import sys
+
+    tour = next(block for block in _code_blocks() if block.startswith("memvault init ~/memory"))
+    lines = [line for line in tour.splitlines() if line.strip()]
+    runnable = [line for line in lines if not any(word in line.split("#", 1)[0] for word in NOT_HERE)]
+    assert len(lines) - len(runnable) == 9  # a new line of the tour is run here unless listed above
+    script = "\n".join(f"{line}\ntest $? -eq 0 || {{ echo 'failed: the tour line {n}' >&2; exit 1; }}"
+                       for n, line in enumerate(runnable, start=1))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-c", script], cwd=hermetic_env, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "Bob is on call" in done.stdout and "wrong person" not in done.stderr
