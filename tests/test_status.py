@@ -27,7 +27,7 @@ def test_status_counts_facts_days_pages_and_dream_progress(cli, vault):
     assert result.exit_code == 0, result.stderr
     state = json.loads(result.stdout)
     assert state["path"] == str(vault.root)
-    assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1, "purged": 0}
+    assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1, "purged": 0, "unreadable": 0}
     assert state["days"] == 3 and state["pages"] == 1
     assert state["watermark"] == "2026-11-01"
     # the forgotten fact is not pending, nor its day, which holds nothing else to consolidate
@@ -141,5 +141,5 @@ def test_status_counts_purged_facts(cli, vault):
     vault.forget(keep[0].id)
     vault.purge([gone.id])
     state = vault.status()
-    assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1, "purged": 1}
+    assert state["facts"] == {"total": 3, "live": 2, "forgotten": 1, "purged": 1, "unreadable": 0}
     assert "facts       2 (1 forgotten, 1 purged) in 1 daily log(s)" in cli("status").stdout

@@ -37,7 +37,8 @@ def assert_same_as_recount(vault) -> dict:
 
 def test_kept_counts_match_a_full_recount_through_every_change(vault):
     facts = [vault.add(f"fact {n} about tea", at=f"2026-10-{1 + n % 20:02d}T09:00:00") for n in range(60)]
-    assert assert_same_as_recount(vault)["facts"] == {"total": 60, "live": 60, "forgotten": 0, "purged": 0}
+    assert assert_same_as_recount(vault)["facts"] == {"total": 60, "live": 60, "forgotten": 0, "purged": 0,
+                                                      "unreadable": 0}
     assert (vault.root / TALLY_FILE).exists()
 
     vault.add("one more, today")
@@ -46,7 +47,8 @@ def test_kept_counts_match_a_full_recount_through_every_change(vault):
 
     vault.forget(facts[0].id, "wrong")
     vault.forget(facts[1].id)
-    assert assert_same_as_recount(vault)["facts"] == {"total": 62, "live": 60, "forgotten": 2, "purged": 0}
+    assert assert_same_as_recount(vault)["facts"] == {"total": 62, "live": 60, "forgotten": 2, "purged": 0,
+                                                      "unreadable": 0}
 
     vault.purge([facts[1].id], confirm=lambda plan: True)
     assert_same_as_recount(vault)
@@ -267,12 +269,14 @@ def test_kept_counts_follow_repeated_ids_gained_and_lost(vault, monkeypatch, one
     log.write_text(log.read_text() + line)  # a hand edit: an older fact copied into today's log
     assert assert_same_as_recount(vault)["facts"]["total"] == 41
     vault.forget(repeated)
-    assert assert_same_as_recount(vault)["facts"] == {"total": 41, "live": 40, "forgotten": 1, "purged": 0}
+    assert assert_same_as_recount(vault)["facts"] == {"total": 41, "live": 40, "forgotten": 1, "purged": 0,
+                                                      "unreadable": 0}
 
     older.write_text("".join(line for line in older.read_text().splitlines(keepends=True) if repeated not in line))
     assert assert_same_as_recount(vault)["facts"]["total"] == 41  # its copy in today's log still counts
     log.write_text("".join(line for line in log.read_text().splitlines(keepends=True) if repeated not in line))
-    assert assert_same_as_recount(vault)["facts"] == {"total": 40, "live": 40, "forgotten": 0, "purged": 0}
+    assert assert_same_as_recount(vault)["facts"] == {"total": 40, "live": 40, "forgotten": 0, "purged": 0,
+                                                      "unreadable": 0}
 
     many = vault.add_many([{"text": f"bulk {n}", "at": "2026-09-20T10:00:00"} for n in range(30)])
     assert assert_same_as_recount(vault)["facts"]["total"] == 70
@@ -280,8 +284,9 @@ def test_kept_counts_follow_repeated_ids_gained_and_lost(vault, monkeypatch, one
     assert assert_same_as_recount(vault)["facts"]["forgotten"] == 1
 
 
-def test_counts_kept_before_the_sorted_copy_are_read_once_more_not_counted_again(vault, monkeypatch):
-    """A tally.bin of version 2 (hashes in file order only) is sorted once, without reading every log."""
+def test_counts_kept_by_an_earlier_version_are_counted_again_once(vault, monkeypatch):
+    """A tally.bin of version 3 kept no count of unreadable lines: every log is read once more,
+    then the counts are kept again."""
     for n in range(20):
         vault.add(f"fact {n}", at=f"2026-08-{1 + n % 20:02d}T09:00:00")
     _age_logs(vault)
@@ -289,14 +294,34 @@ def test_counts_kept_before_the_sorted_copy_are_read_once_more_not_counted_again
     path = vault.root / TALLY_FILE
     head, _, body = path.read_bytes().partition(b"\n")
     header = json.loads(head)
-    path.write_bytes(json.dumps({**header, "version": 2}).encode() + b"\n" + body[:len(body) // 2])
+    path.write_bytes(json.dumps({**header, "version": 3}).encode() + b"\n" + body)
     read = []
     real = FactLog.read_log
     monkeypatch.setattr(FactLog, "read_log", lambda self, path: read.append(path.name) or real(self, path))
-    vault.add("today's fact")
-    assert vault.status()["facts"]["total"] == 21
-    assert len(set(read)) == 1, read  # today's log only
+    assert vault.status()["facts"]["total"] == 20
+    assert len(set(read)) == 20, read
+    read.clear()
+    assert vault.status()["facts"]["total"] == 20 and read == []
     assert_same_as_recount(vault)
+
+
+def test_status_counts_the_lines_no_fact_can_be_read_from(vault, tmp_path):
+    """A hand edit that breaks a fact's line (or bytes that are not UTF-8) lowered the count with no
+    word from status, where search warned and doctor failed: it is counted, and said."""
+    for n in range(3):
+        vault.add(f"fact {n}", at="2026-08-01T09:00:00")
+    log = vault.root / "logs" / "2026" / "2026-08-01.md"
+    text = log.read_text()
+    log.write_text(text.replace('<!-- mv {"id"', '<!-- mv {"id', 1))  # the metadata no longer JSON
+    state = assert_same_as_recount(vault)
+    assert (state["facts"]["total"], state["facts"]["unreadable"]) == (2, 1)
+    shown = run_memvault("status", "--vault", str(vault.root))
+    assert shown.returncode == 0
+    assert "1 line(s) in the daily logs are not facts memvault can read" in shown.stdout
+    assert "memvault doctor --full" in shown.stdout
+    log.write_text(text)
+    assert assert_same_as_recount(vault)["facts"]["unreadable"] == 0
+    assert "not facts" not in run_memvault("status", "--vault", str(vault.root)).stdout
 
 
 def test_a_damaged_sorted_copy_is_counted_again_not_trusted(vault):

@@ -64,8 +64,8 @@ def test_facts_count_from_their_commit_and_forgets_from_the_tombstones(vault, mo
     # which commit answered: the newest one made by then
     assert february.moment.commit.message == f"add: {months['bob'].id} Bob drinks strong coffee"
     assert april.moment.commit.message == f"forget: {months['bob'].id} (not Bob)"
-    assert february.status()["facts"] == {"total": 2, "live": 2, "forgotten": 0, "purged": 0}
-    assert april.status()["facts"] == {"total": 2, "live": 1, "forgotten": 1, "purged": 0}
+    assert february.status()["facts"] == {"total": 2, "live": 2, "forgotten": 0, "purged": 0, "unreadable": 0}
+    assert april.status()["facts"] == {"total": 2, "live": 1, "forgotten": 1, "purged": 0, "unreadable": 0}
 
 
 def test_since_and_until_still_filter_by_the_facts_own_time(vault, months):

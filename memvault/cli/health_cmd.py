@@ -62,6 +62,9 @@ def _print_vault(state: dict, as_of: str | None) -> None:
         echo(f"as of       {past['asked']}: commit {past['commit'][:10]} of {past['at']} ({past['message']})")
     echo(f"facts       {facts['live']} ({facts['forgotten']} forgotten, {facts['purged']} purged) "
          f"in {state['days']} daily log(s)")
+    if facts.get("unreadable"):
+        echo(f"            {facts['unreadable']} line(s) in the daily logs are not facts memvault can read "
+             "(`memvault doctor --full` names them)")
     echo(f"pages       {state['pages']}")
 
 

@@ -29,7 +29,8 @@ from memvault.storage.files import atomic_write_bytes
 from memvault.storage.store import Storage
 
 TALLY_FILE = f"{STATE_DIR}/tally.bin"
-_VERSION = 3  # 2 held the hashes in file order only: read as well, sorted once
+# 4 counts each log's unreadable lines: a record of an earlier version is read again once, in full.
+_VERSION = 4
 # A log modified less than this before it was read may change again within the same mtime tick.
 _SETTLE_NS = 2_000_000_000
 # Up to this many hashes gained or lost are put into (taken from) the sorted copy one by one;
@@ -42,16 +43,17 @@ def id_hash(fact_id: str) -> int:
 
 
 def fact_counts(storage: Storage) -> dict:
-    """{"total", "live", "forgotten"} as a full count would say, reading only the logs that changed."""
+    """{"total", "live", "forgotten", "unreadable"} as a full count would say, reading only the logs
+    that changed; unreadable = lines of the logs that are not facts memvault can read."""
     path = storage.root / TALLY_FILE
     with _opened(path) as kept_file:
-        records, kept_counts, version = _header(kept_file)
+        records, kept_counts = _header(kept_file)
         now = time.time_ns()
         tombstones = _stat(storage.root / TOMBSTONES_FILE, now)
         logs = _stats(storage, records, now)
         if not _moved(logs, records) and tombstones is not None and kept_counts.get("tombstones") == tombstones:
             return kept_counts["counts"]  # no log and no tombstone changed: nothing to count again
-        hashes, ordered = _body(kept_file, records, version)
+        hashes, ordered = _body(kept_file, records)
     kept, chunks, gained, lost = _logs(storage, logs, records, hashes)
     every = array("Q")
     for rel, chunk in zip(kept, chunks, strict=True):
@@ -60,7 +62,8 @@ def fact_counts(storage: Storage) -> dict:
     known_total = kept_counts.get("counts", {}).get("total") if records else None
     ordered, total = _follow(ordered, every, gained, lost, known_total)
     forgotten = sum(_holds(ordered, id_hash(fact_id)) for fact_id in storage.tombstone_log.tombstones())
-    counts = {"total": total, "live": total - forgotten, "forgotten": forgotten}
+    unreadable = sum(record[5] for record in kept.values())
+    counts = {"total": total, "live": total - forgotten, "forgotten": forgotten, "unreadable": unreadable}
     _save(path, kept, every, ordered, {"tombstones": tombstones, "counts": counts})
     return counts
 
@@ -98,13 +101,14 @@ def _logs(storage: Storage, logs: dict, records: dict, hashes: array):
         known = records.pop(rel, None)
         old = hashes[known[2]:known[2] + known[3]] if known is not None else array("Q")
         if known is not None and known[0] == mtime and known[1] == size and known[4]:
-            chunk = old
+            chunk, unreadable = old, known[5]
         else:
-            chunk = array("Q", (id_hash(fact.id) for fact in storage.facts.read_log(path)[0]))
+            facts, problems = storage.facts.read_log(path)
+            chunk, unreadable = array("Q", (id_hash(fact.id) for fact in facts)), len(problems)
             if chunk != old:
                 gained.update(chunk)
                 lost.update(old)
-        kept[rel] = [mtime, size, 0, len(chunk), settled]
+        kept[rel] = [mtime, size, 0, len(chunk), settled, unreadable]
         chunks.append(chunk)
     for gone in records.values():  # logs deleted since
         lost.update(hashes[gone[2]:gone[2] + gone[3]])
@@ -171,13 +175,20 @@ def _stat(path: Path, now: int) -> list | None:
 
 
 def full_count(storage: Storage) -> dict:
-    """The counts from every log read in full (doctor's recount)."""
+    """The counts from every log read in full (doctor's recount); a repeated id counts once, as in
+    FactLog.iter_facts."""
     tombstones = storage.tombstone_log.tombstones()
-    total = forgotten = 0
-    for fact in storage.facts.iter_facts(include_forgotten=True):
-        total += 1
-        forgotten += fact.id in tombstones
-    return {"total": total, "live": total - forgotten, "forgotten": forgotten}
+    seen: set[str] = set()
+    forgotten = unreadable = 0
+    for path in storage.facts.log_files():
+        facts, problems = storage.facts.read_log(path)
+        unreadable += len(problems)
+        for fact in facts:
+            if fact.id not in seen:
+                seen.add(fact.id)
+                forgotten += fact.id in tombstones
+    total = len(seen)
+    return {"total": total, "live": total - forgotten, "forgotten": forgotten, "unreadable": unreadable}
 
 
 def forget_tally(storage: Storage) -> None:
@@ -197,35 +208,33 @@ def _opened(path: Path) -> Iterator[BinaryIO | None]:
         yield f
 
 
-def _header(kept_file: BinaryIO | None) -> tuple[dict, dict, int]:
-    """The stored records, counts and version; nothing (every log is read) if missing or unreadable."""
+def _header(kept_file: BinaryIO | None) -> tuple[dict, dict]:
+    """The stored records and counts; nothing (every log is read) if missing, unreadable or of an
+    earlier version."""
     if kept_file is None:
-        return {}, {}, _VERSION
+        return {}, {}
     try:
         header = json.loads(kept_file.readline())
         records, counts = header["logs"], header["counts"]
-        if not (header.get("version") in (2, _VERSION) and isinstance(records, dict)
+        if not (header.get("version") == _VERSION and isinstance(records, dict)
                 and all(_sound(r) for r in records.values()) and isinstance(counts, dict)
                 and isinstance(counts.get("counts"), dict)
-                and all(type(counts["counts"].get(k)) is int for k in ("total", "live", "forgotten"))):
-            return {}, {}, _VERSION
-        return records, counts, header["version"]
+                and all(type(counts["counts"].get(k)) is int for k in ("total", "live", "forgotten", "unreadable"))):
+            return {}, {}
+        return records, counts
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}, {}, _VERSION
+        return {}, {}
 
 
-def _body(kept_file: BinaryIO | None, records: dict, version: int) -> tuple[array, array]:
-    """The stored hashes, in file order and sorted (version 2 kept only the first: sorted here
-    once); none if they do not fit the records (which are then dropped, so every log is read)."""
+def _body(kept_file: BinaryIO | None, records: dict) -> tuple[array, array]:
+    """The stored hashes, in file order and sorted; none if they do not fit the records (which are
+    then dropped, so every log is read)."""
     hashes, ordered = array("Q"), array("Q")
     if kept_file is None or not records:
         return hashes, ordered
     try:
         size = os.fstat(kept_file.fileno()).st_size - kept_file.tell()
-        if version == 2 and size % 8 == 0:
-            hashes.fromfile(kept_file, size // 8)
-            ordered = array("Q", sorted(hashes))
-        elif version != 2 and size % 16 == 0:
+        if size % 16 == 0:
             hashes.fromfile(kept_file, size // 16)  # read straight into the arrays: 16 MB at 1M facts
             ordered.fromfile(kept_file, size // 16)
     except (OSError, EOFError):
@@ -237,8 +246,9 @@ def _body(kept_file: BinaryIO | None, records: dict, version: int) -> tuple[arra
 
 
 def _sound(record) -> bool:
-    """A record of [mtime_ns, size, first hash, hashes, settled] (_body checks that it fits)."""
-    return isinstance(record, list) and len(record) == 5 and all(type(n) is int and n >= 0 for n in record[:4])
+    """A record of [mtime_ns, size, first hash, hashes, settled, unreadable lines] (_body checks that it fits)."""
+    return isinstance(record, list) and len(record) == 6 and all(type(n) is int and n >= 0
+                                                                 for n in record[:4] + record[5:])
 
 
 def _save(path: Path, records: dict, hashes: array, ordered: array, counts: dict) -> None:
