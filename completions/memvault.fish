@@ -177,7 +177,7 @@ complete -c memvault -n '__fish_seen_subcommand_from status' -l vault -x -d 'Vau
 complete -c memvault -n '__fish_seen_subcommand_from status' -l help -s h -d 'Show help and exit'
 complete -c memvault -n '__fish_seen_subcommand_from doctor' -l fix -d 'Repair what is safe: commit leftovers, reindex, install the merge driver, re-create a lost repository'
 complete -c memvault -n '__fish_seen_subcommand_from doctor' -l llm -d 'Also send the dream model one tiny request, to check it answers'
-complete -c memvault -n '__fish_seen_subcommand_from doctor' -l full -d 'Also run the checks that read every daily log on a large vault (says how long first; by default they run where they take a few seconds)'
+complete -c memvault -n '__fish_seen_subcommand_from doctor' -l full -d 'Also run the checks that read every daily log and the whole search index on a large vault (says how long first; by default they run where they take a few seconds)'
 complete -c memvault -n '__fish_seen_subcommand_from doctor' -l json -d 'Print one JSON document on stdout'
 complete -c memvault -n '__fish_seen_subcommand_from doctor' -l vault -x -d 'Vault directory (default: MEMVAULT_VAULT, else the enclosing vault, else the default vault); also accepted before the command'
 complete -c memvault -n '__fish_seen_subcommand_from doctor' -l help -s h -d 'Show help and exit'

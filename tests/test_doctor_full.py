@@ -18,7 +18,7 @@ from support.git import git
 
 from memvault.health import doctor as doctor_module
 
-FULL = ["daily logs", "fact counts", "fact ids", "citations", "credentials"]
+FULL = ["daily logs", "fact counts", "fact ids", "citations", "credentials", "cache rows", "index rows"]
 
 
 def _break_a_log_line(vault) -> None:
@@ -31,6 +31,7 @@ def test_a_large_vault_leaves_the_full_checks_to_full_and_says_what_they_take(cl
     for n in range(20):
         vault.add(f"fact {n} about green tea", at=f"2026-10-{1 + n % 10:02d}T09:00:00")
     _break_a_log_line(vault)
+    vault.search("green tea")  # an index and an embedding cache to read whole
     logs = list((vault.root / "logs").rglob("*.md"))
     monkeypatch.setattr(doctor_module, "FULL_IN_DEFAULT_SECONDS", -1.0)
 
@@ -38,13 +39,20 @@ def test_a_large_vault_leaves_the_full_checks_to_full_and_says_what_they_take(cl
     assert quick.exit_code == 0, quick.stdout  # the broken line is found only by a full check
     assert "  daily logs:" not in quick.stdout and "  credentials:" not in quick.stdout
     skip = next(line for line in quick.stdout.splitlines() if line.startswith("skip"))
-    assert skip.startswith(f"skip   {', '.join(FULL)}: they read every daily log ({len(logs)} daily log(s), ")
-    assert "about 1 s here" in skip and skip.endswith("`memvault doctor --full` runs them")
+    assert skip.startswith(f"skip   {', '.join(FULL)}: they read every daily log and the whole search index "
+                           f"({len(logs)} daily log(s), ")
+    assert " kB of search index: about 1 s here" in skip and skip.endswith("`memvault doctor --full` runs them")
+    assert "  search index:" in quick.stdout and "  embedding cache:" in quick.stdout  # their quick checks
 
     report = json.loads(cli("doctor", "--json").stdout)
     assert report["skipped"] == FULL and report["full"]["ran"] is False
     assert report["full"]["estimate"]["logs"] == len(logs)
     assert report["full"]["estimate"]["log_bytes"] == sum(log.stat().st_size for log in logs)
+    index = vault.root / ".memvault" / "index"
+    read_whole = [*(index / (index / "current").read_text()).glob("vectors-*.f32"),
+                  index / (index / "current").read_text() / "catalog.sqlite",
+                  vault.root / ".memvault" / "cache" / "embeddings.sqlite"]
+    assert report["full"]["estimate"]["data_bytes"] == sum(path.stat().st_size for path in read_whole)
     assert not {c["name"] for c in report["checks"]} & set(FULL)
     assert set(report) >= {"path", "ok", "checks", "fixed"}  # what scripts read stays as it was
 
@@ -53,7 +61,8 @@ def test_a_large_vault_leaves_the_full_checks_to_full_and_says_what_they_take(cl
     assert full.exit_code == 1
     assert "FAIL   daily logs: 1 line(s) in the daily logs do not parse" in full.stdout
     assert "skip" not in full.stdout
-    assert full.stderr.startswith(f"memvault: the full checks read every daily log ({len(logs)} daily log(s), ")
+    assert full.stderr.startswith(f"memvault: the full checks read every daily log and the whole search index "
+                                  f"({len(logs)} daily log(s), ")
     ran = json.loads(cli("doctor", "--full", "--json").stdout)
     assert ran["skipped"] == [] and ran["full"]["ran"] is True
     assert [c["name"] for c in ran["checks"] if c["name"] in FULL] == FULL

@@ -120,7 +120,7 @@ def _print_remote(remote: dict | None) -> None:
 def doctor(
     fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe: commit leftovers, reindex, install the merge driver, re-create a lost repository.")] = False,
     llm: Annotated[bool, typer.Option("--llm", help="Also send the dream model one tiny request, to check it answers.")] = False,
-    full: Annotated[bool, typer.Option("--full", help="Also run the checks that read every daily log on a large vault (says how long first; by default they run where they take a few seconds).")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Also run the checks that read every daily log and the whole search index on a large vault (says how long first; by default they run where they take a few seconds).")] = False,
     json_: JsonOption = False,
     vault_path: VaultOption = None,
 ) -> None:
@@ -131,15 +131,16 @@ def doctor(
     unparseable log lines,
     daily logs named for a day that does not exist, vault files a .gitignore ignores,
     citations of missing facts, pages citing forgotten facts, credentials a hand edit put in a fact,
-    page or MEMORY.md, search index drift and damage
-    (every vector row against its checksum), embedding cache damage, embedding model,
+    page or MEMORY.md, search index drift and damage, every vector row against its checksum,
+    embedding cache damage (its layout; every page and vector), embedding model,
     a dream batch that keeps failing, the LLM configuration (model string, key, window; no network
     call unless --llm), stale locks, uncommitted changes. A vault whose .git is missing or broken
     gets only the first check; --fix re-creates the repository from its files. A memvault.toml
     that cannot be loaded gets only those two checks, and nothing is fixed until it loads.
     The checks that read every daily log (log lines, fact counts, fact ids, citations,
-    credentials) run by default only where they take a few seconds; on a larger vault doctor
-    says what they would take and --full runs them, with a progress bar on a terminal.
+    credentials) or the whole search index (index rows, cache rows) run by default only where
+    they take a few seconds; on a larger vault doctor says what they would take and --full runs
+    them, with a progress bar on a terminal.
 
     Example: memvault doctor --fix
     """
@@ -159,7 +160,7 @@ def doctor(
             if check.fix and check.status in ("warn", "fail") and not fix:
                 echo(f"         (`memvault doctor --fix` would {check.fix})")
         if report.skipped and report.full:
-            echo(f"skip   {', '.join(report.skipped)}: they read every daily log "
+            echo(f"skip   {', '.join(report.skipped)}: they read {report.full['reads']} "
                  f"({report.full['message']}); `memvault doctor --full` runs them")
     if not report.ok:
         raise typer.Exit(int(ExitCode.ERROR))

@@ -67,13 +67,15 @@ def doctor(storage: Storage, probes: Iterable[Probe], fix: bool = False, llm: bo
     fulls = [each.full for each in probes if each.full]
     guess = estimate(storage, fulls)
     run_full = full if full is not None else guess.seconds <= FULL_IN_DEFAULT_SECONDS
+    reads = "every daily log" + (" and the whole search index" if guess.data_bytes else "")
     if run_full and guess.seconds >= TELL_SECONDS:
-        storage.notify(f"the full checks read every daily log ({guess.describe()})")
+        storage.notify(f"the full checks read {reads} ({guess.describe()})")
     counting = counting_reads(storage, progress, len(fulls)) if run_full else nullcontext()
     with counting:
         report = _checked(storage, [each for each in probes if run_full or not each.full], fix, llm)
     report.skipped = [] if run_full else [each.name for each in fulls]
-    report.full = {"ran": run_full, "estimate": guess.to_dict(), "message": guess.describe()} if fulls else None
+    report.full = ({"ran": run_full, "estimate": guess.to_dict(), "message": guess.describe(), "reads": reads}
+                   if fulls else None)
     return report
 
 

@@ -321,11 +321,12 @@ def delete_cache(path: Path) -> None:
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def cache_problem(path: Path) -> str | None:
+def cache_problem(path: Path, whole: bool = True) -> str | None:
     """What is wrong with the embedding cache file, or None (also when there is none yet).
 
-    Reads the whole file (sqlite's quick_check) and changes nothing: `doctor` reports with it. An
-    error that does not mean damage (locked, no access) is no answer, and reported as None.
+    With `whole`, reads all of it (sqlite's quick_check, then every vector's length), else only its
+    layout; changes nothing: `doctor` reports with it. An error that does not mean damage (locked,
+    no access) is no answer, and reported as None.
     """
     if not path.exists() and not path.is_symlink():
         parent = path.parent
@@ -337,7 +338,7 @@ def cache_problem(path: Path) -> str | None:
     except sqlite3.Error as exc:
         return one_line(exc) if is_damage(exc) else None
     try:
-        said = [row[0] for row in db.execute("PRAGMA quick_check")]
+        said = [row[0] for row in db.execute("PRAGMA quick_check")] if whole else ["ok"]
         if said != ["ok"]:
             return f"sqlite quick_check: {said[0]}"
         existing = _table_sql(db)
@@ -347,6 +348,8 @@ def cache_problem(path: Path) -> str | None:
                 return unknown
             if existing == VECTORS_TABLE and not _has_models_table(db):
                 return "its models table is missing"
+            if not whole:
+                return None
             wrong = db.execute("SELECT count(*) FROM vectors WHERE length(vector) != ?",
                                (STORED_BYTES if existing == VECTORS_TABLE else EARLIER_VECTOR_BYTES,)).fetchone()[0]
             if wrong:
