@@ -140,16 +140,21 @@ def test_a_bad_lock_timeout_in_the_settings_is_refused(cli, vault_dir, value):
 ])
 def test_bad_category_and_zone_lists_in_the_settings_are_refused(cli, vault_dir, section, line, words):
     """Bad input tried: a number, a bare string (once read as its letters), a name twice, a zone
-    that climbs out of wiki/. Each is one line naming the key, for doctor too; nothing is added."""
+    that climbs out of wiki/. Each is one line naming the key, and doctor's failed settings check;
+    nothing is added or committed, by `doctor --fix` neither."""
     config = vault_dir / "memvault.toml"
     text = "".join(kept for kept in config.read_text().splitlines(keepends=True)
                    if not kept.startswith(line.split(" = ")[0] + " = "))  # the template's own zones line
     config.write_text(text.replace(f"[{section}]\n", f"[{section}]\n{line}\n", 1))
     commits = commit_count(vault_dir)
-    for command in (("add", "x", "--category", "f"), ("doctor",)):
-        result = cli(*command)
-        assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1, result.stderr
-        assert words in result.stderr and "memvault.toml" in result.stderr
+    result = cli("add", "x", "--category", "f")
+    assert result.exit_code == ExitCode.USAGE and result.stderr.count("\n") == 1, result.stderr
+    assert words in result.stderr and "memvault.toml" in result.stderr
+    for fix in ((), ("--fix",)):
+        doctor = cli("doctor", *fix)
+        assert doctor.exit_code == ExitCode.ERROR and doctor.stderr == "", doctor.stderr
+        failed = next(row for row in doctor.stdout.splitlines() if row.startswith("FAIL"))
+        assert failed.startswith("FAIL   settings: ") and words in failed and "memvault.toml" in failed
     assert commit_count(vault_dir) == commits
 
 
