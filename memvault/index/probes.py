@@ -15,7 +15,7 @@ from memvault.storage.store import Storage
 
 
 def check_embedding_cache(storage: Storage) -> Check:
-    """The cache's layout; every page and vector with `whole` (the full check `cache rows`)."""
+    """The cache's layout (reading its every page and vector is the full check `cache rows`)."""
     return _cache_check(storage, "embedding cache", whole=False)
 
 

@@ -115,7 +115,7 @@ class Reranker:
             if NOT_CACHED not in str(exc):
                 return None
             self._told = True
-            return (f"cannot load the embedding model {embedding_model} nor the rerank model {self.spec.name}: "
+            return (f"cannot load the embedding model {embedding_model} or the rerank model {self.spec.name}: "
                     f"neither is in the model cache ({model_cache_dir()}); search works by words only until "
                     "they load (run `memvault reindex --download-model` once, or set MEMVAULT_EMBED_MODEL_PATH "
                     "and MEMVAULT_RERANK_MODEL_PATH to local copies)")
