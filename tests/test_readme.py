@@ -38,10 +38,9 @@ def test_the_readme_is_a_first_hour_and_links_to_the_rest():
 
 
 # The tour's commands a test machine cannot run: an LLM (dream, and why, which reads what dream
-# wrote), a network remote, a server that waits for a client, a host's config, another tool's
-# memories, and a date before the fresh vault's first commit.
+# wrote), a network remote, a server that waits for a client, a host's config, another tool's memories.
 NOT_HERE = ("memvault dream", "memvault why", "memvault remote", "memvault clone", "memvault mcp",
-            "memvault import", "memvault install", "--as-of")
+            "memvault import", "memvault install")
 
 
 def test_the_tour_runs_as_written_in_a_fresh_home(hermetic_env):
@@ -54,7 +53,7 @@ def test_the_tour_runs_as_written_in_a_fresh_home(hermetic_env):
     tour = next(block for block in _code_blocks() if block.startswith("memvault init ~/memory"))
     lines = [line for line in tour.splitlines() if line.strip()]
     runnable = [line for line in lines if not any(word in line.split("#", 1)[0] for word in NOT_HERE)]
-    assert len(lines) - len(runnable) == 9  # a new line of the tour is run here unless listed above
+    assert len(lines) - len(runnable) == 8  # a new line of the tour is run here unless listed above
     script = "\n".join(f"{line}\ntest $? -eq 0 || {{ echo 'failed: the tour line {n}' >&2; exit 1; }}"
                        for n, line in enumerate(runnable, start=1))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}

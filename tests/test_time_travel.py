@@ -99,6 +99,24 @@ def test_a_commit_answers_as_its_date_does_and_bad_moments_are_refused(vault, va
     assert snapshot(vault_dir) == before and is_clean(vault_dir)
 
 
+def test_head_n_goes_back_n_commits_on_the_branch(cli, vault, vault_dir):
+    """HEAD~N, git's spelling: the memory before the last N changes (a fresh vault's tour has no
+    date old enough yet, and a sha must first be looked up)."""
+    vault.add("Alice prefers green tea")
+    vault.add("Alice now prefers coffee")
+    line = git(vault_dir, "log", "--first-parent", "--format=%H").split()
+    assert vault.as_of("HEAD~1").moment.commit.sha == line[1]
+    assert texts(vault.as_of("HEAD~1").recent()) == ["Alice prefers green tea"]
+    assert texts(vault.recent(as_of="HEAD~0")) == texts(vault.recent())
+    result = cli("recent", "--as-of", "HEAD~1", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["as_of"]["commit"] == line[1]
+    too_far = cli("recent", "--as-of", f"HEAD~{len(line)}")
+    assert too_far.exit_code == 2 and too_far.stderr.count("\n") == 1
+    assert f"the vault has {len(line)} commit(s), so HEAD~{len(line) - 1} at most" in too_far.stderr
+    for bad in ("HEAD~", "HEAD~-1", "HEAD^", "head~1", "HEAD~1~1"):
+        assert cli("recent", "--as-of", bad).exit_code == 2, bad
+
+
 def test_the_live_index_and_the_working_tree_are_never_touched(vault, vault_dir, months):
     vault.search("Alice")  # the live index exists
     index = vault_dir / ".memvault" / "index"

@@ -33,7 +33,7 @@ FullOption = Annotated[bool, typer.Option("--full", help="Show whole texts (all 
 AsOfOption = Annotated[str | None, typer.Option(
     "--as-of", metavar="WHEN", show_default=False,
     help="The vault as it stood then, from git: a date or time (2026-06-01, 2026-06-01T09:30, yesterday, 7d) "
-         "or a commit; the output names the commit that answered.")]
+         "a commit, or HEAD~N (N commits back); the output names the commit that answered.")]
 
 NO_MATCHES = "no matches"
 NOTHING_TO_SHOW = "nothing to show"

@@ -73,8 +73,9 @@ Session = Annotated[str | None, Field(description="Only facts of this session: a
 IncludeAll = Annotated[bool, Field(description="Also search facts already consolidated into the wiki (by default: "
                                                 "wiki pages and facts not yet consolidated).")]
 AsOf = Annotated[str | None, Field(description="The memory as it stood then, read from git: a date or time "
-                                               "(2026-06-01, 2026-06-01T09:30, yesterday, 7d) or a commit; the "
-                                               "answer's `as_of` names the commit that answered.")]
+                                               "(2026-06-01, 2026-06-01T09:30, yesterday, 7d), a commit, or HEAD~N "
+                                               "(N commits back); the answer's `as_of` names the commit "
+                                               "that answered.")]
 
 
 class MemvaultServer(MCPServer):

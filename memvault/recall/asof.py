@@ -1,7 +1,8 @@
 """The vault as it stood at a moment (`--as-of WHEN`), answered from git alone.
 
 WHEN is a date or a time, in any form `--since`/`--until` take (a date means the end of that
-day), or a commit (7 to 64 hex digits that do not read as a date). The commit in force then
+day), a commit (7 to 64 hex digits that do not read as a date), or HEAD~N: N commits back on
+the branch's first-parent line (HEAD~1: before the last change). The commit in force then
 (memvault.storage.history) is written out, once, into `.memvault/asof/<commit>/`; the usual
 readers (search, context, recent, show, status) then run on that folder as on a vault, with
 the vault's own settings, and search builds that folder's own index, borrowing the vault's
@@ -24,6 +25,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator
@@ -58,6 +60,10 @@ KEPT_OPEN = 4  # past vaults a long-lived process keeps open (their search index
 PURGED_NOTE = "purged.json"
 
 
+# HEAD~N: N commits back on the branch (git's own spelling; no other revision syntax).
+BACK = re.compile(r"HEAD~(\d{1,9})")
+
+
 @dataclass(frozen=True)
 class Moment:
     """What was asked, the moment it means, and the commit that answers for it."""
@@ -87,15 +93,27 @@ def moment(storage: Storage, when: Moment | str | datetime | date) -> Moment:
         return _at(storage, when.isoformat(), datetime.combine(when, time.max, storage.tz))
     if not isinstance(when, str) or not when.strip():
         raise InvalidInput("as_of must be a date, a time or a commit")
+    back = BACK.fullmatch(when.strip())
+    if back:
+        return _back(storage, when.strip(), int(back.group(1)))
     try:
         moment_ = parse_bound(when, storage.tz, end=True, option="as_of")
     except InvalidInput:
         if not COMMIT_NAME.match(when.strip()):
             raise InvalidInput(f"as_of {when!r} is neither a date or time (2026-06-01, 2026-06-01T09:30, "
-                               "yesterday, 7d, 12h) nor a commit (7 to 64 hex digits)") from None
+                               "yesterday, 7d, 12h) nor a commit (7 to 64 hex digits, or HEAD~N)") from None
         commit = named_commit(storage.git, when.strip())
         return Moment(when.strip(), commit.moment, commit)
     return _at(storage, when.strip(), moment_)
+
+
+def _back(storage: Storage, asked: str, steps: int) -> Moment:
+    """HEAD~N: the commit N steps back on the line `commit_at` searches (newest first)."""
+    line = _kept(storage).line(storage)
+    if steps >= len(line):
+        raise InvalidInput(f"as_of {asked!r}: the vault has {len(line)} commit(s), so HEAD~{len(line) - 1} at most")
+    commit = line[steps]
+    return Moment(asked, commit.moment, commit)
 
 
 def _at(storage: Storage, asked: str, when: datetime) -> Moment:
