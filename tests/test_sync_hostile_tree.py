@@ -16,6 +16,7 @@ there (no command crashes; doctor names it), and a .gitignore ignoring logs/ and
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -179,6 +180,7 @@ def test_a_memvault_toml_no_clone_could_load_is_refused(tmp_path, old, new, word
 
 @pytest.mark.parametrize(("old", "new", "words"), [
     ('timezone = "local"', 'timezone = "Mars/Olympus"', ["Mars/Olympus"]),
+    ('timezone = "local"', 'timezone = "America"', ["unknown timezone 'America'"]),  # a folder of zones
     ("lock_timeout = 10", "lock_timeout = -1", ["vault.lock_timeout", "-1"]),
 ])
 def test_a_clone_of_settings_no_command_could_load_is_refused_and_leaves_nothing(tmp_path, old, new, words):
@@ -223,3 +225,21 @@ def test_settings_no_command_can_load_stop_every_command_before_it_changes_anyth
     config.write_bytes(b"\xff\xfe[vault]\n")  # saved in another encoding
     done = run_memvault("status", "--vault", str(a))
     assert done.returncode == ExitCode.USAGE and done.stderr.count("\n") == 1 and "not UTF-8" in done.stderr
+    # Zones the zone database holds as folders, or no file system can name: the same one line.
+    for zone in ("Europe", "America/Argentina", "A" * 300):
+        config.write_text(f'[vault]\ntimezone = "{zone}"\n')
+        done = run_memvault("status", "--vault", str(a))
+        assert done.returncode == ExitCode.USAGE and done.stderr.count("\n") == 1, (zone, done.stderr)
+        assert "unknown timezone" in done.stderr, done.stderr
+    # No repository either: doctor says both, and --fix makes nothing until the settings load.
+    shutil.rmtree(a / ".git")
+    for fix in ([], ["--fix"]):
+        doctor = run_memvault("doctor", *fix, "--json", "--vault", str(a))
+        assert doctor.returncode == 1, doctor.stderr
+        assert [(c["name"], c["status"]) for c in json.loads(doctor.stdout)["checks"]] == [
+            ("git repository", "fail"), ("settings", "fail")]
+        assert not (a / ".git").exists()
+    config.write_bytes(b"\xef\xbb\xbf" + b'[vault]\ntimezone = "UTC"\n')  # UTF-8 with a byte-order mark
+    assert run_memvault("doctor", "--fix", "--vault", str(a)).returncode in (0, 1)
+    done = run_memvault("status", "--vault", str(a))
+    assert done.returncode == 0, done.stderr

@@ -104,7 +104,7 @@ def resolve_timezone(name: str) -> tzinfo:
     if name and name != "local":
         try:
             return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError) as e:
+        except (ZoneInfoNotFoundError, ValueError, OSError) as e:
             raise InvalidInput(
                 f"unknown timezone {name!r} (vault.timezone: an IANA name such as Europe/Paris, or local)"
             ) from e
@@ -122,7 +122,7 @@ def _tz_variable(value: str) -> tzinfo | None:
         return None
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         pass
     if name.startswith("/"):
         return _zone_file(name)
@@ -225,7 +225,7 @@ def _with_nearest(name: str, key: str | None, value: object, tables: dict[str, _
 
 def _loads(text: str, where: str) -> dict:
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text.removeprefix("\ufeff"))  # (a byte-order mark, as some editors save UTF-8)
     except tomllib.TOMLDecodeError as e:
         raise InvalidInput(f"{where} does not parse as TOML: {e}") from e
 
@@ -287,7 +287,7 @@ def _timezone(value: object) -> str:
     if value and value != "local":
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a region's folder ("Europe"), a long name
             raise ValueError(f"unknown timezone {value!r} (vault.timezone: an IANA name such as Europe/Paris, "
                              "or local)") from None
     return value

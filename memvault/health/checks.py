@@ -45,17 +45,17 @@ def diagnose(root: Path, fix: bool, then: Callable[[], DoctorReport]) -> DoctorR
     from memvault.storage.repository import recreate_repository
 
     first = repository_check(root) if (root / CONFIG_FILE).is_file() else None
+    unloadable = settings_problem(root)
+    if unloadable is not None:
+        # No command opens the vault until the file loads (every setting is checked as it is read),
+        # so neither can the other checks, nor any repair: --fix would commit the file as a leftover.
+        return DoctorReport(str(root), [check for check in (first, unloadable) if check is not None], [])
     done: list[str] = []
     if first is not None and first.status == FAIL:
         if not fix:
             return DoctorReport(str(root), [first], [])
         done = recreate_repository(root, template_root())
         first = Check(first.name, FIXED, "; ".join(done))
-    unloadable = settings_problem(root)
-    if unloadable is not None:
-        # No command opens the vault until the file loads (every setting is checked as it is read),
-        # so neither can the other checks, and --fix must not commit the file as a leftover.
-        return DoctorReport(str(root), [check for check in (first, unloadable) if check is not None], done)
     report = then()
     if first is not None:
         report.checks.insert(0, first)
