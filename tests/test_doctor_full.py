@@ -68,6 +68,21 @@ def test_a_large_vault_leaves_the_full_checks_to_full_and_says_what_they_take(cl
     assert [c["name"] for c in ran["checks"] if c["name"] in FULL] == FULL
 
 
+def test_the_quick_index_check_still_finds_a_missing_or_short_vector_file(cli, vault, monkeypatch):
+    """On a large vault the rows are a full check, but a vector file gone or cut short is one stat
+    away: the default run said "up to date" there, and the next search found it damaged."""
+    vault.add_many([f"note {n} about green tea" for n in range(30)])
+    vault.search("green tea")
+    monkeypatch.setattr(doctor_module, "FULL_IN_DEFAULT_SECONDS", -1.0)
+    index = vault.root / ".memvault" / "index"
+    for cut_short in (True, False):
+        vectors = next((index / (index / "current").read_text()).glob("vectors-*.f32"))
+        os.truncate(vectors, 1000) if cut_short else vectors.unlink()
+        found = {c["name"]: c for c in json.loads(cli("doctor", "--json").stdout)["checks"]}["search index"]
+        assert found["status"] == "warn" and "damaged" in found["message"] and vectors.name in found["message"]
+        assert cli("doctor", "--fix").exit_code == 0
+
+
 def test_a_small_vault_runs_every_check_by_default(cli, vault):
     vault.add("Alice prefers green tea")
     _break_a_log_line(vault)

@@ -36,9 +36,10 @@ def index_counts(index: CountedIndex, verify: bool = False) -> dict:
     except VaultUnwritable as exc:  # a full or read-only disk: not damage, and nothing to count
         return {"documents": None, "pending_embeddings": None, "drift": None, "model": index.model.identity,
                 "built_with": None, "missing": False, "damaged": None, "unavailable": str(exc)}
-    if problem is None and verify:
+    if problem is None:
         assert index.generation is not None  # open_live() opened it
-        problem = _verify(index.generation)
+        # A missing or short vector file is one stat away; reading every row is doctor's `verify`.
+        problem = _verify(index.generation) if verify else _vectors_present(index.generation)
     if problem is not None:
         missing = problem == "missing"
         # A missing index shows as every file drifting; a damaged one has no counts to trust.
@@ -70,6 +71,11 @@ def index_counts(index: CountedIndex, verify: bool = False) -> dict:
         "damaged": None,
         "unavailable": None,
     }
+
+
+def _vectors_present(generation: Generation) -> str | None:
+    generation.load_state()
+    return generation.vectors.problem()
 
 
 def _verify(generation: Generation) -> str | None:
