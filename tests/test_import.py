@@ -252,10 +252,12 @@ def test_a_memvault_vault_is_never_read_as_notes_to_import(cli, vault_dir, tmp_p
     other = Vault.init(tmp_path / "source" / "other")
     other.add("Alice moved to Lyon")
     Vault.open(vault_dir).add("Bob prefers tea")
+    own_log = next((vault_dir / "logs").rglob("*.md"))
+    (tmp_path / "source" / "openclaw" / "memory" / own_log.name).symlink_to(own_log)  # a vault's log, linked in
     result = cli("import", str(tmp_path), "--format", "memory-dir", "--json")  # tmp_path holds this vault too
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["new"] == 13 and report["skipped"][VAULT_SKIPPED] == 2
+    assert report["new"] == 13 and report["skipped"][VAULT_SKIPPED] == 3
     texts = [fact["text"] for fact in facts(vault_dir)]
     assert texts.count("Bob prefers tea") == 1 and "Alice moved to Lyon" not in texts
     assert not any("<!--" in text for text in texts)
@@ -265,6 +267,12 @@ def test_a_memvault_vault_is_never_read_as_notes_to_import(cli, vault_dir, tmp_p
         refused = cli("import", str(source))
         assert refused.exit_code == ExitCode.USAGE and message in refused.stderr, (source, refused.stderr)
         assert len(refused.stderr.splitlines()) == 1 and "memvault sync" in refused.stderr
+    # A folder holding nothing but a vault: the error says that is why.
+    (tmp_path / "only").mkdir()
+    shutil.move(other.root, tmp_path / "only" / "other")
+    for fmt in ("memory-dir", "basic-memory", "claude-code"):
+        refused = cli("import", str(tmp_path / "only"), "--format", fmt)
+        assert refused.exit_code == ExitCode.USAGE and "memvault's own (other)" in refused.stderr, refused.stderr
     assert snapshot(vault_dir) == before
 
 

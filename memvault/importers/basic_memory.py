@@ -19,7 +19,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memvault.errors import InvalidInput
 from memvault.importers import markdown as md
 from memvault.importers.records import (
     Occurrences,
@@ -27,6 +26,7 @@ from memvault.importers.records import (
     Record,
     Skipped,
     file_time,
+    holds_nothing,
     key_of,
     label,
     markdown_files,
@@ -50,7 +50,7 @@ def read(root: Path, progress: Progress, categories: tuple[str, ...] = ()) -> It
     vaults: list[Path] = []
     files = [root] if root.is_file() else markdown_files(root, vaults=vaults)
     if not files:
-        raise InvalidInput(f"{root}: holds no notes (.md files)")
+        raise holds_nothing(f"{root}: holds no notes (.md files)", vaults)
     base = root.parent if root.is_file() else root
     yield from vaults_skipped(vaults, base)
     for done, path in enumerate(files, start=1):

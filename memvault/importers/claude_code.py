@@ -25,6 +25,7 @@ from memvault.importers.records import (
     Record,
     Skipped,
     file_time,
+    holds_nothing,
     key_of,
     label,
     markdown_files,
@@ -47,7 +48,7 @@ def read(root: Path, progress: Progress, _categories: tuple[str, ...] = ()) -> I
     files = [root] if root.is_file() else markdown_files(root, hidden=(".claude",), vaults=vaults)
     base = root.parent if root.is_file() else root
     if not files:
-        raise InvalidInput(f"{root}: holds no CLAUDE.md, rules or memory files")
+        raise holds_nothing(f"{root}: holds no CLAUDE.md, rules or memory files", vaults)
     yield from vaults_skipped(vaults, base)
     for done, path in enumerate(files, start=1):
         rel = path.relative_to(base).as_posix()

@@ -21,6 +21,7 @@ from memvault.importers.records import (
     Record,
     Skipped,
     file_time,
+    holds_nothing,
     markdown_files,
     read_note,
     vaults_skipped,
@@ -33,7 +34,8 @@ def read(root: Path, progress: Progress, _categories: tuple[str, ...] = ()) -> I
     vaults: list[Path] = []
     files = [root] if root.is_file() else markdown_files(root, vaults=vaults)
     if not any(DAILY.match(p.name) or p.name.lower() == "memory.md" for p in files):
-        raise InvalidInput(f"{root}: holds no daily log (YYYY-MM-DD.md) and no MEMORY.md; is it the memory folder?")
+        raise holds_nothing(f"{root}: holds no daily log (YYYY-MM-DD.md) and no MEMORY.md; is it the memory folder?",
+                            vaults)
     base = root.parent if root.is_file() else root
     yield from vaults_skipped(vaults, base)
     for done, path in enumerate(files, start=1):

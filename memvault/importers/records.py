@@ -61,31 +61,51 @@ DAILY = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[-_ .][^/]*)?\.md$", re.I)
 
 # Why a memvault vault inside a source folder is passed over: its logs read as notes come back
 # garbled (each fact's metadata as text) and, for the vault being imported into, twice.
-VAULT_SKIPPED = "memvault vaults (shared with `memvault sync` or `memvault clone`, not imported)"
+VAULT_SKIPPED = "memvault vaults and links into one (shared with `memvault sync` or `memvault clone`, not imported)"
 
 
 def markdown_files(root: Path, hidden: Iterable[str] = (), vaults: list[Path] | None = None) -> list[Path]:
     """The .md files under `root`, sorted, leaving out hidden folders (.git, .obsidian, ...) but
-    those named in `hidden` (".claude"), and memvault vaults, which are added to `vaults`."""
+    those named in `hidden` (".claude"), and memvault vaults and links into one, which are added
+    to `vaults`."""
+    from memvault.storage.vault_dir import find_enclosing_vault
+
     found: list[Path] = []
+    passed: list[Path] = []
     for folder, dirs, files in os.walk(root):
         kept = []
         for name in sorted(dirs):
             if name.startswith(".") and name not in hidden:
                 continue
             if (Path(folder) / name / CONFIG_FILE).is_file():
-                if vaults is not None:
-                    vaults.append(Path(folder) / name)
+                passed.append(Path(folder) / name)
                 continue
             kept.append(name)
         dirs[:] = kept
-        found.extend(Path(folder) / name for name in files if name.lower().endswith(".md"))
+        for name in files:
+            path = Path(folder) / name
+            if not name.lower().endswith(".md"):
+                continue
+            if path.is_symlink() and find_enclosing_vault(path.resolve().parent) is not None:
+                passed.append(path)  # a vault's own file, linked in (a daily log, a page)
+                continue
+            found.append(path)
+    if vaults is not None:
+        vaults.extend(passed)
     return sorted(found)
 
 
 def vaults_skipped(vaults: list[Path], base: Path) -> Iterator[Skipped]:
     for vault in vaults:
         yield Skipped(VAULT_SKIPPED, vault.relative_to(base).as_posix())
+
+
+def holds_nothing(message: str, vaults: list[Path]) -> InvalidInput:
+    """A source's "holds no notes" error, saying why where what it holds is memvault vaults."""
+    if vaults:
+        names = ", ".join(path.name for path in vaults[:3]) + (", ..." if len(vaults) > 3 else "")
+        message += f"; what it holds is memvault's own ({names}), shared with `memvault sync`, not imported"
+    return InvalidInput(message)
 
 
 def read_note(path: Path) -> str:
