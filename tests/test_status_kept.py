@@ -322,6 +322,10 @@ def test_status_counts_the_lines_no_fact_can_be_read_from(vault, tmp_path):
     log.write_text(text)
     assert assert_same_as_recount(vault)["facts"]["unreadable"] == 0
     assert "not facts" not in run_memvault("status", "--vault", str(vault.root)).stdout
+    # A line of bytes that are not UTF-8 is still read as a fact (doctor names it): not unreadable.
+    log.write_bytes(text.replace("fact 0", "caf\xe9 0").encode("latin-1"))
+    state = assert_same_as_recount(vault)
+    assert (state["facts"]["total"], state["facts"]["unreadable"]) == (3, 0)
 
 
 def test_a_damaged_sorted_copy_is_counted_again_not_trusted(vault):

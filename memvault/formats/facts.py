@@ -73,6 +73,7 @@ class ParseProblem:
     path: str
     line: int
     message: str
+    read: bool = False  # the line was still read as a fact (bytes that are not UTF-8, read as U+FFFD)
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"

@@ -104,7 +104,7 @@ def _logs(storage: Storage, logs: dict, records: dict, hashes: array):
             chunk, unreadable = old, known[5]
         else:
             facts, problems = storage.facts.read_log(path)
-            chunk, unreadable = array("Q", (id_hash(fact.id) for fact in facts)), len(problems)
+            chunk, unreadable = array("Q", (id_hash(fact.id) for fact in facts)), _unread(problems)
             if chunk != old:
                 gained.update(chunk)
                 lost.update(old)
@@ -182,13 +182,18 @@ def full_count(storage: Storage) -> dict:
     forgotten = unreadable = 0
     for path in storage.facts.log_files():
         facts, problems = storage.facts.read_log(path)
-        unreadable += len(problems)
+        unreadable += _unread(problems)
         for fact in facts:
             if fact.id not in seen:
                 seen.add(fact.id)
                 forgotten += fact.id in tombstones
     total = len(seen)
     return {"total": total, "live": total - forgotten, "forgotten": forgotten, "unreadable": unreadable}
+
+
+def _unread(problems: list) -> int:
+    """The lines no fact was read from (a line of bytes that are not UTF-8 is still a fact, counted)."""
+    return sum(1 for problem in problems if not problem.read)
 
 
 def forget_tally(storage: Storage) -> None:

@@ -114,7 +114,7 @@ class FactLog:
             # Read all the same (as the index does), each such line named (doctor lists them).
             text = raw.decode("utf-8", "replace")
             message = "holds bytes that are not UTF-8 (read as \ufffd): save the file as UTF-8"
-            problems = [ParseProblem(rel, number, message)
+            problems = [ParseProblem(rel, number, message, read=True)
                         for number, line in enumerate(text.splitlines(), 1) if "\ufffd" in line]
         facts, more = parse_log(text, rel)
         return facts, problems + more
