@@ -146,7 +146,7 @@ DAMAGES = {
     "cache-foreign-table": (cache_foreign_table, "embedding cache was damaged", "embedding cache"),
     "vectors-garbage": (vectors_garbage, "recomputing its vectors", "index rows"),
     "vectors-unit": (vectors_unit, "recomputing its vectors", "index rows"),
-    "vectors-truncated": (vectors_truncated, "recomputing its vectors", "index rows"),
+    "vectors-truncated": (vectors_truncated, "recomputing its vectors", "search index"),  # one stat finds it
     "index-is-a-file": (index_is_a_file, "not a directory", "search index"),
     "tantivy-meta": (tantivy_meta, "search index is damaged", "search index"),
     "catalog-garbage": (catalog_garbage, "search index is damaged", "search index"),
