@@ -134,13 +134,12 @@ def test_the_hook_prints_the_vaults_context_when_a_shell_runs_it(cli, home, tmp_
     assert fact in ran.stdout and "The user prefers answers in French" in ran.stdout
 
 
-def test_the_installed_entry_starts_a_server_that_answers(cli, vault_dir, home):
-    """The host's way: the entry's command, args and env alone (no shell, a bare PATH)."""
+def _served(home: Path, tool: str, arguments: dict) -> dict:
+    """What the server of cursor's installed entry answers to one call, started the host's way: the
+    entry's command, args and env alone (no shell, a bare PATH)."""
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    fact = cli("add", "Hana starts on Monday").stdout.strip()
-    assert cli("install", "cursor").exit_code == 0
     entry = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["memvault"]
 
     async def ask() -> dict:
@@ -150,10 +149,16 @@ def test_the_installed_entry_starts_a_server_that_answers(cli, vault_dir, home):
             async with stdio_client(params, errlog=errlog) as (reader, writer):
                 async with ClientSession(reader, writer) as session:
                     await session.initialize()
-                    result = await session.call_tool("show", {"id": fact})
+                    result = await session.call_tool(tool, arguments)
                     return result.structured_content
 
-    assert anyio.run(ask)["text"] == "Hana starts on Monday"
+    return anyio.run(ask)
+
+
+def test_the_installed_entry_starts_a_server_that_answers(cli, vault_dir, home):
+    fact = cli("add", "Hana starts on Monday").stdout.strip()
+    assert cli("install", "cursor").exit_code == 0
+    assert _served(home, "show", {"id": fact})["text"] == "Hana starts on Monday"
 
 
 @pytest.mark.real_model
@@ -161,9 +166,6 @@ def test_the_installed_entry_starts_a_server_that_answers(cli, vault_dir, home):
 def test_the_installed_server_finds_both_models_and_ranks_as_search_does_here(cli, vault_dir, home):
     """Models given by path where `install` runs (the reranker's too) reach the host's entry, so
     the server it starts with a bare environment ranks as `memvault search` does, reranker and all."""
-    import anyio
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
     for text in ("You play any instruments?", "Yes, the clarinet and the violin.", "We went to the parade.",
                  "The violin was my grandmother's."):
         cli("add", text, "--session", "chat-1")
@@ -172,18 +174,7 @@ def test_the_installed_server_finds_both_models_and_ranks_as_search_does_here(cl
     assert cli("install", "cursor").exit_code == 0
     entry = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["memvault"]
     assert {"MEMVAULT_EMBED_MODEL_PATH", "MEMVAULT_RERANK_MODEL_PATH"} <= entry["env"].keys()
-
-    async def ask() -> list:
-        params = StdioServerParameters(command=entry["command"], args=entry["args"],
-                                       env={"HOME": str(home), "PATH": "/usr/bin:/bin", **IDENTITY, **entry["env"]})
-        with open(os.devnull, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (reader, writer):
-                async with ClientSession(reader, writer) as session:
-                    await session.initialize()
-                    result = await session.call_tool("search", {"query": query})
-                    return [(hit["id"], hit["score"]) for hit in result.structured_content["hits"]]
-
-    served = anyio.run(ask)
+    served = [(hit["id"], hit["score"]) for hit in _served(home, "search", {"query": query})["hits"]]
     assert [key for key, _ in served] == [key for key, _ in here]
     assert [score for _, score in served] == pytest.approx([score for _, score in here], abs=1e-3)
 
