@@ -32,7 +32,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON documen
 FullOption = Annotated[bool, typer.Option("--full", help="Show whole texts (all their lines), not cut to fit.")]
 AsOfOption = Annotated[str | None, typer.Option(
     "--as-of", metavar="WHEN", show_default=False,
-    help="The vault as it stood then, from git: a date or time (2026-06-01, 2026-06-01T09:30, yesterday, 7d) "
+    help="The vault as it stood then, from git: a date or time (2026-06-01, 2026-06-01T09:30, yesterday, 7d), "
          "a commit, or HEAD~N (N commits back); the output names the commit that answered.")]
 
 NO_MATCHES = "no matches"
