@@ -204,10 +204,10 @@ def check_identity(storage: Storage) -> Check:
 
 def check_settings(storage: Storage) -> Check:
     """Keys of memvault.toml that no setting reads: a typo there leaves its setting at the default."""
-    try:
-        unknown = unknown_settings(storage.read_text(CONFIG_FILE), CONFIG_FILE)
-    except InvalidInput as exc:  # edited since the vault was opened
-        return Check("settings", FAIL, str(exc))
+    unloadable = settings_problem(storage.root)  # (edited since the vault was opened)
+    if unloadable is not None:
+        return unloadable
+    unknown = unknown_settings(storage.read_text(CONFIG_FILE), CONFIG_FILE)
     if unknown:
         return Check("settings", WARN, f"{CONFIG_FILE} holds {len(unknown)} key(s) memvault does not read, "
                      "so they change nothing: " + ", ".join(unknown),

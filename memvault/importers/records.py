@@ -15,6 +15,7 @@ from typing import Any
 from memvault.errors import InvalidInput
 from memvault.formats.drafts import MAX_LABEL_CHARS, MAX_TEXT_BYTES
 from memvault.formats.layout import CONFIG_FILE
+from memvault.storage.vault_dir import find_enclosing_vault
 
 Progress = Callable[[str, int, int], None]
 
@@ -68,8 +69,6 @@ def markdown_files(root: Path, hidden: Iterable[str] = (), vaults: list[Path] | 
     """The .md files under `root`, sorted, leaving out hidden folders (.git, .obsidian, ...) but
     those named in `hidden` (".claude"), and memvault vaults and links into one, which are added
     to `vaults`."""
-    from memvault.storage.vault_dir import find_enclosing_vault
-
     found: list[Path] = []
     passed: list[Path] = []
     for folder, dirs, files in os.walk(root):
