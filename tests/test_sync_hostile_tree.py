@@ -243,3 +243,44 @@ def test_settings_no_command_can_load_stop_every_command_before_it_changes_anyth
     assert run_memvault("doctor", "--fix", "--vault", str(a)).returncode in (0, 1)
     done = run_memvault("status", "--vault", str(a))
     assert done.returncode == 0, done.stderr
+
+
+def _project(tmp_path: Path, branch: str) -> Path:
+    """A bare repository holding a software project, not a vault: what a wrong URL points at."""
+    remote, work = tmp_path / "project.git", tmp_path / "project"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", branch, str(remote)], check=True)
+    subprocess.run(["git", "init", "-q", "-b", branch, str(work)], check=True)
+    (work / "src").mkdir()
+    (work / "README.md").write_text("# a project\n")
+    (work / "src" / "app.py").write_text("print(1)\n")
+    git(work, "add", "-A")
+    git(work, *HOSTILE, "commit", "-qm", "project")
+    git(work, "push", "-q", str(remote), branch)
+    return remote
+
+
+@pytest.mark.parametrize("branch", ["main", "master"])
+def test_sync_to_a_repository_that_holds_no_vault_merges_and_sends_nothing(tmp_path, branch):
+    """A wrong URL (a project's repository) took the project's files into the vault and pushed every
+    fact to the project, exit 0; clone of the same URL already refused it."""
+    remote = _project(tmp_path, branch)
+    refs = git(remote, "for-each-ref")
+    vault = tmp_path / "vault"
+    assert run_memvault("init", str(vault)).returncode == 0
+    assert run_memvault("add", "my private diary entry", "--vault", str(vault)).returncode == 0
+    assert run_memvault("remote", "set", str(remote), "--vault", str(vault)).returncode == 0
+    head = git(vault, "rev-parse", "HEAD")
+    done = run_memvault("sync", "--vault", str(vault))
+    assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "holds no memvault vault" in done.stderr, done.stderr
+    assert "nothing was merged or sent" in done.stderr
+    assert git(vault, "rev-parse", "HEAD") == head and not (vault / "src").exists() and is_clean(vault)
+    assert git(remote, "for-each-ref") == refs  # no branch moved or made there
+    assert "diary" not in git(remote, "log", "--all", "-p")
+
+
+def test_a_remote_whose_settings_file_was_deleted_is_no_vault_to_merge(tmp_path):
+    _a, b, h = shared(tmp_path)
+    git(h, "rm", "-q", "memvault.toml")
+    push(h)
+    refused(b, "holds no memvault vault", "memvault.toml")

@@ -9,7 +9,7 @@ from typing import NoReturn
 from memvault.base.text import shown
 from memvault.errors import InvalidInput, RemoteError, SyncConflict
 from memvault.formats.layout import CONFIG_FILE
-from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE
+from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE, fetched_branches, vault_branches
 from memvault.remote.sync_checks import config_problem
 from memvault.remote.tree_checks import tree_problem
 from memvault.storage.gitstore import GitStore, git_reason, require_git
@@ -85,7 +85,7 @@ def _check_out(store: GitStore, url: str, root: Path, created: bool) -> str | No
 
 def _refuse_no_vault(store: GitStore, url: str, root: Path, created: bool, branch: str | None) -> NoReturn:
     """What was cloned holds no vault: it goes, and the error says where one may be."""
-    vaults = [] if branch else _vault_branches(store)
+    vaults = [] if branch else vault_branches(store, fetched_branches(store))
     _remove(root, created)
     if vaults:  # several, none named main, and HEAD names none of them
         raise InvalidInput(
@@ -106,21 +106,8 @@ def _vault_branch(store: GitStore, head: str | None) -> str | None:
     nothing does, or several branches do)."""
     if head is not None and _holds(store, "HEAD", CONFIG_FILE):
         return None
-    vaults = _vault_branches(store)
+    vaults = vault_branches(store, fetched_branches(store))
     return "main" if "main" in vaults else (vaults[0] if len(vaults) == 1 else None)
-
-
-def _vault_branches(store: GitStore) -> list[str]:
-    """The remote's branches (as this clone fetched them) whose tree holds a vault, asked of one
-    git process: a remote may have many branches."""
-    names = store.run("for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/{REMOTE}").split()
-    names = [name for name in names if name != "HEAD"]
-    if not names:
-        return []
-    found = store.run("cat-file", "--batch-check",
-                      input="".join(f"refs/remotes/{REMOTE}/{name}:{CONFIG_FILE}\n" for name in names)).split("\n")
-    # each line "<sha> blob <size>", or "<name> missing"
-    return [name for name, line in zip(names, found, strict=True) if line.split(" ")[1:2] == ["blob"]]
 
 
 def _holds(store: GitStore, rev: str, path: str) -> bool:

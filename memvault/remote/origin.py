@@ -4,6 +4,8 @@ remote set`), the branch, and how far ahead or behind the last sync left it."""
 from __future__ import annotations
 
 from memvault.errors import InvalidInput
+from memvault.formats.layout import CONFIG_FILE
+from memvault.storage.gitstore import GitStore
 from memvault.storage.store import Storage
 
 REMOTE = "origin"
@@ -69,3 +71,20 @@ def ref_exists(storage: Storage, ref: str) -> bool:
     except git.GitCommandError:
         return False
     return True
+
+
+def fetched_branches(store: GitStore) -> list[str]:
+    """The remote's branches, as this clone last fetched them."""
+    names = store.run("for-each-ref", "--format=%(refname:strip=3)", f"refs/remotes/{REMOTE}").split()
+    return [name for name in names if name != "HEAD"]
+
+
+def vault_branches(store: GitStore, names: list[str]) -> list[str]:
+    """Those of the fetched branches `names` whose tree holds a vault, asked of one git process: a
+    remote may have many branches."""
+    if not names:
+        return []
+    found = store.run("cat-file", "--batch-check",
+                      input="".join(f"refs/remotes/{REMOTE}/{name}:{CONFIG_FILE}\n" for name in names)).split("\n")
+    # each line "<sha> blob <size>", or "<name> missing"
+    return [name for name, line in zip(names, found, strict=True) if line.split(" ")[1:2] == ["blob"]]

@@ -24,7 +24,15 @@ from memvault.base.text import shown
 from memvault.errors import InvalidInput, MemvaultError, RemoteError, SyncConflict, VaultBusy, worded
 from memvault.formats.layout import CONFIG_FILE, LOGS_DIR, SYNC_LOCK, TOMBSTONES_FILE, in_work_tree
 from memvault.remote import purge_adoption, purge_history, purge_state
-from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE, current_branch, ref_exists, remote_url
+from memvault.remote.origin import (
+    NETWORK_TIMEOUT_SECONDS,
+    REMOTE,
+    current_branch,
+    fetched_branches,
+    ref_exists,
+    remote_url,
+    vault_branches,
+)
 from memvault.remote.revisions import common_base, merge_base
 from memvault.remote.sync_checks import FIX_AT_SOURCE, RemoteChanges, remote_changes
 from memvault.remote.tree_checks import tree_problem
@@ -103,6 +111,7 @@ def _sync(storage: Storage, url: str) -> SyncReport:
     try:
         for attempt in range(1, PUSH_ATTEMPTS + 1):
             _fetch(storage, url)
+            _refuse_foreign(storage, url, branch)
             fetched = _sha(storage, f"refs/remotes/{REMOTE}/{branch}")
             adopted.update(_adopt_purges(storage, branch))
             report.purged = sorted(adopted - own)
@@ -174,6 +183,22 @@ def _fetch(storage: Storage, url: str) -> None:
         storage.git.run("fetch", "--quiet", "--no-tags", "--prune", REMOTE, kill_after_timeout=NETWORK_TIMEOUT_SECONDS)
     except git.GitCommandError as e:
         raise RemoteError(f"cannot fetch from {url}: {git_reason(e)}; nothing changed") from None
+
+
+def _refuse_foreign(storage: Storage, url: str, branch: str) -> None:
+    """Stop when the remote holds branches but no vault there (a wrong URL: a project's repository):
+    the merge would bring its files into the vault and the push would hand it every fact. An
+    empty remote is filled by the push; a vault on another of its branches leaves this one to it."""
+    names = fetched_branches(storage.git)
+    if not names:
+        return
+    vaults = vault_branches(storage.git, names)
+    if branch in vaults or (branch not in names and vaults):
+        return
+    where = (f"{REMOTE}/{branch} has no {CONFIG_FILE}" if branch in names
+             else f"none of its branches ({shown(names)}) holds one")
+    raise SyncConflict(f"sync stopped: {url} holds no memvault vault ({where}); nothing was merged or sent. Check "
+                       "the URL (`memvault remote set URL`); to publish this vault, sync it to an empty repository")
 
 
 def _merge(storage: Storage, branch: str, report: SyncReport) -> tuple[int, list[str]]:
