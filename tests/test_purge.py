@@ -471,7 +471,8 @@ def test_sync_waits_for_an_interrupted_purge_to_be_finished(tmp_path):
 
 def test_a_purge_from_another_clone_of_a_text_shaped_like_the_logs_structure_takes_nothing_else(tmp_path):
     """Hostile remote: a clone adds a fact whose text is a piece of every log item's metadata
-    comment, and another that is a line of .gitattributes, purges them and pushes. This clone's
+    comment, another that is a line of .gitattributes and one that is its daily log's header
+    (which became "[purged]": doctor failed and dream stopped at that day), purges them and pushes. This clone's
     sync adopts the purge: every other fact, its metadata and the merge rule are still there, and
     a fact quoting a purged text keeps its other words."""
     remote, a, b, _ids = _machines(tmp_path)
@@ -479,7 +480,8 @@ def test_a_purge_from_another_clone_of_a_text_shaped_like_the_logs_structure_tak
     quoting = Vault(a).add("Bob wrote logs/** merge=union into the wrong file", at="2026-11-04")
     assert run_memvault("sync", "--vault", str(a)).returncode == 0
     assert run_memvault("sync", "--vault", str(b)).returncode == 0
-    traps = [Vault(b).add(text, at="2026-11-04").id for text in (',"category":"fact"} -->', "logs/** merge=union")]
+    traps = [Vault(b).add(text, at="2026-11-04").id
+             for text in (',"category":"fact"} -->', "logs/** merge=union", "# 2026-11-04")]
     assert run_memvault("sync", "--vault", str(b)).returncode == 0
     assert run_memvault("sync", "--vault", str(a)).returncode == 0   # a now holds the traps too
     done = run_memvault("purge", *traps, "--yes", "--vault", str(b))
@@ -495,6 +497,7 @@ def test_a_purge_from_another_clone_of_a_text_shaped_like_the_logs_structure_tak
     assert all(f.category for f in Vault(a).iter_facts())
     assert after[quoting.id] == "Bob wrote [purged] into the wrong file"
     assert (a / ".gitattributes").read_text() == attributes
+    assert (a / "logs/2026/2026-11-04.md").read_text().startswith("# 2026-11-04\n")
     doctor = run_memvault("doctor", "--vault", str(a))
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert is_clean(a)

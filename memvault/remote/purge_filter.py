@@ -25,6 +25,7 @@ from memvault.formats.layout import CONFIG_FILE, DREAM_LOG, GITATTRIBUTES, GITIG
 PURGED_MARK = "[purged]"
 _ID = r"[0-9a-hjkmnp-tv-z]{16}"
 _CITED = re.compile(rf"\[\^({_ID})\]")
+_DAY_HEADER = re.compile(r"# \d{4}-\d{2}-\d{2}\r?\n?")
 _NAMED = re.compile(rf"^(?:[a-z]+: )?({_ID})\b|\(({_ID})\.\.({_ID})\)")
 PURGE_SUBJECT = "purge: "       # the purge commit's own message is left as it is
 MIN_NEEDLE_CHARS = 12           # shorter texts (or lines of a text) are removed by id only
@@ -105,8 +106,8 @@ def _scrub_title(line: str, needles: list[str]) -> str:
 
 def _scrub_log(text: str, ids: set[str], needles: list[str]) -> str:
     """A daily log without the purged facts' items (the item line and its indented lines); in the
-    other items only the words of the text change, never their metadata comment, so no other fact
-    is lost, whatever the purged text was."""
+    other items only the words of the text change, never their metadata comment, and the day's
+    header is kept, so no other fact is lost, whatever the purged text was."""
     out = []
     for chunk in split_log(text):
         first, _newline, rest = chunk.text.partition("\n")
@@ -114,7 +115,8 @@ def _scrub_log(text: str, ids: set[str], needles: list[str]) -> str:
         if meta >= 0 and item_id(first) in ids:
             continue  # the canonical copy: a daily-log item of a purged fact
         if meta < 0:
-            out.append(_replace(chunk.text, needles))
+            # the log's "# YYYY-MM-DD" header is structure: a reader that lost it takes no line for a fact
+            out.append(chunk.text if _DAY_HEADER.fullmatch(chunk.text) else _replace(chunk.text, needles))
             continue
         out.append(_replace(first[:meta], needles) + _scrub_labels(first[meta:], needles) + _newline
                    + _replace(rest, needles))
