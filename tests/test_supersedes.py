@@ -179,3 +179,38 @@ def test_an_imported_record_may_supersede_a_stored_fact(vault, cli, vault_dir, t
     assert refused.exit_code == 2 and refused.stderr.startswith(f"memvault: bad.jsonl:1: supersedes {paris.id}")
     assert f"already superseded by {lyon.id}" in refused.stderr and len(refused.stderr.splitlines()) == 1
     assert commit_count(vault_dir) == commits and is_clean(vault_dir)
+
+
+def test_writers_superseding_one_fact_at_once_leave_one_successor(vault, vault_dir):
+    """Four processes (and four threads of one Vault) each added `--supersedes B` at the same moment,
+    and all four were written: each checked before the write lock, so the chain forked. The check is
+    made again under the lock: one is written, the others refused with exit 2."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memvault import Vault
+
+    bob = vault.add("Bob lives in Paris")
+    writers = [subprocess.Popen([sys.executable, "-m", "memvault", "--vault", str(vault_dir), "add",
+                                 f"Bob lives in city {i}", "--supersedes", bob.id],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+    results = [(w.wait(timeout=120), w.stderr.read()) for w in writers]
+    assert sorted(code for code, _ in results) == [0, 2, 2, 2], results
+    assert all("already superseded" in err for code, err in results if code == 2), results
+    assert sum(1 for f in vault.iter_facts() if f.supersedes == bob.id) == 1
+    assert is_clean(vault_dir)
+
+    dora = vault.add("Dora lives in Oslo")
+
+    def supersede(i: int) -> str:
+        try:
+            Vault(vault_dir).add(f"Dora lives in town {i}", supersedes=dora.id)
+            return "written"
+        except InvalidInput as e:
+            return str(e)
+
+    with ThreadPoolExecutor(4) as pool:
+        outcomes = list(pool.map(supersede, range(4)))
+    assert outcomes.count("written") == 1, outcomes
+    assert sum(1 for f in vault.iter_facts() if f.supersedes == dora.id) == 1

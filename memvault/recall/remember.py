@@ -35,7 +35,13 @@ def add_facts(storage: Storage, drafts: Iterable[Draft], *, allow_secret: bool) 
     stored fact takes its place in the list returned, and a notice says so.
     """
     facts = checked_facts(storage, drafts, allow_secret=allow_secret)
-    written, stored = write_facts(storage, facts)
+    if any(fact.supersedes for fact in facts):
+        # Checked again under the write lock: writers superseding one fact at once all passed the
+        # first check, and the chain forked (one successor shown, the others neither current nor marked).
+        with storage.write_lock():
+            written, stored = write_facts(storage, _succession_checked(storage, facts), locked=True)
+    else:
+        written, stored = write_facts(storage, facts)
     if len(written) == len(facts):
         return facts
     found = stored_facts(storage, stored)
@@ -53,7 +59,7 @@ def fact_by_key(storage: Storage, key: str) -> Fact | None:
 
 
 def write_facts(storage: Storage, facts: list[Fact], origin: str | None = None, *,
-                looked_up: bool = False) -> tuple[set[str], dict]:
+                looked_up: bool = False, locked: bool = False) -> tuple[set[str], dict]:
     """Append checked facts as one commit, less those whose key is stored: (ids written, {key: where
     the stored fact is}). A retry of an add that was committed returns here without the lock
     (unless the caller `looked_up` the keys itself; they are looked up again under the lock)."""
@@ -65,7 +71,7 @@ def write_facts(storage: Storage, facts: list[Fact], origin: str | None = None, 
             fresh.append(fact)
             taken.add(fact.key)
     if fresh:
-        stored.update(storage.facts.append_facts(fresh, origin))
+        stored.update(storage.facts.append_facts(fresh, origin, locked=locked))
     written = {fact.id for fact in fresh if fact.key is None or fact.key not in stored}
     return written, stored
 

@@ -183,8 +183,10 @@ class FactLog:
                         return fact
         return None
 
-    def append_facts(self, facts: list[Fact], origin: str | None = None) -> dict[str, Keyed]:
+    def append_facts(self, facts: list[Fact], origin: str | None = None, *, locked: bool = False) -> dict[str, Keyed]:
         """Append facts to their days' logs and commit them: all of them, or (on an error) none.
+        `locked`: the caller holds the write lock (Storage.write_lock), having checked under it what
+        another writer could change meanwhile.
 
         A writer that finds the write lock taken queues its facts and waits: the lock's next holder
         commits every queued batch in one commit, so concurrent writers are not refused. Facts
@@ -194,6 +196,8 @@ class FactLog:
         `origin` names what an import read, for the commit message.
         """
         request = Request.of(facts, origin)
+        if locked:
+            return self._commit_queue(own=request)
         write_lock = lock.OsLock(self.work.lock_path(WRITE_LOCK))
         with writing(f"{LOCKS_DIR}/{WRITE_LOCK}", "nothing was added"):
             got_it = write_lock.acquire()
