@@ -267,3 +267,35 @@ def test_a_conflict_reason_naming_facts_by_their_handles_reaches_the_inbox_citin
     assert dream(vault, fake).ok
     inbox = (vault.root / "wiki/0_Inbox/conflicts.md").read_text()
     assert f"[^{two.id}] says the 5th floor, [^{one.id}] the 3rd — new [^{two.id}] vs [^{one.id}]" in inbox
+
+
+def test_a_persons_lines_on_a_page_survive_the_next_dream_and_its_undo(vault, fake):
+    """Three ways a dream lost a person's words (found by a hostile QA pass): a line appended to a
+    page (`echo >>` puts it below the fact sources block) was dropped when dream updated the page;
+    an uncommitted edit of a page rode in the dream's commit, so undoing the dream took it away;
+    and undo overwrote an uncommitted edit of a page its batch wrote, which git held no copy of."""
+    from support.git import git
+
+    fake.default = file_every_fact(lambda fact: ALICE)
+    add(vault, "Alice prefers green tea", "2026-11-01")
+    assert dream(vault, fake).ok
+    page = vault.root / ALICE
+    page.write_text(page.read_text() + "- Alice's shoe size is 38\n")      # below the sources block
+    git(vault.root, "commit", "-qam", "hand: shoe size")
+    memory = vault.root / "MEMORY.md"
+    memory.write_text(memory.read_text() + "Hand note at the end of MEMORY\n")  # uncommitted
+    add(vault, "Alice reads novels", "2026-11-02")
+    assert dream(vault, fake).ok
+
+    text = page.read_text()
+    assert "shoe size is 38" in text and "reads novels" in text
+    assert text.index("shoe size") < text.index("<!-- fact sources")  # read as the page's text now
+    assert "Hand note at the end of MEMORY" in git(vault.root, "log", "-p", "--format=%s", "--", "MEMORY.md")
+    assert git(vault.root, "log", "-1", "--format=%s", "HEAD~1").startswith("edit: MEMORY.md")
+    assert is_clean(vault.root)
+
+    page.write_text(page.read_text() + "- my uncommitted note\n")
+    with pytest.raises(Exception, match="uncommitted") as refused:
+        vault.dream_undo()
+    assert type(refused.value).__name__ == "UndoRefused" and ALICE in str(refused.value)
+    assert "my uncommitted note" in page.read_text() and vault.watermark == date(2026, 11, 2)

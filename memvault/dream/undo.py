@@ -24,7 +24,8 @@ _FIELD = "\x1f"
 
 
 class UndoRefused(MemvaultError):
-    """Later commits changed the batch's files, or a scrub came after it (exit 1, type `UndoRefused`)."""
+    """Later commits changed the batch's files, they hold uncommitted edits, or a scrub came after
+    it (exit 1, type `UndoRefused`)."""
 
 
 @dataclass
@@ -129,6 +130,17 @@ def _refuse_later_changes(target: _DreamCommit, paths: set[str], later: list[tup
             )
 
 
+def _refuse_uncommitted(storage: Storage, target: _DreamCommit, paths: list[str]) -> None:
+    """UndoRefused when a file the revert rewrites holds an edit git has no copy of: it would be lost."""
+    dirty = [line[3:] for line in storage.git.status(*paths)]
+    if dirty:
+        raise UndoRefused(
+            f"cannot undo {target.sha[:12]} ({target.message}): the revert would overwrite uncommitted edits "
+            f"to {', '.join(dirty[:3])}; keep them by committing them (then undo refuses, as after any later "
+            f"change), or drop them (`git -C {storage.root} checkout -- {' '.join(dirty[:3])}`) and undo again"
+        )
+
+
 def undo_last_dream(storage: Storage) -> dict:
     """Revert the newest applied dream batch not undone yet; returns what was reverted."""
     storage.recovery.recover()
@@ -149,6 +161,7 @@ def undo_last_dream(storage: Storage) -> dict:
         message = f"{UNDO_PREFIX}{target.sha[:12]} ({target.message})"
         restore = sorted(p for p in paths if status[p] != "A")
         everything = sorted(paths | {DREAM_LOG})
+        _refuse_uncommitted(storage, target, everything)
         with storage.transaction(REPLACE, everything, message):
             if restore:
                 # nothing later changed these files: their state before the batch is the revert

@@ -58,9 +58,11 @@ def cited_ids(text: str) -> list[str]:
 
 
 def clean_body(body: str) -> str:
-    """Drop footnote definitions and the generated sources block: the runner writes those."""
-    body = body.split(SOURCES_MARK, 1)[0]
-    return FOOTNOTE_DEF.sub("", body).strip("\n")
+    """Drop footnote definitions and the generated sources block: the runner writes those. A line
+    a person wrote below the block (`echo "- …" >> page.md` puts it there) is the page's text:
+    kept, at the end of the body, so the next dream neither drops it nor leaves it unread."""
+    parts = (FOOTNOTE_DEF.sub("", part).strip("\n") for part in body.split(SOURCES_MARK))
+    return "\n\n".join(part for part in parts if part.strip())
 
 
 @dataclass

@@ -236,6 +236,9 @@ class UnitOfWork:
         """Rewrite (and remove) files as one commit, or after a crash not at all. Hold the write lock."""
         removed = list(removed)
         paths = sorted({*files, *removed})
+        # A person's uncommitted edits of these files get a commit of their own first: memvault's
+        # commit holds only its change (a dream undone later takes nothing of theirs with it).
+        self.hand_edits.commit_hand_edits(paths, f"before {message.splitlines()[0]}")
         with self.transaction(REPLACE, paths, message):
             for rel in removed:
                 inside(self.root, rel).unlink(missing_ok=True)
