@@ -408,3 +408,20 @@ def test_an_ignored_file_of_yours_where_the_remote_brings_one_is_never_overwritt
     assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
     assert f"adds {mine}," in done.stderr and "nothing was merged" in done.stderr, done.stderr
     assert (b / mine).read_text() == "my precious ignored file\n"
+
+
+@pytest.mark.parametrize("file, line", [
+    ("log", "- hand-written line without metadata"),
+    ("log", '- a fact with a broken comment <!-- mv {"id": -->'),
+    ("tombstones.jsonl", "garbage not json"),
+])
+def test_lines_no_reader_can_read_are_refused(tmp_path, file, line):
+    """A remote line that is no fact (a collaborator's hand edit) was merged without a word, and dream
+    then stopped before that day on every clone; a garbage forget record went unnoticed too."""
+    _a, b, h = shared(tmp_path)
+    target = _log(h) if file == "log" else h / file
+    with target.open("a") as f:
+        f.write(line + "\n")
+    push(h, "hand edit")
+    refused(b, "no fact or forget record memvault can read", line[:20])
+    assert Vault(b).dream_status()["stopped"] is None

@@ -35,6 +35,11 @@ def text_hash(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def unreadable_lines(content: str) -> list[str]:
+    """The lines of tombstones.jsonl that hold no forget record parse_tombstones can read."""
+    return [line for line in (raw.strip() for raw in content.splitlines()) if line and not parse_tombstones(line)]
+
+
 def parse_tombstones(content: str) -> dict[str, Tombstone]:
     """Tombstones by fact id; the first record wins (a union merge may bring a duplicate line),
     except that a purge record beats a forget record of the same fact wherever it stands."""

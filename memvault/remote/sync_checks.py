@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from memvault.base.config import parse_config
 from memvault.base.text import shown
 from memvault.errors import InvalidInput
-from memvault.formats.facts import item_id, parse_log, split_log, stored_id
+from memvault.formats.facts import INDENT, item_id, parse_log, split_log, stored_id
 from memvault.formats.layout import CONFIG_FILE, GITATTRIBUTES, GITIGNORE, LOGS_DIR, TOMBSTONES_FILE
-from memvault.formats.tombstones import Tombstone, parse_tombstones
+from memvault.formats.tombstones import Tombstone, parse_tombstones, unreadable_lines
 from memvault.remote.ignores import ignored, own_paths
 from memvault.remote.revisions import common_base, read_files
 from memvault.remote.union_merge import MERGE_DRIVER, UNION_PATTERNS
@@ -61,6 +61,7 @@ class RemoteChanges:
     edited_both: list[str] = field(default_factory=list)    # items changed there and here, differently
     edited_logs: set[str] = field(default_factory=set)      # the logs holding them
     reused: list[str] = field(default_factory=list)         # ids added there that another log holds
+    unreadable: list[str] = field(default_factory=list)     # "<file>: <line>" of lines added there that no reader reads
     ignored: list[str] = field(default_factory=list)        # the vault's files a .gitignore changed there ignores
     ignore_files: list[str] = field(default_factory=list)   # the .gitignore files changed there
     config_problem: str | None = None                       # why memvault.toml there cannot be loaded
@@ -76,6 +77,9 @@ class RemoteChanges:
             return (f"adds a second item under the id(s) of fact(s) a daily log already holds "
                     f"({shown(self.reused)}), which would be read in place of those facts; remove the copies",
                     FIX_AT_SOURCE)
+        if self.unreadable:
+            return (f"adds line(s) that are no fact or forget record memvault can read ({shown(self.unreadable)}), "
+                    "which would stop dream before their day on every clone; correct or remove them", FIX_AT_SOURCE)
         if self.removed_facts:
             return (f"removes fact(s) {shown(self.removed_facts)} from the daily logs, which are append-only "
                     "(`memvault forget` is how a fact goes)", FIX_AT_SOURCE)
@@ -139,6 +143,8 @@ def _changed_paths(store: GitStore, base: str, rev: str) -> list[str]:
 def _forget_records_changed(changes: RemoteChanges, base: str, ours: str, theirs: str) -> None:
     """Forget records the remote removed (refused), and those it added that this side lacks (taken)."""
     before, here, there = (parse_tombstones(text) for text in (base, ours, theirs))
+    bad = Counter(unreadable_lines(theirs)) - Counter(unreadable_lines(base)) - Counter(unreadable_lines(ours))
+    changes.unreadable += [f"{TOMBSTONES_FILE}: {_cut(line)}" for line in bad]
     changes.unforgotten = sorted(set(before) - set(there))
     changes.forgotten = sorted(i for i, t in there.items() if i not in before and i not in here and not t.purged)
 
@@ -148,6 +154,7 @@ def _log_changed(changes: RemoteChanges, path: str, versions: tuple[str, ...],
     """What the remote did to one daily log's items: added (noted in `added`), repeated, removed, edited."""
     log = _LogReader(path)
     before, ours, after = (log.read(text) for text in versions)
+    changes.unreadable += [f"{path}: {_cut(line)}" for line in after.unreadable - before.unreadable - ours.unreadable]
     for i in after.parsed.keys() - before.parsed.keys():
         added.setdefault(i, set()).add(path)
     # an id twice in one log (readers take one of them): counted as reused unless it was so before
@@ -165,6 +172,11 @@ def _log_changed(changes: RemoteChanges, path: str, versions: tuple[str, ...],
         elif kind == "conflict":
             changes.edited_both.append(i)
             changes.edited_logs.add(path)
+
+
+def _cut(line: str) -> str:
+    first = line.split("\n", 1)[0].strip()
+    return first if len(first) <= 60 else first[:59] + "…"
 
 
 def _reused(store: GitStore, head: str, added: dict[str, set[str]]) -> list[str]:
@@ -252,6 +264,7 @@ class _LogVersion:
     ids: list[str] = field(default_factory=list)        # of the items that parse, in order
     parsed: dict[str, str] = field(default_factory=dict)  # id -> stored text of its last item that parses
     stored: dict[str, str] = field(default_factory=dict)  # id -> its last item as the merge driver keys it
+    unreadable: Counter = field(default_factory=Counter)  # lines and items no reader takes for a fact
     path: str = ""
 
     def repeated(self) -> set[str]:
@@ -279,6 +292,9 @@ class _LogReader:
         version = _LogVersion(path=self.path)
         for chunk in split_log(text):
             if not chunk.is_item:
+                line = chunk.text.rstrip("\n")
+                if line.strip() and not line.startswith("#") and not line.startswith(INDENT):  # as parse_log reads it
+                    version.unreadable[line] += 1
                 continue
             known = self._known.get(chunk.text)
             if known is None:
@@ -287,6 +303,8 @@ class _LogReader:
                 fact_id = facts[0].id if facts else item_id(chunk.text.split("\n", 1)[0])
                 known = self._known[chunk.text] = (chunk.text, fact_id, bool(facts))
             item, fact_id, parses = known  # one copy of an item's text for all versions
+            if not parses:
+                version.unreadable[item] += 1
             if fact_id is None:
                 continue
             version.stored[fact_id] = item
