@@ -262,3 +262,32 @@ def test_any_values_end_in_a_result_or_a_one_line_error_that_changed_nothing(vau
     except MemvaultError as e:
         assert "\n" not in str(e) and str(e).strip(), repr(e)
         assert snapshot(vault.root) == before, (method, arguments)
+
+
+def test_an_empty_or_nul_path_a_huge_importance_and_surplus_arguments_are_refused_in_one_line(vault, tmp_path,
+                                                                                              monkeypatch):
+    """Found by a hostile pass: `Vault.open("")` opened (on a fresh HOME created) the default vault,
+    a NUL in a path and importance=10**400 raised ValueError and OverflowError from deep inside, and
+    the methods without arguments raised TypeError for one given."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("MEMVAULT_VAULT", raising=False)
+    before = snapshot(vault.root)
+    for call, words in [
+        (lambda: Vault.open(""), "path is empty"),
+        (lambda: Vault.open("  "), "path is empty"),
+        (lambda: Vault.init(str(tmp_path / "nul\x00x")), "path holds a NUL character"),
+        (lambda: vault.add("x", importance=10**400), "importance must be between 0 and 1"),
+        (lambda: vault.dream_undo(x=1), "Vault.dream_undo(): got an unexpected keyword argument 'x'"),
+        (lambda: vault.dream_status(1), "Vault.dream_status(): too many positional arguments"),
+    ]:
+        with pytest.raises(InvalidInput) as refused:
+            call()
+        assert words in str(refused.value) and "\n" not in str(refused.value)
+    assert not (tmp_path / "data").exists() and not (tmp_path / "home").exists()  # no default vault made
+    assert snapshot(vault.root) == before
+    with pytest.raises(MemvaultError) as as_text:
+        vault.why("7")
+    with pytest.raises(MemvaultError) as as_number:
+        vault.why(7)  # a MEMORY.md line number, as the CLI takes it
+    assert str(as_number.value) == str(as_text.value)

@@ -51,9 +51,27 @@ def checked(function: Function) -> Function:
                 continue
             if not accepts(hint, value):
                 raise InvalidInput(_refusal(name, hint, value))
+            problem = _path_problem(hint, value)
+            if problem is not None:
+                raise InvalidInput(f"{name} {problem}")
         return function(*args, **kwargs)
 
     return typing.cast(Function, call)
+
+
+def _path_problem(hint: Any, value: Any) -> str | None:
+    """Why a value given for a path is none: "" is no folder (it read as "no path given" and opened,
+    even created, the default vault), and no path holds a NUL (ValueError from deep inside)."""
+    if not isinstance(value, (str, os.PathLike)) or not any(
+            (typing.get_origin(member) or member) is os.PathLike for member in _members(hint)):
+        return None
+    text = os.fspath(value)
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    if not text.strip():
+        return "is empty"
+    if "\0" in text:
+        return "holds a NUL character, which no path can"
+    return None
 
 
 def _refusal(name: str, hint: Any, value: Any) -> str:

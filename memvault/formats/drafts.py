@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -222,6 +221,7 @@ def validate_importance(value: object) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInput(f"importance must be a number between 0 and 1, got {value!r}")
-    if math.isnan(value) or not 0.0 <= float(value) <= 1.0:
-        raise InvalidInput(f"importance must be between 0 and 1, got {value}")
+    if not 0 <= value <= 1:  # nan too; compared as given (float(10**400) overflows)
+        shown = value if isinstance(value, float) or abs(value) < 10**15 else "a whole number that large"
+        raise InvalidInput(f"importance must be between 0 and 1, got {shown}")
     return float(value)

@@ -72,6 +72,7 @@ class Vault(Opening):
         """The last day consolidated by dream (from log.md), or None."""
         return self.storage.dreams.watermark
 
+    @checked
     def tombstones(self) -> dict[str, Tombstone]:
         return self.storage.tombstone_log.tombstones()
 
@@ -80,6 +81,7 @@ class Vault(Opening):
         """All facts, oldest day first (file order within a day)."""
         return self.storage.facts.iter_facts(include_forgotten)
 
+    @checked
     def problems(self) -> list[ParseProblem]:
         """Lines in the daily logs that look like facts but do not parse (for doctor)."""
         return self.storage.facts.problems()
@@ -110,6 +112,7 @@ class Vault(Opening):
 
         return add_facts(self.storage, drafts, allow_secret=allow_secret)
 
+    @checked
     def fact_by_key(self, key: str) -> Fact | None:
         """The fact stored under `key` (its first copy), forgotten or not; None when no fact has it."""
         from memvault.recall.remember import fact_by_key
@@ -235,18 +238,21 @@ class Vault(Opening):
 
         return cast(ReindexReport, reindex(self.storage, clear=clear, progress=progress))
 
+    @checked
     def index_status(self) -> IndexStatus:
         """Documents indexed, documents without a vector yet, files that differ from the index."""
         from memvault.index.search import index_status
 
         return cast(IndexStatus, index_status(self.storage))
 
+    @checked
     def download_model(self) -> str:
         """Fetch the embedding model into the user cache (RemoteError if the hub is unreachable)."""
         from memvault.index.fetch import fetch_embedding_model
 
         return fetch_embedding_model(self.storage)
 
+    @checked
     def download_rerank_model(self) -> str:
         """Fetch search's rerank model (the cross-encoder) into the user cache, as `download_model`."""
         from memvault.index.fetch import fetch_rerank_model
@@ -274,12 +280,14 @@ class Vault(Opening):
         return run_dream(self.storage, dry_run=dry_run, max_batches=max_batches, min_facts=min_facts, model=model,
                          progress=progress, llm=llm, today=today)
 
+    @checked
     def dream_undo(self) -> UndoReport:
         """Revert the last dream commit with git revert, unless later commits touched its files."""
         from memvault.dream.undo import undo_last_dream
 
         return cast(UndoReport, undo_last_dream(self.storage))
 
+    @checked
     def dream_status(self) -> DreamStatus:
         """Watermark, pending days and facts, failed attempts, last result (from log.md and logs)."""
         from memvault.dream.status import dream_status
@@ -295,18 +303,21 @@ class Vault(Opening):
 
         return cast(RemoteInfo, set_remote(self.storage, url))
 
+    @checked
     def remote(self) -> RemoteInfo | None:
         """The remote, and ahead/behind as of the last sync; None if none is set."""
         from memvault.remote.origin import remote_info
 
         return cast("RemoteInfo | None", remote_info(self.storage))
 
+    @checked
     def sync(self) -> SyncReport:
         """Fetch, merge, push; returns a SyncReport. Raises SyncConflict or RemoteError."""
         from memvault.remote.sync import sync
 
         return sync(self.storage)
 
+    @checked
     def status(self, *, as_of: Any = None) -> VaultStatus:
         """Facts, days, pages, dream progress, index, remote, lock; `as_of`: the vault's contents
         then, with the commit that answered (no index, remote, lock or git then)."""
@@ -326,14 +337,15 @@ class Vault(Opening):
     # -- time travel (memvault.recall) -------------------------------------------------------
 
     @checked
-    def why(self, target: str) -> Why:
+    def why(self, target: str | int) -> Why:
         """Where a memory came from: for a MEMORY.md line (its number or words), a page section
         (`wiki/<zone>/<page>.md#<heading-slug>`) or a fact id, the page, the cited facts and each
         fact's commits (added, consolidated, superseded, forgotten); a memvault.recall.why.Why."""
         from memvault.recall.why import why
 
-        return why(self.storage, target)
+        return why(self.storage, str(target))
 
+    @checked
     def as_of(self, when: Any) -> VaultAt:
         """The vault as it stood at `when` (a date, a time, or a commit): a read-only view whose
         `search`, `context`, `recent`, `show` and `status` answer from that commit (`moment`)."""

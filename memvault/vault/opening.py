@@ -52,6 +52,7 @@ class Opening:
 
         products_on_one_thread()
 
+    @checked
     def close(self) -> None:
         """Release the search index this object keeps open between searches."""
         self.storage.close()
@@ -125,6 +126,7 @@ class Opening:
         vault.created = True
         return vault
 
+    @checked
     def recover(self) -> list[str]:
         """Repair what an interrupted command left behind; returns (and tells) what was done."""
         done = self.storage.recovery.recover()
