@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -204,3 +205,26 @@ def test_a_vault_kept_open_answers_from_any_thread(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(one_agent, range(4))) == [True] * 4
     vault.close()
+
+
+def test_a_vault_inside_another_vault_is_refused_and_one_put_there_by_hand_is_not_read_as_pages(tmp_path):
+    """`init a/wiki/nested` was accepted; the nested vault's logs and private facts then became pages
+    of the outer vault, in its search and in `context`."""
+    outer = tmp_path / "a"
+    assert run_memvault("init", str(outer)).returncode == 0
+    assert run_memvault("add", "outer fact about tea", "--vault", str(outer)).returncode == 0
+    head = git(outer, "rev-parse", "HEAD")
+    for args in (["init", str(outer / "wiki" / "nested")], ["clone", str(outer), str(outer / "logs" / "inner")]):
+        done = run_memvault(*args)
+        assert done.returncode == ExitCode.USAGE, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and f"inside the vault {outer}" in done.stderr
+    assert not (outer / "wiki" / "nested").exists() and not (outer / "logs" / "inner").exists()
+    assert git(outer, "rev-parse", "HEAD") == head and is_clean(outer)
+
+    nested = outer / "wiki" / "nested"   # made by hand, with plain git: memvault still reads it as its own
+    subprocess.run(["git", "clone", "-q", str(outer), str(nested)], check=True)
+    assert run_memvault("add", "nested private fact zebra", "--vault", str(nested)).returncode == 0
+    found = run_memvault("search", "zebra", "--lexical", "--json", "--vault", str(outer))
+    assert found.returncode == 0 and found.stdout.strip() == "[]", found.stdout
+    status = run_memvault("status", "--json", "--vault", str(outer))
+    assert status.returncode == 0 and json.loads(status.stdout)["pages"] == 0, status.stdout

@@ -17,7 +17,8 @@ def init(
 ) -> None:
     """Create a vault: template files, its own git repository, and a first commit.
 
-    Refuses a non-empty directory that is not a vault; running it on an existing vault changes nothing.
+    Refuses a non-empty directory that is not a vault, and a folder inside another vault (whose
+    search and git would take its files); running it on an existing vault changes nothing.
     With --adopt, a vault that lost its .git (or whose .git is broken) gets a new repository holding
     its files as they are; the broken .git is kept in .memvault/, never deleted.
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memvault.formats.citations import page_citations
 from memvault.formats.facts import parse_log
-from memvault.formats.layout import LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
+from memvault.formats.layout import CONFIG_FILE, LOGS_DIR, TOMBSTONES_FILE, WIKI_DIR, is_log_name
 from memvault.formats.tombstones import Tombstone
 from memvault.index.documents import Document, fact_documents, page_documents
 from memvault.storage.paths import inside
@@ -35,12 +35,7 @@ class Corpus:
     def files(self) -> list[str]:
         """Vault-relative paths of every file whose documents belong in the index."""
         found = [self.storage.relpath(p) for p in self.storage.facts.log_files()]
-        wiki = self.root / WIKI_DIR
-        if wiki.is_dir():
-            # a symlinked page is never read (pages.list_pages skips it too; doctor lists it)
-            found += sorted(p.relative_to(self.root).as_posix() for p in wiki.rglob("*.md")
-                            if p.is_file() and not p.is_symlink())
-        return found
+        return found + sorted(path for path in self.stat_files() if path.startswith(WIKI_DIR + "/"))
 
     def stat_files(self) -> dict[str, tuple[int, int]]:
         """(mtime_ns, size) of every indexed file and of tombstones.jsonl, by vault-relative path.
@@ -58,7 +53,9 @@ class Corpus:
                 if is_log_name(entry.name) and (entry.is_file() or entry.is_symlink()):
                     st = entry.stat(follow_symlinks=False)
                     found[f"{LOGS_DIR}/{year.name}/{entry.name}"] = (st.st_mtime_ns, st.st_size)
-        for folder, _dirs, names in os.walk(os.path.join(root, WIKI_DIR)):
+        for folder, dirs, names in os.walk(os.path.join(root, WIKI_DIR)):
+            # another vault inside the wiki (cloned there by hand) is its own: its logs are no pages
+            dirs[:] = [d for d in dirs if not os.path.exists(os.path.join(folder, d, CONFIG_FILE))]
             for name in names:
                 if name.endswith(".md"):
                     path = os.path.join(folder, name)
@@ -67,7 +64,7 @@ class Corpus:
                     except FileNotFoundError:
                         continue
                     if stat.S_ISLNK(st.st_mode):
-                        continue
+                        continue  # a symlinked page is never read (list_pages skips it too; doctor lists it)
                     found[os.path.relpath(path, root).replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
         try:
             st = os.stat(os.path.join(root, TOMBSTONES_FILE), follow_symlinks=False)

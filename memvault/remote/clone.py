@@ -13,6 +13,7 @@ from memvault.remote.origin import NETWORK_TIMEOUT_SECONDS, REMOTE, fetched_bran
 from memvault.remote.sync_checks import config_problem
 from memvault.remote.tree_checks import tree_problem
 from memvault.storage.gitstore import GitStore, git_reason, require_git
+from memvault.storage.vault_dir import refuse_inside_a_vault
 
 
 def clone(url: str, root: Path) -> Path:
@@ -45,6 +46,7 @@ def _check_target(url: str, root: Path) -> None:
         raise InvalidInput("remote URL must be one line and must not start with '-'")
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidInput(f"{root} already exists and is not empty; choose a new directory")
+    refuse_inside_a_vault(root)
     blocker = next((p for p in root.parents if p.exists() and not p.is_dir()), None)
     if blocker is not None:  # git would fail making the folder: "unexpected error: FileExistsError"
         raise InvalidInput(f"cannot clone into {root}: {blocker} is not a directory")

@@ -38,6 +38,15 @@ def find_enclosing_vault(start: Path) -> Path | None:
     return None
 
 
+def refuse_inside_a_vault(root: Path) -> None:
+    """A new vault may not lie inside another: that one's files would hold it (under wiki/ its logs
+    and facts read as pages of the outer vault, handed to its agents), and its git sees a folder."""
+    outer = find_enclosing_vault(root.parent)
+    if outer is not None:
+        raise InvalidInput(f"{root} is inside the vault {outer}, whose search and git would take its files "
+                           "for their own; choose a folder outside it")
+
+
 def locate(path: os.PathLike[str] | str | None = None) -> Path:
     """Where the vault is: explicit path > MEMVAULT_VAULT > enclosing vault of cwd > default vault."""
     explicit = path or os.environ.get("MEMVAULT_VAULT")

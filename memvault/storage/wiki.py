@@ -20,7 +20,7 @@ from pathlib import Path
 from memvault.base.credentials import find_credentials
 from memvault.formats import dreamlog
 from memvault.formats.citations import mentions_any, page_citations
-from memvault.formats.layout import WIKI_DIR
+from memvault.formats.layout import CONFIG_FILE, WIKI_DIR
 from memvault.formats.pages import (
     INBOX_ZONE,
     SLUG,
@@ -93,6 +93,8 @@ def list_pages(root: Path) -> list[str]:
     for file in wiki.glob("*/*.md"):
         if file.is_symlink() or file.parent.is_symlink() or file.name.startswith("."):
             continue
+        if (file.parent / CONFIG_FILE).exists():
+            continue  # another vault cloned into the wiki: its files are its own
         found.append(file.relative_to(root).as_posix())
     return sorted(found)
 

@@ -76,6 +76,7 @@ class Opening:
             except BrokenRepository as e:
                 raise InvalidInput(f"{root} is a vault, but {e.problem}; `memvault init --adopt {root}` "
                                    "re-creates the repository from the vault's files") from None
+        vault_dir.refuse_inside_a_vault(root)
         vault_dir.make_vault(root)
         vault = cls(root, notify=notify)
         vault.created = True
