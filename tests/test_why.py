@@ -109,3 +109,18 @@ def test_words_on_several_memory_lines_ask_for_a_number(vault, dreamed):
     memory.write_text(memory.read_text() + f"- more journal entries — [Journal]({PAGE})\n")
     with pytest.raises(InvalidInput, match="2 lines of MEMORY.md hold those words"):
         vault.why("journal")
+
+
+def test_after_an_undo_the_fact_is_not_consolidated_and_a_blank_line_links_no_page(vault, dreamed, cli):
+    """Found by a hostile pass: after `dream --undo`, why still named the reverted batch as the one
+    that consolidated the fact; `why N` on a blank line said the line did not exist (exit 3)."""
+    memory = (vault.root / "MEMORY.md").read_text().split("\n")
+    blank = next(n for n, line in enumerate(memory, start=1) if not line.strip() and n < len(memory))
+    result = cli("why", str(blank))
+    assert result.exit_code == 2 and f"line {blank} of MEMORY.md links no page" in result.stderr, result.stderr
+    assert vault.why(dreamed["tea"].id).to_dict()["facts"][0]["consolidated"]["commit"] == dreamed["dream"]
+    vault.dream_undo()
+    assert vault.why(dreamed["tea"].id).to_dict()["facts"][0]["consolidated"] is None
+    (vault.root / "MEMORY.md").unlink()
+    with pytest.raises(NotFound, match="the vault has no MEMORY.md"):
+        vault.why("3")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.errors import InvalidInput, NotFound
+from memvault.formats.dreamlog import kept_ids, settled_ids
 from memvault.formats.facts import Fact
 from memvault.formats.layout import MEMORY_FILE, WIKI_DIR
 from memvault.formats.pages import cited_ids, clean_body
@@ -105,10 +106,13 @@ def why(storage: Storage, target: str) -> Why:
 
 
 def _from_memory(storage: Storage, target: str, number: int | None) -> Why:
+    if not storage.path(MEMORY_FILE).is_file():
+        raise NotFound("the vault has no MEMORY.md (dream writes it); give a page section or a fact id")
     lines = storage.read_text(MEMORY_FILE).split("\n")
+    count = len(lines) - (lines[-1] == "")
     if number is not None:
-        if not 1 <= number <= len(lines) or not lines[number - 1].strip():
-            raise NotFound(f"MEMORY.md has no line {number} (it has {len(lines) - (lines[-1] == '')} lines)")
+        if not 1 <= number <= count:  # (a blank line is there, and links no page: said below)
+            raise NotFound(f"MEMORY.md has no line {number} (it has {count} lines)")
     else:
         words = [w.casefold() for w in target.split()]
         matching = [n for n, text in enumerate(lines, start=1)
@@ -185,6 +189,8 @@ def _sources(storage: Storage, ids: list[str]) -> list[Source]:
     known = links(storage)
     found, journal = trails(storage.git, ids)
     tombstones = storage.tombstone_log.tombstones()
+    entries = storage.dreams.dream_entries()
+    accounted = settled_ids(entries) | kept_ids(entries)  # what log.md holds now (an undo cut its lines)
     citing: dict[str, list[str]] = {}
     for page, cited in pages_citing(storage, ids).items():
         for fact_id in cited:
@@ -197,7 +203,7 @@ def _sources(storage: Storage, ids: list[str]) -> list[Source]:
         by = next((c for new, c in trail.superseded if new == successor), None)
         tombstone = tombstones.get(fact_id)
         sources.append(Source(
-            fact_id, fact, trail.added, _consolidated(trail, journal),
+            fact_id, fact, trail.added, _consolidated(trail, journal, fact_id in citing, fact_id in accounted),
             {**tombstone.to_dict(), "commit": _commit(trail.forgotten)} if tombstone else None,
             fact.supersedes if fact else None,
             {"id": successor, "commit": _commit(by)} if successor else None,
@@ -213,12 +219,14 @@ def _fact(facts: FactLog, fact_id: str) -> Fact | None:
         return None
 
 
-def _consolidated(trail: Trail, journal: dict[str, list]) -> dict[str, Any] | None:
+def _consolidated(trail: Trail, journal: dict[str, list], cited: bool, recorded: bool) -> dict[str, Any] | None:
     """The dream that took the fact in: the latest commit citing it in a page, with the log.md entry
-    it wrote; else log.md's record of it (a duplicate settled or kept, a skipped batch's fact)."""
-    if trail.cited is not None:
+    it wrote; else log.md's record of it (a duplicate settled or kept, a skipped batch's fact). Only
+    while a page still cites it (`cited`) or log.md still records it (`recorded`): a dream undone
+    since took nothing in."""
+    if trail.cited is not None and cited:
         commit, how = trail.cited, "cited"
-    elif trail.recorded is not None:
+    elif trail.recorded is not None and recorded:
         commit, how = trail.recorded
     else:
         return None
