@@ -78,6 +78,14 @@ def test_dry_run_prints_the_proposal_and_writes_nothing(cli, fake):
     assert commit_count(cli.vault_dir) == before and is_clean(cli.vault_dir)
     assert not (cli.vault_dir / "wiki/people/quinn.md").exists()
 
+    # an answer a real run would refuse: the dry run says so and fails as that run would (it exited 0)
+    fake.default = "I am sorry, I cannot help with that."
+    rejected = cli("dream", "--dry-run")
+    assert rejected.exit_code == 5, rejected.stderr
+    assert "rejected" in rejected.stdout
+    assert "no fact passed" in rejected.stderr.strip().splitlines()[-1] and "not valid JSON" in rejected.stderr
+    assert commit_count(cli.vault_dir) == before and is_clean(cli.vault_dir)
+
 
 def test_exit_codes_for_missing_model_bad_answer_and_bad_options(cli, fake, monkeypatch):
     cli("add", "Rosa sails", "--at", DAY)

@@ -194,6 +194,8 @@ def _run_jobs(runner: Runner, report: DreamReport, *, scrub: bool, limit: int, t
         report.batches.append(result)
         say(_describe(result))
         if dry_run:
+            if result.outcome == "rejected":  # what a real run would refuse: said as its failure
+                report.error = f"batch {result.label}: {result.reason}"
             break
         if isinstance(job, Scrub) and result.outcome != "ok":
             scrub_blocked = True
@@ -309,8 +311,8 @@ def _describe(r: BatchResult) -> str:
                 f"→ watermark {r.watermark}" + (f" (notes: {'; '.join(r.notes)})" if r.notes else "")
                 + (f"; {len(r.left)} fact(s) left for a smaller batch" if r.left else ""))
     if r.outcome == "proposed":
-        return f"  {r.label}: proposal {'valid' if not r.reason else 'rejected: ' + r.reason}"
-    if r.outcome in ("failed", "error"):  # the reason is the run's error, told once by the caller
+        return f"  {r.label}: proposal valid" + (f" (left open: {r.reason})" if r.reason else "")
+    if r.outcome in ("failed", "error", "rejected"):  # the reason is the run's error, told once by the caller
         return f"  {r.label}: {r.outcome}" + (f" (attempt {r.attempt})" if r.attempt else "")
     if r.outcome == "split":
         return f"  {r.label}: no fact resolved ({r.reason}); asking again in smaller batches"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 @dataclass
 class BatchResult:
     label: str
-    outcome: str                      # ok | split | failed | skipped | error | planned | proposed
+    outcome: str                      # ok | split | failed | skipped | error | planned | proposed | rejected
     facts: int = 0
     late: int = 0
     created: list[str] = field(default_factory=list)

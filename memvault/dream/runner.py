@@ -215,7 +215,7 @@ class Runner:
             proposal, raw, turns = self._ask(job, tombstoned)
         except Rejected as e:
             if dry_run:
-                return job.preview(job.new_result("proposed"), None, e.raw, str(e))
+                return job.preview(job.new_result("rejected"), None, e.raw, _after(e.turns) + str(e))
             return self.failed(job, _after(e.turns) + str(e), snapshot, problems=e.problems)
         except ProviderUnavailable as e:
             if dry_run:
@@ -230,10 +230,14 @@ class Runner:
                 raise
             self.request_refused = True
             return self.failed(job, str(e), snapshot)
+        nothing_passed = job.partial and not (set(proposal.dispositions) - set(proposal.unresolved)) \
+            and bool(proposal.unresolved)
         if dry_run:
             open_ = "; ".join(f"{job.as_told(i)}: {job.as_told(r)}" for i, r in proposal.unresolved.items())
+            if nothing_passed:  # a real run would take nothing of this answer
+                return job.preview(job.new_result("rejected"), None, raw, _after(turns) + f"no fact passed ({open_})")
             return job.preview(job.new_result("proposed"), proposal, raw, open_ or None)
-        if job.partial and not (set(proposal.dispositions) - set(proposal.unresolved)) and proposal.unresolved:
+        if nothing_passed:
             return self._nothing_passed(job, proposal, raw, turns, snapshot)
         result = job.new_result()
         result.repairs = turns or None
