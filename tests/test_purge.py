@@ -939,3 +939,22 @@ def test_a_day_whose_facts_were_all_purged_is_not_pending(tmp_path):
     run = run_memvault("dream", "--json", "--vault", str(alone))  # no model configured: none needed
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["caught_up"] is True and snapshot(alone) == before
+
+
+def test_a_purge_that_finds_another_running_names_it_and_changes_nothing(tmp_path, monkeypatch):
+    """Two purges at once: the second was told "dream already running", which nothing was."""
+    from memvault.formats.layout import DREAM_LOCK
+    from memvault.storage.lock import OsLock
+
+    root = tmp_path / "v"
+    vault, ids = _vault_with_facts(root)
+    before = snapshot(root)
+    monkeypatch.setattr("sys.argv", ["memvault", "--vault", str(root), "purge", ids["secret"], "--yes"])
+    first = OsLock(vault.storage.lock_path(DREAM_LOCK))   # the first purge, mid-rewrite
+    assert first.acquire()
+    try:
+        done = run_memvault("purge", ids["secret"], "--yes", "--vault", str(root))
+    finally:
+        first.release()
+    assert done.returncode == ExitCode.DREAM_RUNNING and "a purge is already running" in done.stderr, done.stderr
+    assert snapshot(root) == before

@@ -11,8 +11,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 
@@ -82,18 +81,6 @@ def waiting_notice(who: dict | None, root: Path, then: str) -> str:
     who = who or {}
     by = f" (pid {who['pid']}: {who.get('command')})" if who.get("pid") else ""
     return f"waiting for the write lock of {root}{by}{then}"
-
-
-@contextmanager
-def exclusive(path: Path, busy: Exception) -> Iterator[None]:
-    """Hold the lock at `path` or raise `busy` at once (for work that must not queue up)."""
-    lock = OsLock(path, record=False)
-    if not lock.acquire():
-        raise busy
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def holder(path: Path) -> dict | None:

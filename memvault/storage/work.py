@@ -148,10 +148,19 @@ class UnitOfWork:
 
     @contextmanager
     def dream_lock(self) -> Iterator[None]:
-        """One dream at a time per vault; a second one fails at once instead of queueing."""
-        with lock.exclusive(self.lock_path(DREAM_LOCK), DreamRunning(
-                f"dream already running on {self.root}; try again when it has finished")):
+        """One dream, purge or history rewrite at a time per vault; a second one fails at once
+        instead of queueing, naming the command that holds the lock (a second purge was told a
+        dream was running)."""
+        path = self.lock_path(DREAM_LOCK)
+        held = lock.OsLock(path)
+        if not held.acquire():
+            command = (lock.holder(path) or {}).get("command") or ""
+            other = next((f"a {verb} is" for verb in ("purge", "sync") if f" {verb} " in f" {command} "), "dream")
+            raise DreamRunning(f"{other} already running on {self.root}; try again when it has finished")
+        try:
             yield
+        finally:
+            held.release()
 
     def lock_holder(self) -> dict | None:
         """Who holds the write lock right now (None when nobody does)."""
