@@ -113,8 +113,12 @@ def test_head_n_goes_back_n_commits_on_the_branch(cli, vault, vault_dir):
     too_far = cli("recent", "--as-of", f"HEAD~{len(line)}")
     assert too_far.exit_code == 2 and too_far.stderr.count("\n") == 1
     assert f"the vault has {len(line)} commit(s), so HEAD~{len(line) - 1} at most" in too_far.stderr
-    for bad in ("HEAD~", "HEAD~-1", "HEAD^", "head~1", "HEAD~1~1"):
+    for bad in ("HEAD~", "HEAD~-1", "HEAD^", "HEAD~1~1"):
         assert cli("recent", "--as-of", bad).exit_code == 2, bad
+    # HEAD alone and any case are git's too; a huge N is told the range, not "neither a date nor a commit"
+    assert vault.as_of("head~1").moment.commit.sha == line[1] and vault.as_of("HEAD").moment.commit.sha == line[0]
+    huge = cli("recent", "--as-of", "HEAD~99999999999999999999999")
+    assert huge.exit_code == 2 and f"HEAD~{len(line) - 1} at most" in huge.stderr
 
 
 def test_the_live_index_and_the_working_tree_are_never_touched(vault, vault_dir, months):

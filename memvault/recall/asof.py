@@ -60,8 +60,9 @@ KEPT_OPEN = 4  # past vaults a long-lived process keeps open (their search index
 PURGED_NOTE = "purged.json"
 
 
-# HEAD~N: N commits back on the branch (git's own spelling; no other revision syntax).
-BACK = re.compile(r"HEAD~(\d{1,9})")
+# HEAD~N: N commits back on the branch (git's own spelling, in any case; HEAD alone is HEAD~0; no
+# other revision syntax). Any N: one past the history is told how far back it goes.
+BACK = re.compile(r"HEAD(?:~(\d+))?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def moment(storage: Storage, when: Moment | str | datetime | date) -> Moment:
         raise InvalidInput("as_of must be a date, a time or a commit")
     back = BACK.fullmatch(when.strip())
     if back:
-        return _back(storage, when.strip(), int(back.group(1)))
+        return _back(storage, when.strip(), int(back.group(1) or 0))
     try:
         moment_ = parse_bound(when, storage.tz, end=True, option="as_of")
     except InvalidInput:
