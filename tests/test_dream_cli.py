@@ -93,6 +93,14 @@ def test_exit_codes_for_missing_model_bad_answer_and_bad_options(cli, fake, monk
     for ignored in (["--status", "--min-facts", "3"], ["--undo", "--model", "x/y"], ["--status", "--max-batches", "1"]):
         refused = cli("dream", *ignored)  # an option --status or --undo would ignore: said, not obeyed
         assert refused.exit_code == 2 and ignored[1] in refused.stderr and refused.stderr.count("\n") == 1
+    commits = commit_count(cli.vault_dir)
+    for address in ("not a url", "ftp://127.0.0.1/v1", "http://127.0.0.1:99999/v1"):
+        # a setting no server can answer: said at once, not retried as an outage and logged every night
+        monkeypatch.setenv("MEMVAULT_API_BASE", address)
+        wrong = cli("dream")
+        assert wrong.exit_code == 2 and "MEMVAULT_API_BASE" in wrong.stderr and address in wrong.stderr, wrong.stderr
+        assert wrong.stderr.count("\n") == 1 and commit_count(cli.vault_dir) == commits
+    monkeypatch.setenv("MEMVAULT_API_BASE", fake.api_base)
     fake.default = "Sure! Here is what I would do: nothing."
     bad = cli("dream", "--json")
     assert bad.exit_code == 5

@@ -13,7 +13,7 @@ from memvault.dream.prompt import base_tokens
 from memvault.dream.results import BatchResult, DreamReport
 from memvault.dream.runner import Job, Progress, Runner
 from memvault.dream.scrub import SCRUB_LABEL, Scrub, scrub_due
-from memvault.errors import LLMError, MemvaultError, VaultUnwritable, check_count, unwritable_in
+from memvault.errors import InvalidInput, LLMError, MemvaultError, VaultUnwritable, check_count, unwritable_in
 from memvault.storage.store import Storage
 
 
@@ -26,9 +26,28 @@ def llm_settings(storage: Storage, model: str | None = None) -> LLMSettings:
             "[llm] model in memvault.toml (a litellm model string such as openai/gpt-4o-mini)"
         )
     llm = storage.config.llm
+    _check_api_base(llm.api_base)
     return LLMSettings(model=model, api_base=llm.api_base, timeout=llm.timeout, attempts=llm.attempts,
                        backoff=llm.backoff, context_window=llm.context_window,
                        max_output_tokens=llm.max_output_tokens)
+
+
+def _check_api_base(api_base: str | None) -> None:
+    """An address no server can have ("not a url", ftp://, port 99999) is a setting to correct,
+    said before anything is asked: tried as an outage, it was retried and logged every night."""
+    if api_base is None:
+        return
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(api_base.strip())
+    try:
+        parts.port  # noqa: B018  (raises ValueError for a port out of range)
+        sound = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        sound = False
+    if not sound:
+        raise InvalidInput("the LLM's address (MEMVAULT_API_BASE, else [llm] api_base in memvault.toml) must be an "
+                           f"http:// or https:// URL such as http://127.0.0.1:8080/v1, got {api_base!r}")
 
 
 def run_dream(
