@@ -434,3 +434,18 @@ def test_two_vaults_apart_with_different_settings_stop_with_advice_that_works(tm
     assert done.returncode == ExitCode.SYNC_CONFLICT, done.stderr
     assert "memvault.toml" in done.stderr and "git merge --allow-unrelated-histories origin/main" in done.stderr
     assert git(b, "rev-parse", "HEAD") == head and is_clean(b)
+
+
+def test_a_push_the_remote_refuses_says_the_remotes_reason(tmp_path):
+    """A remote that is a working copy with main checked out refuses the push: the error was cut
+    at git's "failed to push some refs to '…" and said "merged locally" when nothing was merged."""
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)
+    vault = tmp_path / "v"
+    assert run_memvault("init", str(vault)).returncode == 0
+    assert run_memvault("remote", "set", str(work), "--vault", str(vault)).returncode == 0
+    done = run_memvault("sync", "--vault", str(vault))
+    assert done.returncode == ExitCode.REMOTE, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "refusing to update checked out branch" in line and "remote rejected" in line, line
+    assert "merged locally" not in line

@@ -351,7 +351,8 @@ def _push(storage: Storage, url: str, branch: str, fetched: str | None) -> tuple
         if "[rejected]" in reason or "non-fast-forward" in reason or "fetch first" in reason \
                 or "stale info" in reason or "but expected" in reason:
             raise _PushRejected() from None
-        raise RemoteError(f"merged locally but cannot push to {url}: {git_reason(e)}") from None
+        raise RemoteError(f"cannot push to {url}: {git_reason(e)}; what this sync merged here stays, and the next "
+                          "sync sends it") from None
     return ahead, replace
 
 

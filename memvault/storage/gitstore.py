@@ -394,6 +394,12 @@ def git_reason(error: Exception) -> str:
     ssh said before it ("Could not read from remote repository" alone does not say why)."""
     text = str(getattr(error, "stderr", "") or error).replace("stderr:", " ")
     lines = [line.rstrip("\r '\"") for line in text.splitlines()]
+    # A remote that refuses a push says why before git's own "failed to push some refs" line.
+    refused = next((line.strip(" '\"")[len("remote: "):] for line in lines
+                    if line.strip(" '\"").startswith(("remote: error:", "remote: fatal:"))), None)
+    rejected = next((line.strip(" '\"!") for line in lines if "[remote rejected]" in line), None)
+    if refused or rejected:
+        return "; ".join(part for part in (refused, rejected) if part)
     for n, line in enumerate(lines):
         said = line.strip(" '\"")
         if said.lower().startswith(("fatal:", "error:")):
