@@ -276,3 +276,16 @@ def test_a_write_under_way_in_another_process_is_not_called_uncommitted(vault_di
                            capture_output=True, text=True, timeout=120)
     assert after.returncode == 1
     assert {c["name"]: c for c in json.loads(after.stdout)["checks"]}["uncommitted changes"]["status"] == "fail"
+
+
+def test_a_forget_record_that_does_not_parse_is_named(cli, vault):
+    """A garbage line in tombstones.jsonl (a hand edit, a merge by plain git) forgets nothing, and
+    doctor said every check was ok."""
+    fact = vault.add("Alice prefers green tea")
+    vault.forget(fact.id, "wrong")
+    with open(vault.root / "tombstones.jsonl", "a") as f:
+        f.write("garbage not json\n")
+    git(vault.root, "commit", "-qam", "hand edit")
+    checks = _checks(cli("doctor", "--json"))
+    assert checks["forget records"]["status"] == "warn" and checks["forget records"]["details"] == ["garbage not json"]
+    assert "1 line(s) of tombstones.jsonl" in checks["forget records"]["message"]

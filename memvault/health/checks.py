@@ -12,8 +12,17 @@ from pathlib import Path
 from memvault.base.config import unknown_settings
 from memvault.base.credentials import find_credentials, unmarked_credentials
 from memvault.errors import InvalidInput
-from memvault.formats.layout import CONFIG_FILE, INDEX_FILE, LOGS_DIR, MEMORY_FILE, WRITE_LOCK, is_misdated_log
+from memvault.formats.layout import (
+    CONFIG_FILE,
+    INDEX_FILE,
+    LOGS_DIR,
+    MEMORY_FILE,
+    TOMBSTONES_FILE,
+    WRITE_LOCK,
+    is_misdated_log,
+)
 from memvault.formats.pages import cited_ids
+from memvault.formats.tombstones import unreadable_lines
 from memvault.health.doctor import FAIL, FIXED, OK, WARN, Check, DoctorReport, Probe, process_of, shown_details
 from memvault.health.full import Full
 from memvault.health.tally import fact_counts, forget_tally, full_count
@@ -224,6 +233,18 @@ def check_log_lines(storage: Storage) -> Check:
     return Check("daily logs", OK, f"{len(storage.facts.log_files())} daily log(s) parse cleanly")
 
 
+def check_forget_records(storage: Storage) -> Check:
+    """Lines of tombstones.jsonl that forget nothing (a hand edit, a merge by plain git): the fact
+    they meant is still live, and nothing else would say so."""
+    name = "forget records"
+    bad = unreadable_lines(storage.read_text(TOMBSTONES_FILE))
+    if bad:
+        return Check(name, WARN, f"{len(bad)} line(s) of {TOMBSTONES_FILE} are no forget record and forget nothing: "
+                     "correct or remove them, and `memvault forget` the fact each meant",
+                     shown_details([line if len(line) <= 80 else line[:79] + "…" for line in bad]))
+    return Check(name, OK, f"{len(storage.tombstone_log.tombstones())} forget record(s), every line readable")
+
+
 def check_fact_counts(storage: Storage) -> Check:
     """The counts `status` keeps (memvault.health.tally) against a recount of every log."""
     kept, counted = fact_counts(storage), full_count(storage)
@@ -326,6 +347,7 @@ WORKTREE = Probe(check_worktree, repair_worktree)
 IDENTITY = Probe(check_identity)
 SETTINGS = Probe(check_settings)
 LOG_LINES = Probe(check_log_lines, full=Full("daily logs"))
+FORGET_RECORDS = Probe(check_forget_records)
 FACT_COUNTS = Probe(check_fact_counts, repair_fact_counts, full=Full("fact counts"))
 LOG_NAMES = Probe(check_log_names)
 FACT_IDS = Probe(check_fact_ids, full=Full("fact ids"))

@@ -17,6 +17,7 @@ def doctor_probes() -> list[Probe]:
     from memvault.remote import probes as remote
 
     return [vault.LOCKS, vault.SYMLINKS, remote.PURGE, vault.WORKTREE, remote.MERGE_DRIVER, remote.IGNORED,
-            vault.IDENTITY, vault.SETTINGS, vault.LOG_LINES, vault.FACT_COUNTS, vault.LOG_NAMES, vault.FACT_IDS,
-            vault.CITATIONS, vault.FORGOTTEN_CITATIONS, vault.CREDENTIALS, index.EMBEDDING_CACHE, index.CACHE_ROWS,
+            vault.IDENTITY, vault.SETTINGS, vault.LOG_LINES, vault.FORGET_RECORDS, vault.FACT_COUNTS,
+            vault.LOG_NAMES, vault.FACT_IDS, vault.CITATIONS, vault.FORGOTTEN_CITATIONS, vault.CREDENTIALS,
+            index.EMBEDDING_CACHE, index.CACHE_ROWS,
             index.INDEX_ROWS, index.INDEX, index.EMBEDDING_MODEL, index.RERANK_MODEL, dream.DREAM, dream.LLM]
