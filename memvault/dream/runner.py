@@ -233,10 +233,7 @@ class Runner:
         nothing_passed = job.partial and not (set(proposal.dispositions) - set(proposal.unresolved)) \
             and bool(proposal.unresolved)
         if dry_run:
-            open_ = "; ".join(f"{job.as_told(i)}: {job.as_told(r)}" for i, r in proposal.unresolved.items())
-            if nothing_passed:  # a real run would take nothing of this answer
-                return job.preview(job.new_result("rejected"), None, raw, _after(turns) + f"no fact passed ({open_})")
-            return job.preview(job.new_result("proposed"), proposal, raw, open_ or None)
+            return self._preview(job, proposal, raw, turns, nothing_passed)
         if nothing_passed:
             return self._nothing_passed(job, proposal, raw, turns, snapshot)
         result = job.new_result()
@@ -244,6 +241,15 @@ class Runner:
         result.requests, result.seconds = self.requests or None, round(self.seconds, 1) if self.requests else None
         self.step("applying", batch=job.label)
         return self.apply(job, proposal, tombstoned, snapshot, result=result)
+
+    @staticmethod
+    def _preview(job: Job, proposal: Proposal, raw: str | None, turns: int, nothing_passed: bool) -> BatchResult:
+        """A dry run's answer: what it would do, with the facts it leaves open; rejected when a real
+        run would take nothing of it."""
+        open_ = "; ".join(f"{job.as_told(i)}: {job.as_told(r)}" for i, r in proposal.unresolved.items())
+        if nothing_passed:
+            return job.preview(job.new_result("rejected"), None, raw, _after(turns) + f"no fact passed ({open_})")
+        return job.preview(job.new_result("proposed"), proposal, raw, open_ or None)
 
     def _nothing_passed(self, job: Job, proposal: Proposal, raw: str | None, turns: int,
                         snapshot: dict[str, str]) -> BatchResult:

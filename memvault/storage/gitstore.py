@@ -394,12 +394,9 @@ def git_reason(error: Exception) -> str:
     ssh said before it ("Could not read from remote repository" alone does not say why)."""
     text = str(getattr(error, "stderr", "") or error).replace("stderr:", " ")
     lines = [line.rstrip("\r '\"") for line in text.splitlines()]
-    # A remote that refuses a push says why before git's own "failed to push some refs" line.
-    refused = next((line.strip(" '\"")[len("remote: "):] for line in lines
-                    if line.strip(" '\"").startswith(("remote: error:", "remote: fatal:"))), None)
-    rejected = next((line.strip(" '\"!") for line in lines if "[remote rejected]" in line), None)
-    if refused or rejected:
-        return "; ".join(part for part in (refused, rejected) if part)
+    refusal = _remote_refusal(lines)
+    if refusal:
+        return refusal
     for n, line in enumerate(lines):
         said = line.strip(" '\"")
         if said.lower().startswith(("fatal:", "error:")):
@@ -414,6 +411,14 @@ def git_reason(error: Exception) -> str:
             return "; ".join(part.rstrip(".") for part in [*cause, said])
     remaining = [line.strip(" '\"") for line in lines if line.strip(" '\"")]
     return remaining[0] if remaining else "git failed"
+
+
+def _remote_refusal(lines: list[str]) -> str | None:
+    """What a remote that refused a push said, before git's own "failed to push some refs" line."""
+    refused = next((line.strip(" '\"")[len("remote: "):] for line in lines
+                    if line.strip(" '\"").startswith(("remote: error:", "remote: fatal:"))), None)
+    rejected = next((line.strip(" '\"!") for line in lines if "[remote rejected]" in line), None)
+    return "; ".join(part for part in (refused, rejected) if part) or None
 
 
 def failure_detail(error: Exception) -> str:
