@@ -96,7 +96,8 @@ def moment(storage: Storage, when: Moment | str | datetime | date) -> Moment:
         raise InvalidInput("as_of must be a date, a time or a commit")
     back = BACK.fullmatch(when.strip())
     if back:
-        return _back(storage, when.strip(), int(back.group(1) or 0))
+        digits = back.group(1) or "0"
+        return _back(storage, when.strip(), int(digits) if len(digits) <= 18 else 10**18)  # (int() stops at 4,300)
     try:
         moment_ = parse_bound(when, storage.tz, end=True, option="as_of")
     except InvalidInput:
@@ -112,7 +113,8 @@ def _back(storage: Storage, asked: str, steps: int) -> Moment:
     """HEAD~N: the commit N steps back on the line `commit_at` searches (newest first)."""
     line = _kept(storage).line(storage)
     if steps >= len(line):
-        raise InvalidInput(f"as_of {asked!r}: the vault has {len(line)} commit(s), so HEAD~{len(line) - 1} at most")
+        named = asked if len(asked) <= 40 else f"{asked[:24]}…"
+        raise InvalidInput(f"as_of {named!r}: the vault has {len(line)} commit(s), so HEAD~{len(line) - 1} at most")
     commit = line[steps]
     return Moment(asked, commit.moment, commit)
 
