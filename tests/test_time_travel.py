@@ -397,3 +397,21 @@ def test_a_read_only_view_of_the_vault_keeps_its_moments_in_the_users_cache(vaul
         assert [(copy / "asof").is_dir() for copy in copies] == [True]
     finally:
         subprocess.run(["umount", "-l", str(view)], capture_output=True)
+
+
+def test_a_moments_copy_damaged_by_hand_is_made_again(vault, vault_dir, months):
+    """The folder of a past moment, once made, was trusted for ever: a log emptied or removed there
+    answered "nothing to show" without a word. A new process checks it against the commit."""
+    from support.cli import run_memvault
+
+    sha = vault.as_of("2026-02-15").moment.commit.sha
+    assert texts(Vault(vault_dir).as_of("2026-02-15").recent()) == ["Bob drinks strong coffee", "Alice lives in Paris"]
+    folder = vault_dir / ".memvault" / "asof" / sha
+    for damage in (lambda log: log.write_text(""), lambda log: log.unlink()):
+        log = next(folder.glob("logs/*/2026-02-10.md"))
+        damage(log)
+        done = run_memvault("recent", "--as-of", "2026-02-15", "--json", "--vault", str(vault_dir))
+        assert done.returncode == 0 and "was changed since it was made" in done.stderr, done.stderr
+        assert [f["text"] for f in json.loads(done.stdout)["facts"]] == ["Bob drinks strong coffee",
+                                                                          "Alice lives in Paris"]
+        assert "Bob drinks strong coffee" in log.read_text()

@@ -50,7 +50,16 @@ from memvault.formats.tombstones import parse_tombstones
 from memvault.index import location
 from memvault.index.seed import copy_index
 from memvault.storage.files import read_text
-from memvault.storage.history import COMMIT_NAME, Commit, commit_at, first_parent_line, head, named_commit, write_tree
+from memvault.storage.history import (
+    COMMIT_NAME,
+    Commit,
+    commit_at,
+    first_parent_line,
+    head,
+    named_commit,
+    tree_sizes,
+    write_tree,
+)
 from memvault.storage.owner import Owner
 from memvault.storage.store import Storage
 
@@ -165,6 +174,12 @@ def past(storage: Storage, when: Moment | str | datetime | date) -> Iterator[Sto
     with _in_use(cache, sha):
         root = cache / sha
         opened = kept.opened.pop(sha, None)
+        if opened is None and root.is_dir() and not _intact(storage, root, sha):
+            storage.notify(f"as of commit {sha[:10]}: its copy in {STATE_ASOF}/ was changed since it was made; "
+                           "made again from the commit")
+            damaged = cache / f".trash-{sha}-{os.getpid()}-{secrets.token_hex(4)}"
+            os.rename(root, damaged)
+            _remove(damaged)
         if not root.is_dir():
             if opened is not None:
                 opened.close()  # its folder went (evicted by another process): made again below
@@ -211,6 +226,19 @@ def _in_use(cache: Path, sha: str) -> Iterator[None]:
         yield
     finally:
         os.close(handle)
+
+
+def _intact(storage: Storage, root: Path, sha: str) -> bool:
+    """Whether the moment's files are all there, each of its size in the commit: the copy is trusted
+    from then on, so a file emptied or removed by hand answered "nothing to show" (the first use in
+    a process looks, one git call)."""
+    for path, size in tree_sizes(storage.git, sha).items():
+        try:
+            if (root / path).stat().st_size != size:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _make(storage: Storage, cache: Path, sha: str) -> None:

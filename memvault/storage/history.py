@@ -130,6 +130,18 @@ def write_tree(git: GitStore, sha: str, dest: Path) -> int:
     return written
 
 
+def tree_sizes(git: GitStore, sha: str) -> dict[str, int]:
+    """Each file write_tree writes of commit `sha`, with its size in bytes: one git process."""
+    sizes: dict[str, int] = {}
+    for record in _bytes(git, ["ls-tree", "-r", "-l", "-z", "--full-tree", sha]).split(b"\0"):
+        meta, _tab, raw = record.partition(b"\t")
+        fields = meta.split()
+        path = raw.decode("utf-8", "surrogateescape")
+        if len(fields) == 4 and fields[1] == b"blob" and fields[0] in _FILE_MODES and _plain(path):
+            sizes[path] = int(fields[3])
+    return sizes
+
+
 def _plain(path: str) -> bool:
     """A path that stays inside the folder it is written to, and is no state of memvault's."""
     parts = path.split("/")
