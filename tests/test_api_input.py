@@ -173,7 +173,7 @@ METHODS = {
     "set_remote": {"url": (text, "/nonexistent/remote.git")},  # (never called with good values only)
     "doctor": {"fix": (flag, False), "llm": (flag, False)},
     "iter_facts": {"include_forgotten": (flag, False)},
-    "why": {"target": (text, "1")},
+    "why": {"target": (lambda v: text(v) or count(v), "1")},  # a MEMORY.md line number may be an int
     "import_source": {"source": (path, "/nonexistent/notes.jsonl"), "format": (maybe(text), None),
                       "dry_run": (flag, True), "allow_secret": (flag, False), "skip_secrets": (flag, False),
                       "progress": (maybe(function), None)},
